@@ -1,0 +1,25 @@
+# The two commands of the README. Both create .venv and install the package with its extras first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SOURCES := driftrag tests benchmarks
+
+.PHONY: demo test install
+
+$(BIN)/driftrag: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/driftrag
+
+# Lint, then the whole suite: unit tests and integration tests against a real local Neo4j that the
+# test session starts (Maven fetches it the first time) and stops at the end.
+test: install
+	$(BIN)/ruff check $(SOURCES)
+	$(BIN)/ruff format --check $(SOURCES)
+	$(BIN)/python -m pytest
+
+# The main job on the bundled sample corpus, offline by default.
+demo: install
+	$(BIN)/driftrag demo

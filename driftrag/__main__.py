@@ -1,0 +1,3 @@
+from driftrag.cli import main
+
+main()

@@ -1,0 +1,35 @@
+"""One root exception, one subclass per failure a caller can act on."""
+
+from __future__ import annotations
+
+
+class DriftRAGError(Exception):
+    """Root of every error driftrag raises on purpose."""
+
+
+class ConfigurationError(DriftRAGError):
+    """A setting or a combination of settings cannot work."""
+
+
+class InvalidIdentifierError(DriftRAGError, ValueError):
+    """A knowledge-base id or other identifier failed validation before any query ran."""
+
+
+class BackendUnavailableError(DriftRAGError):
+    """Neo4j cannot be reached (or answers in a way that makes it unusable)."""
+
+
+class UnsupportedServerError(DriftRAGError):
+    """The Neo4j server is too old or not a Neo4j the project supports."""
+
+
+class EmbeddingDimensionMismatchError(DriftRAGError):
+    """The embedder's dimension differs from the dimension of an existing vector index."""
+
+
+class LocalNeo4jError(DriftRAGError):
+    """The project's local Neo4j could not be resolved, started or stopped."""
+
+
+class ModelError(DriftRAGError):
+    """A model call failed after its retries, or its output could not be used."""

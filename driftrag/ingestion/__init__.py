@@ -1,0 +1,1 @@
+"""Ingestion stages: loading, chunking, extraction, merge, summaries, communities, reports, embeddings."""

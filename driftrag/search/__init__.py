@@ -1,0 +1,1 @@
+"""Query-side functions: local, entity, graph and DRIFT search building blocks."""

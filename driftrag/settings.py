@@ -1,0 +1,109 @@
+"""The one settings object of driftrag.
+
+Read from the environment (and a `.env` file if present): the standard `NEO4J_*` and `OPENAI_*`
+variables keep their usual names, everything else is `DRIFTRAG_<FIELD>`. Construct it once at the
+edge (CLI, notebook, test) and pass it down explicitly; nothing in the package reads the
+environment on its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_HOME = Path.home() / ".cache" / "driftrag"
+
+
+def _standard(name: str) -> AliasChoices:
+    """Accept the conventional variable name, and the field name for explicit construction."""
+    return AliasChoices(name, name.lower())
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="DRIFTRAG_",
+        env_file=".env",
+        extra="ignore",
+        populate_by_name=True,
+    )
+
+    # --- Neo4j (standard names) ------------------------------------------------------------
+    neo4j_uri: str | None = Field(
+        default=None,
+        validation_alias=_standard("NEO4J_URI"),
+        description="Bolt URI of an existing server. When set, driftrag never starts a local Neo4j.",
+    )
+    neo4j_username: str = Field(default="neo4j", validation_alias=_standard("NEO4J_USERNAME"))
+    neo4j_password: SecretStr = Field(
+        default=SecretStr("driftrag-local"), validation_alias=_standard("NEO4J_PASSWORD")
+    )
+    neo4j_database: str = Field(default="neo4j", validation_alias=_standard("NEO4J_DATABASE"))
+
+    # --- OpenAI (standard names) -------------------------------------------------------------
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias=_standard("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(
+        default=None,
+        validation_alias=_standard("OPENAI_BASE_URL"),
+        description="Any OpenAI-compatible endpoint (vLLM, Ollama, LM Studio, a test server).",
+    )
+
+    # --- Local Neo4j launcher ------------------------------------------------------------------
+    home: Path = Field(
+        default=DEFAULT_HOME, description="Cache and state directory (jars, data, logs, LLM cache)."
+    )
+    neo4j_version_range: str = Field(
+        default="[5.26.0,5.27.0)",
+        description="Maven version range for org.neo4j:neo4j and neo4j-bolt; the newest that resolves is used.",
+    )
+    neo4j_port: int = Field(default=7687, ge=1024, le=65535, description="Bolt port of the local Neo4j.")
+    neo4j_heap_mb: int = Field(default=1024, ge=256, description="JVM heap of the local Neo4j (-Xms = -Xmx).")
+    neo4j_pagecache_mb: int = Field(default=512, ge=64, description="Page cache of the local Neo4j.")
+    neo4j_start_timeout_s: float = Field(
+        default=120.0, gt=0, description="Readiness wait of the local Neo4j."
+    )
+
+    # --- Store connection -------------------------------------------------------------------
+    connect_retries: int = Field(default=30, ge=1, description="Connection attempts before giving up.")
+    connect_retry_delay_s: float = Field(default=2.0, ge=0, description="Pause between connection attempts.")
+
+    # --- Models -------------------------------------------------------------------------------
+    llm_provider: Literal["auto", "openai", "offline"] = Field(
+        default="auto", description="`auto` = `openai` when OPENAI_API_KEY is set, else `offline`."
+    )
+    llm_model: str = Field(default="gpt-4o-mini")
+    llm_temperature: float = Field(default=0.0, ge=0, le=2)
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout of model calls.")
+    llm_max_retries: int = Field(
+        default=3, ge=0, description="Retries of a failed model call (429/5xx/timeout)."
+    )
+    llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at once, per model.")
+    llm_cache: bool = Field(default=True, description="Keep successful model responses on disk.")
+    embedding_model: str = Field(default="text-embedding-3-small", description="OpenAI embedding model.")
+    embedding_dimensions: int | None = Field(
+        default=None,
+        ge=8,
+        le=4096,
+        description="Ask OpenAI for this many dimensions (models that support it).",
+    )
+    embed_batch_size: int = Field(default=64, ge=1, description="Texts per embedding request.")
+
+    @property
+    def llm_cache_dir(self) -> Path:
+        return self.home / "llm-cache"
+
+    @property
+    def bolt_uri(self) -> str:
+        """`NEO4J_URI` when set, else the project's local Neo4j."""
+        return self.neo4j_uri or f"bolt://127.0.0.1:{self.neo4j_port}"
+
+    @property
+    def neo4j_runtime_dir(self) -> Path:
+        return self.home / "neo4j"
+
+    def resolved_llm_provider(self) -> Literal["openai", "offline"]:
+        if self.llm_provider == "auto":
+            return "openai" if self.openai_api_key is not None else "offline"
+        return self.llm_provider

@@ -1,0 +1,41 @@
+"""Documents, chunks and embeddings."""
+
+UPSERT_KNOWLEDGE_BASE = """
+MERGE (k:__KnowledgeBase__ {kb: $kb})
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true
+"""
+
+UPSERT_DOCUMENT = """
+MERGE (d:__Document__ {kb: $kb, id: $document.id})
+SET d.title = $document.title, d.path = $document.path, d.content_hash = $document.content_hash,
+    d.n_chunks = $document.n_chunks, d.updated_at = datetime()
+"""
+
+UPSERT_CHUNKS = """
+MATCH (d:__Document__ {kb: $kb, id: $document_id})
+UNWIND $chunks AS row
+MERGE (c:__Chunk__ {kb: $kb, id: row.id})
+ON CREATE SET c.enabled = true
+SET c.document_id = $document_id, c.index = row.index, c.text = row.text, c.n_tokens = row.n_tokens,
+    c.extractable = row.extractable, c.skip_reason = row.skip_reason
+MERGE (c)-[:PART_OF]->(d)
+"""
+
+# Labels cannot be parameters, so each node kind has its own statement.
+SET_CHUNK_EMBEDDINGS = """
+UNWIND $rows AS row
+MATCH (n:__Chunk__ {kb: $kb, id: row.id})
+CALL db.create.setNodeVectorProperty(n, 'embedding', row.embedding)
+"""
+
+SET_ENTITY_EMBEDDINGS = """
+UNWIND $rows AS row
+MATCH (n:__Entity__ {kb: $kb, id: row.id})
+CALL db.create.setNodeVectorProperty(n, 'embedding', row.embedding)
+"""
+
+SET_COMMUNITY_EMBEDDINGS = """
+UNWIND $rows AS row
+MATCH (n:__Community__ {kb: $kb, id: row.id})
+CALL db.create.setNodeVectorProperty(n, 'embedding', row.embedding)
+"""

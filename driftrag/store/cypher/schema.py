@@ -1,0 +1,77 @@
+"""Schema statements: constraints, indexes, server checks."""
+
+CHUNK_VECTOR_INDEX = "driftrag_chunk"
+ENTITY_VECTOR_INDEX = "driftrag_entity"
+COMMUNITY_VECTOR_INDEX = "driftrag_community"
+VECTOR_INDEXES = (CHUNK_VECTOR_INDEX, ENTITY_VECTOR_INDEX, COMMUNITY_VECTOR_INDEX)
+
+# (kb, id) is the key of every node kind; Community edition supports composite uniqueness.
+CREATE_CONSTRAINTS = (
+    "CREATE CONSTRAINT driftrag_kb_key IF NOT EXISTS FOR (n:__KnowledgeBase__) REQUIRE n.kb IS UNIQUE",
+    "CREATE CONSTRAINT driftrag_document_key IF NOT EXISTS FOR (n:__Document__) REQUIRE (n.kb, n.id) IS UNIQUE",
+    "CREATE CONSTRAINT driftrag_chunk_key IF NOT EXISTS FOR (n:__Chunk__) REQUIRE (n.kb, n.id) IS UNIQUE",
+    "CREATE CONSTRAINT driftrag_entity_key IF NOT EXISTS FOR (n:__Entity__) REQUIRE (n.kb, n.id) IS UNIQUE",
+    "CREATE CONSTRAINT driftrag_community_key IF NOT EXISTS FOR (n:__Community__) REQUIRE (n.kb, n.id) IS UNIQUE",
+)
+
+CREATE_LOOKUP_INDEXES = (
+    "CREATE INDEX driftrag_entity_kb_name IF NOT EXISTS FOR (n:__Entity__) ON (n.kb, n.name)",
+    "CREATE INDEX driftrag_chunk_kb_document IF NOT EXISTS FOR (n:__Chunk__) ON (n.kb, n.document_id)",
+    "CREATE INDEX driftrag_community_kb_level IF NOT EXISTS FOR (n:__Community__) ON (n.kb, n.level)",
+    "CREATE INDEX driftrag_related_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.id)",
+)
+
+# One statement per label: labels cannot be parameters, so each index is written out.
+CREATE_VECTOR_INDEXES = {
+    CHUNK_VECTOR_INDEX: (
+        "CREATE VECTOR INDEX driftrag_chunk IF NOT EXISTS FOR (n:__Chunk__) ON n.embedding "
+        "OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}"
+    ),
+    ENTITY_VECTOR_INDEX: (
+        "CREATE VECTOR INDEX driftrag_entity IF NOT EXISTS FOR (n:__Entity__) ON n.embedding "
+        "OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}"
+    ),
+    COMMUNITY_VECTOR_INDEX: (
+        "CREATE VECTOR INDEX driftrag_community IF NOT EXISTS FOR (n:__Community__) ON n.embedding "
+        "OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}"
+    ),
+}
+
+SHOW_VECTOR_INDEXES = """
+SHOW VECTOR INDEXES YIELD name, state, labelsOrTypes, properties, options
+WHERE name IN $names
+RETURN name, state, labelsOrTypes AS labels, properties,
+       options.indexConfig.`vector.dimensions` AS dimensions,
+       toLower(options.indexConfig.`vector.similarity_function`) AS similarity
+"""
+
+DROP_VECTOR_INDEX = "DROP INDEX $name IF EXISTS"
+
+REMOVE_EMBEDDINGS = """
+MATCH (n) WHERE (n:__Chunk__ OR n:__Entity__ OR n:__Community__) AND n.embedding IS NOT NULL
+CALL (n) { REMOVE n.embedding } IN TRANSACTIONS OF 1000 ROWS
+"""
+
+AWAIT_INDEXES = "CALL db.awaitIndexes($timeout_s)"
+
+SERVER_COMPONENTS = "CALL dbms.components() YIELD name, versions, edition RETURN name, versions, edition"
+
+QUERY_VECTOR_INDEX = """
+CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node, score
+WHERE node.kb = $kb
+RETURN node.id AS id, score
+ORDER BY score DESC, id
+LIMIT $k
+"""
+
+SHOW_DRIFTRAG_CONSTRAINTS = """
+SHOW CONSTRAINTS YIELD name, type, labelsOrTypes, properties
+WHERE name STARTS WITH 'driftrag_'
+RETURN name, 'constraint:' + type AS kind, labelsOrTypes AS labels, properties
+"""
+
+SHOW_DRIFTRAG_INDEXES = """
+SHOW INDEXES YIELD name, type, labelsOrTypes, properties, owningConstraint
+WHERE name STARTS WITH 'driftrag_' AND owningConstraint IS NULL
+RETURN name, 'index:' + type AS kind, labelsOrTypes AS labels, properties
+"""

@@ -1,0 +1,54 @@
+"""Writes of documents, chunks and embeddings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from driftrag.ingestion.models import Chunk, SourceDocument
+from driftrag.store.cypher import documents as cy
+from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.neo4j_store import Neo4jStore
+
+NodeKind = Literal["chunk", "entity", "community"]
+
+_SET_EMBEDDINGS = {
+    "chunk": cy.SET_CHUNK_EMBEDDINGS,
+    "entity": cy.SET_ENTITY_EMBEDDINGS,
+    "community": cy.SET_COMMUNITY_EMBEDDINGS,
+}
+_WRITE_BATCH = 500
+
+
+class DocumentWriter:
+    def __init__(self, store: Neo4jStore) -> None:
+        self._store = store
+
+    async def upsert_document(self, document: SourceDocument, chunks: Sequence[Chunk]) -> None:
+        """Create or update a document and its chunks (chunks keep their `enabled` flag)."""
+        kb = validate_kb_id(document.kb)
+        await self._store.write(cy.UPSERT_KNOWLEDGE_BASE, kb=kb)
+        await self._store.write(
+            cy.UPSERT_DOCUMENT,
+            kb=kb,
+            document={
+                "id": document.id,
+                "title": document.title,
+                "path": document.path,
+                "content_hash": document.content_hash,
+                "n_chunks": len(chunks),
+            },
+        )
+        rows = [chunk.model_dump(exclude={"document_id", "start_char", "end_char"}) for chunk in chunks]
+        for start in range(0, len(rows), _WRITE_BATCH):
+            await self._store.write(
+                cy.UPSERT_CHUNKS, kb=kb, document_id=document.id, chunks=rows[start : start + _WRITE_BATCH]
+            )
+
+    async def set_embeddings(self, kind: NodeKind, kb: str, rows: Sequence[tuple[str, list[float]]]) -> None:
+        """Store vectors with `db.create.setNodeVectorProperty` (the vector indexes must exist)."""
+        validate_kb_id(kb)
+        statement = _SET_EMBEDDINGS[kind]
+        payload = [{"id": node_id, "embedding": vector} for node_id, vector in rows]
+        for start in range(0, len(payload), _WRITE_BATCH):
+            await self._store.write(statement, kb=kb, rows=payload[start : start + _WRITE_BATCH])

@@ -1,0 +1,33 @@
+"""Validation of identifiers before they reach a query.
+
+Values always travel as Cypher parameters; these checks exist so that hostile ids are refused with a
+clear error before any query runs, and so that ids stay portable (file names, URLs, log lines).
+"""
+
+from __future__ import annotations
+
+import re
+
+from driftrag.errors import InvalidIdentifierError
+
+KB_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+NODE_ID_PATTERN = re.compile(r"^(document|chunk|entity|relationship|community)-[A-Za-z0-9_-]{1,128}$")
+
+
+def validate_kb_id(kb: str) -> str:
+    """Return `kb` if it is 1-64 letters, digits, `_` or `-` (starting with a letter or digit)."""
+    if not isinstance(kb, str) or not KB_ID_PATTERN.fullmatch(kb):
+        raise InvalidIdentifierError(
+            f"invalid knowledge base id {kb!r}: use 1-64 characters from A-Z a-z 0-9 _ - "
+            "starting with a letter or digit"
+        )
+    return kb
+
+
+def validate_node_id(node_id: str) -> str:
+    """Return `node_id` if it has the project's `<kind>-<token>` shape."""
+    if not isinstance(node_id, str) or not NODE_ID_PATTERN.fullmatch(node_id):
+        raise InvalidIdentifierError(
+            f"invalid id {node_id!r}: expected document-…, chunk-…, entity-…, relationship-… or community-…"
+        )
+    return node_id

@@ -1,0 +1,228 @@
+"""The Neo4j store: connection, server checks, schema, and the query helpers the other store modules use.
+
+`Neo4jStore` wraps one `neo4j.AsyncDriver`. Construction does no I/O; `connect()` retries until the
+server answers and checks its version, and `ensure_schema()` creates constraints and vector indexes
+idempotently. Every statement it runs is a constant from `driftrag.store.cypher`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, LiteralString
+
+import neo4j
+from neo4j.exceptions import AuthError, ClientError, DriverError, Neo4jError, ServiceUnavailable
+from pydantic import BaseModel, ConfigDict
+
+from driftrag.errors import (
+    BackendUnavailableError,
+    ConfigurationError,
+    EmbeddingDimensionMismatchError,
+    UnsupportedServerError,
+)
+from driftrag.settings import Settings
+from driftrag.store.cypher import schema as cy
+from driftrag.store.identifiers import validate_kb_id
+
+log = logging.getLogger(__name__)
+
+_INDEX_WAIT_S = 300
+
+
+class ServerInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: str
+    edition: str
+
+
+class VectorIndexInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    state: str
+    labels: list[str]
+    properties: list[str]
+    dimensions: int
+    similarity: str
+
+
+def check_server_version(version: str) -> None:
+    """Accept Neo4j 5.26+ and the calendar-versioned 2025.x and later; refuse anything older."""
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError as exc:
+        raise UnsupportedServerError(f"cannot read the Neo4j version {version!r}") from exc
+    if major >= 2025 or (major == 5 and minor >= 26):
+        return
+    raise UnsupportedServerError(
+        f"Neo4j {version} is not supported: driftrag needs 5.26 LTS or newer (2025.x); "
+        "upgrade the server or unset NEO4J_URI to use the project's local Neo4j"
+    )
+
+
+class Neo4jStore:
+    """Owns the async driver and runs the project's Cypher statements."""
+
+    def __init__(self, settings: Settings, driver: neo4j.AsyncDriver) -> None:
+        self._settings = settings
+        self._driver = driver
+        self._database = settings.neo4j_database
+
+    @classmethod
+    def from_settings(cls, settings: Settings, uri: str | None = None) -> Neo4jStore:
+        """Build a store for `uri`; no connection is made yet.
+
+        Default: `NEO4J_URI`, else the project's local server on 127.0.0.1:`DRIFTRAG_NEO4J_PORT`.
+        """
+        target = uri or settings.bolt_uri
+        driver = neo4j.AsyncGraphDatabase.driver(
+            target,
+            auth=(settings.neo4j_username, settings.neo4j_password.get_secret_value()),
+            connection_timeout=max(settings.connect_retry_delay_s, 5.0),
+        )
+        return cls(settings, driver)
+
+    @property
+    def driver(self) -> neo4j.AsyncDriver:
+        return self._driver
+
+    async def close(self) -> None:
+        await self._driver.close()
+
+    async def __aenter__(self) -> Neo4jStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # --- connection and server ----------------------------------------------------------------
+
+    async def connect(self) -> ServerInfo:
+        """Wait for the server (settings.connect_retries tries, connect_retry_delay_s apart), check it."""
+        attempts = self._settings.connect_retries
+        last_error: Exception | None = None
+        for attempt in range(1, attempts + 1):
+            try:
+                await self._driver.verify_connectivity()
+                break
+            except AuthError as exc:
+                raise BackendUnavailableError(
+                    f"Neo4j refused the credentials of NEO4J_USERNAME={self._settings.neo4j_username!r}: {exc}"
+                ) from exc
+            except (ServiceUnavailable, DriverError, OSError) as exc:
+                last_error = exc
+                log.info("Neo4j not reachable (attempt %d/%d): %s", attempt, attempts, exc)
+                if attempt < attempts:
+                    await asyncio.sleep(self._settings.connect_retry_delay_s)
+        else:
+            raise BackendUnavailableError(
+                f"Neo4j is unreachable after {attempts} attempts "
+                f"{self._settings.connect_retry_delay_s:g} s apart: {last_error}. "
+                "Start it with `driftrag neo4j start` or check NEO4J_URI"
+            ) from last_error
+        info = await self.server_info()
+        check_server_version(info.version)
+        return info
+
+    async def server_info(self) -> ServerInfo:
+        rows = await self.read(cy.SERVER_COMPONENTS)
+        kernel = next((row for row in rows if row["name"] == "Neo4j Kernel"), None)
+        if kernel is None:
+            raise UnsupportedServerError("the server did not report a Neo4j Kernel component")
+        return ServerInfo(version=kernel["versions"][0], edition=kernel["edition"])
+
+    # --- schema ---------------------------------------------------------------------------------
+
+    async def ensure_schema(self, embedding_dimension: int) -> list[VectorIndexInfo]:
+        """Create constraints, lookup and vector indexes if missing, and wait until they are online.
+
+        An existing vector index with another dimension is refused: mixing embedders would make
+        every similarity score meaningless.
+        """
+        if not isinstance(embedding_dimension, int) or not 1 <= embedding_dimension <= 4096:
+            raise ConfigurationError(
+                f"embedding dimension must be an integer in 1..4096, got {embedding_dimension!r}"
+            )
+        existing = {index.name: index for index in await self.vector_indexes()}
+        mismatched = [index for index in existing.values() if index.dimensions != embedding_dimension]
+        if mismatched:
+            index = mismatched[0]
+            raise EmbeddingDimensionMismatchError(
+                f"vector index {index.name} has {index.dimensions} dimensions but the embedder produces "
+                f"{embedding_dimension}. Use the embedding model the graph was built with "
+                f"(DRIFTRAG_EMBEDDING_MODEL / DRIFTRAG_LLM_PROVIDER), or run `driftrag schema reset-vectors` "
+                "to drop the vector indexes and embeddings, then re-ingest to embed again."
+            )
+        for statement in (*cy.CREATE_CONSTRAINTS, *cy.CREATE_LOOKUP_INDEXES):
+            await self.write(statement)
+        for name, statement in cy.CREATE_VECTOR_INDEXES.items():
+            if name not in existing:
+                await self.write(statement, dimensions=embedding_dimension)
+        await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
+        return await self.vector_indexes()
+
+    async def vector_indexes(self) -> list[VectorIndexInfo]:
+        rows = await self.read(cy.SHOW_VECTOR_INDEXES, names=list(cy.VECTOR_INDEXES))
+        return sorted((VectorIndexInfo.model_validate(row) for row in rows), key=lambda index: index.name)
+
+    async def schema_objects(self) -> list[dict[str, Any]]:
+        """The driftrag constraints and indexes, sorted by name (for inspection and tests)."""
+        rows = await self.read(cy.SHOW_DRIFTRAG_CONSTRAINTS) + await self.read(cy.SHOW_DRIFTRAG_INDEXES)
+        return sorted(rows, key=lambda row: row["name"])
+
+    async def reset_vector_indexes(self) -> None:
+        """Drop the driftrag vector indexes and every stored embedding (the graph itself stays)."""
+        for name in cy.VECTOR_INDEXES:
+            await self.write(cy.DROP_VECTOR_INDEX, name=name)
+        await self.run_in_transactions(cy.REMOVE_EMBEDDINGS)
+
+    async def query_vector_index(
+        self, index: str, kb: str, vector: list[float], k: int, *, over_fetch: int = 4
+    ) -> list[tuple[str, float]]:
+        """Top-k node ids of one kb by cosine similarity.
+
+        The vector indexes are shared by all knowledge bases, so the search over-fetches and then
+        keeps the kb's nodes.
+        """
+        if index not in cy.VECTOR_INDEXES:
+            raise ConfigurationError(f"unknown vector index {index!r}")
+        validate_kb_id(kb)
+        rows = await self.read(
+            cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=vector, k=k, fetch=max(k * over_fetch, k)
+        )
+        return [(row["id"], row["score"]) for row in rows]
+
+    # --- query helpers (statements must come from driftrag.store.cypher) -----------------------
+
+    async def read(self, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
+        return await self._execute(query, params, neo4j.RoutingControl.READ)
+
+    async def write(self, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
+        return await self._execute(query, params, neo4j.RoutingControl.WRITE)
+
+    async def run_in_transactions(self, query: LiteralString, **params: Any) -> None:
+        """Run a `CALL { … } IN TRANSACTIONS` statement, which needs an auto-commit transaction."""
+        try:
+            async with self._driver.session(database=self._database) as session:
+                result = await session.run(query, params)
+                await result.consume()
+        except (ServiceUnavailable, OSError) as exc:
+            raise BackendUnavailableError(f"Neo4j became unreachable: {exc}") from exc
+
+    async def _execute(
+        self, query: LiteralString, params: Mapping[str, Any], routing: neo4j.RoutingControl
+    ) -> list[dict[str, Any]]:
+        try:
+            records, _, _ = await self._driver.execute_query(
+                query, parameters_=dict(params), database_=self._database, routing_=routing
+            )
+        except (ServiceUnavailable, OSError) as exc:
+            raise BackendUnavailableError(f"Neo4j became unreachable: {exc}") from exc
+        except ClientError:
+            raise
+        except Neo4jError as exc:
+            raise BackendUnavailableError(f"Neo4j failed: {exc}") from exc
+        return [record.data() for record in records]

