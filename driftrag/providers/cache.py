@@ -1,0 +1,84 @@
+"""On-disk cache of successful model responses, keyed by the whole request."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+_ENTRY_SUFFIX = ".json"
+_TEMP_SUFFIX = ".tmp"
+
+
+class CachedResponse(BaseModel):
+    """What a cache entry holds: the assistant text and the token usage of the original call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def cache_key(
+    *,
+    provider: str,
+    model: str,
+    messages: Sequence[Mapping[str, str]],
+    params: Mapping[str, Any],
+) -> str:
+    """sha256 of canonical JSON, so equal requests map to one entry whatever the dict order."""
+    request = {
+        "provider": provider,
+        "model": model,
+        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        "params": dict(params),
+    }
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Entries live in `<directory>/<ab>/<key>.json`; nothing touches the disk until the first call."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def path_for(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}{_ENTRY_SUFFIX}"
+
+    def get(self, key: str) -> CachedResponse | None:
+        """The entry, or None when missing, unreadable or corrupt (a bad entry is only a miss)."""
+        try:
+            raw = self.path_for(key).read_bytes()
+            return CachedResponse.model_validate_json(raw)
+        except (OSError, ValidationError, ValueError):
+            return None
+
+    def put(self, key: str, value: CachedResponse) -> None:
+        """Write to a temporary file in the same folder, then rename: readers never see a partial entry."""
+        target = self.path_for(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{key[:8]}-", suffix=_TEMP_SUFFIX)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(value.model_dump_json().encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp_name, target)
+        except BaseException:
+            Path(temp_name).unlink(missing_ok=True)
+            raise
+
+    async def aget(self, key: str) -> CachedResponse | None:
+        return await asyncio.to_thread(self.get, key)
+
+    async def aput(self, key: str, value: CachedResponse) -> None:
+        await asyncio.to_thread(self.put, key, value)

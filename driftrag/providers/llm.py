@@ -1,0 +1,255 @@
+"""Chat model access: LlamaIndex's `LLM` for the model, `ModelClient` for what it lacks.
+
+`ModelClient` adds the response cache, a per-instance concurrency limit, usage accounting and one
+error type (`ModelError`). Retries with backoff and 429 Retry-After stay with the openai client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import httpx
+import openai
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata, MessageRole
+from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW
+from llama_index.core.llms import LLM
+from llama_index.llms.openai import OpenAI
+from pydantic import BaseModel, ConfigDict, Field
+
+from driftrag.errors import ModelError
+from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
+from driftrag.providers.usage import UsageTracker, cl100k_tokenizer
+from driftrag.settings import Settings
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Per-message framing tokens of the chat format, used only when a provider reports no usage.
+_MESSAGE_OVERHEAD_TOKENS = 4
+# Status codes the openai client retries (besides connection errors and timeouts).
+_RETRIED_STATUS = frozenset({408, 409, 429})
+
+
+class ClientRetryOpenAI(OpenAI):
+    """llama-index's OpenAI LLM with single-layer retries and tolerance of unknown model names.
+
+    The stock class wraps the openai client (which retries) in a tenacity retry with the same count,
+    so failures multiply; here the tenacity layer is off (`max_retries=0`) and the client retries
+    `client_max_retries` times. Model names it does not know (vLLM, Ollama) get generic metadata.
+    """
+
+    client_max_retries: int = Field(default=3, ge=0, description="Retries done by the openai client.")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ClientRetryOpenAI"
+
+    def _get_credential_kwargs(self, is_async: bool = False) -> dict[str, Any]:
+        return {**super()._get_credential_kwargs(is_async=is_async), "max_retries": self.client_max_retries}
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        try:
+            return super().metadata
+        except ValueError:
+            return LLMMetadata(
+                context_window=DEFAULT_CONTEXT_WINDOW,
+                num_output=self.max_tokens or -1,
+                is_chat_model=True,
+                is_function_calling_model=True,
+                model_name=self.model,
+            )
+
+
+def openai_llm(settings: Settings) -> ClientRetryOpenAI:
+    """The OpenAI chat model of `settings`; building it does no network I/O."""
+    api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return ClientRetryOpenAI(
+        model=settings.llm_model,
+        api_key=api_key,
+        api_base=settings.openai_base_url,
+        temperature=settings.llm_temperature,
+        timeout=settings.llm_timeout_s,
+        max_retries=0,
+        client_max_retries=settings.llm_max_retries,
+    )
+
+
+class ChatResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+
+
+class ModelClient:
+    """Cache, concurrency limit, accounting and error mapping around one LlamaIndex `LLM`."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        provider: str,
+        model: str,
+        usage: UsageTracker,
+        cache: ResponseCache | None = None,
+        concurrency: int = 8,
+        base_url: str | None = None,
+        max_retries: int = 0,
+        timeout_s: float | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.llm = llm
+        self.provider = provider
+        self.model = model
+        self.usage = usage
+        self.cache = cache
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self._limit = asyncio.Semaphore(concurrency)
+        self._tokenizer: Callable[[str], list[int]] | None = None
+
+    async def chat(
+        self,
+        messages: Sequence[ChatMessage] | Sequence[Mapping[str, str]],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> ChatResult:
+        chat_messages = [_as_chat_message(m) for m in messages]
+        request_kwargs: dict[str, Any] = {}
+        if temperature is not None:
+            request_kwargs["temperature"] = temperature
+        if max_tokens is not None:
+            request_kwargs["max_tokens"] = max_tokens
+        if json_mode:
+            request_kwargs["response_format"] = {"type": "json_object"}
+
+        key = None
+        if self.cache is not None:
+            key = self._cache_key(
+                chat_messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode
+            )
+            hit = await self.cache.aget(key)
+            if hit is not None:
+                self.usage.record_cache_hit()
+                return ChatResult(**hit.model_dump(), cached=True)
+
+        async with self._limit:
+            try:
+                response = await self.llm.achat(chat_messages, **request_kwargs)
+            except Exception as exc:  # the provider boundary: whatever it raises is a failed model call
+                self.usage.record_failure()
+                raise ModelError(self._describe_failure(exc)) from exc
+
+        text = response.message.content or ""
+        prompt_tokens, completion_tokens = self._token_usage(response, chat_messages, text)
+        self.usage.record_chat(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        entry = CachedResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        if key is not None and self.cache is not None:
+            await self.cache.aput(key, entry)
+        return ChatResult(**entry.model_dump(), cached=False)
+
+    async def complete_text(
+        self,
+        prompt: str,
+        *,
+        system: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> ChatResult:
+        """One user prompt (and an optional system prompt) through `chat`."""
+        messages = [ChatMessage(role=MessageRole.SYSTEM, content=system)] if system else []
+        messages.append(ChatMessage(role=MessageRole.USER, content=prompt))
+        return await self.chat(messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode)
+
+    def _cache_key(
+        self,
+        messages: list[ChatMessage],
+        *,
+        temperature: float | None,
+        max_tokens: int | None,
+        json_mode: bool,
+    ) -> str:
+        # The effective temperature belongs in the key: a default changed in settings must not reuse entries.
+        effective_temperature = (
+            temperature if temperature is not None else getattr(self.llm, "temperature", None)
+        )
+        params = {
+            "temperature": effective_temperature,
+            "max_tokens": max_tokens if max_tokens is not None else getattr(self.llm, "max_tokens", None),
+            "response_format": "json_object" if json_mode else None,
+        }
+        return cache_key(
+            provider=self.provider,
+            model=self.model,
+            messages=[{"role": m.role.value, "content": m.content or ""} for m in messages],
+            params=params,
+        )
+
+    def _token_usage(self, response: ChatResponse, messages: list[ChatMessage], text: str) -> tuple[int, int]:
+        reported = _reported_usage(response)
+        if reported is not None:
+            return reported
+        if self._tokenizer is None:
+            self._tokenizer = cl100k_tokenizer()
+        prompt = sum(len(self._tokenizer(m.content or "")) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
+        return prompt, len(self._tokenizer(text))
+
+    def _describe_failure(self, exc: Exception) -> str:
+        where = f"model {self.model!r} ({self.provider}) at {self.base_url or 'the default endpoint'}"
+        attempts = self.max_retries + 1 if _is_retried(exc) else 1
+        tries = f"after {attempts} attempt{'s' if attempts > 1 else ''}"
+        if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
+            per_try = f" of {self.timeout_s:g} s each" if self.timeout_s is not None else ""
+            return f"chat call to {where} timed out {tries}{per_try}"
+        if isinstance(exc, openai.APIStatusError):
+            status = f"HTTP {exc.status_code} {type(exc).__name__}"
+            return f"chat call to {where} failed {tries}: {status}: {exc.message}"
+        if isinstance(exc, openai.APIConnectionError):
+            return f"chat call to {where} could not connect {tries}: {exc}"
+        if isinstance(exc, openai.APIResponseValidationError | ValueError | TypeError | AttributeError):
+            # A 200 whose body is not a chat completion (broken JSON, wrong shape) ends up here.
+            return f"chat call to {where} returned an unusable response: {type(exc).__name__}: {exc}"
+        return f"chat call to {where} failed {tries}: {type(exc).__name__}: {exc}"
+
+
+def _as_chat_message(message: ChatMessage | Mapping[str, str]) -> ChatMessage:
+    if isinstance(message, ChatMessage):
+        return message
+    unknown = set(message) - {"role", "content"}
+    if unknown:
+        raise ValueError(f"chat message has unknown keys {sorted(unknown)}; expected role and content")
+    return ChatMessage(role=MessageRole(message["role"]), content=message["content"])
+
+
+def _reported_usage(response: ChatResponse) -> tuple[int, int] | None:
+    """(prompt, completion) tokens as the provider reported them, from `raw.usage` or llama-index's copy."""
+    usage = _field(response.raw, "usage")
+    if usage is None and "prompt_tokens" in response.additional_kwargs:
+        usage = response.additional_kwargs
+    if usage is None:
+        return None
+    prompt, completion = _field(usage, "prompt_tokens"), _field(usage, "completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    return prompt, completion
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def _is_retried(exc: Exception) -> bool:
+    """Whether the openai client retried this failure (connection errors, timeouts, 408/409/429/5xx)."""
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _RETRIED_STATUS or exc.status_code >= 500
+    return False

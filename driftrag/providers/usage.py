@@ -1,0 +1,82 @@
+"""Token and call accounting: one `UsageTracker` per run, passed explicitly to whatever calls a model."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import llama_index.core
+import tiktoken
+from pydantic import BaseModel, ConfigDict
+
+# llama-index-core ships the cl100k_base file here, so token estimates never download anything.
+_TIKTOKEN_CACHE = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
+
+
+class Usage(BaseModel):
+    """Counters at one moment. `chat_calls` counts successful provider calls; cache hits are separate."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chat_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    failed_calls: int = 0
+    embedding_requests: int = 0
+    embedded_texts: int = 0
+    embedding_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(**{name: getattr(self, name) - getattr(other, name) for name in Usage.model_fields})
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
+
+
+class UsageTracker:
+    """Mutable counters behind a lock: sync embedding calls may run in worker threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(Usage.model_fields, 0)
+
+    def _add(self, **deltas: int) -> None:
+        with self._lock:
+            for name, value in deltas.items():
+                self._counts[name] += value
+
+    def record_chat(self, *, prompt_tokens: int, completion_tokens: int) -> None:
+        self._add(chat_calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+    def record_cache_hit(self) -> None:
+        self._add(cache_hits=1)
+
+    def record_failure(self) -> None:
+        self._add(failed_calls=1)
+
+    def record_embedding(self, *, texts: int, tokens: int = 0) -> None:
+        """One embedding request of `texts` texts (`tokens` when the provider reports them)."""
+        self._add(embedding_requests=1, embedded_texts=texts, embedding_tokens=tokens)
+
+    def snapshot(self) -> Usage:
+        with self._lock:
+            return Usage(**self._counts)
+
+    def since(self, earlier: Usage) -> Usage:
+        """What happened after `earlier` was taken: a run reports its own delta on a shared tracker."""
+        return self.snapshot() - earlier
+
+
+def cl100k_tokenizer() -> Callable[[str], list[int]]:
+    """The cl100k_base encoder, loaded from llama-index-core's bundled cache (no download)."""
+    # setdefault: a user-chosen cache directory wins; tiktoken itself memoises the encoding.
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_TIKTOKEN_CACHE))
+    encoding = tiktoken.get_encoding("cl100k_base")
+    return lambda text: encoding.encode(text, disallowed_special=())

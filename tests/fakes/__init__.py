@@ -1,0 +1,1 @@
+"""Deterministic test doubles shared by the test suite."""

@@ -1,0 +1,287 @@
+"""A local OpenAI-compatible HTTP server for tests and benchmarks (stdlib only).
+
+Chat answers come from a pluggable responder, embeddings are deterministic unit vectors, and faults
+(429, 500, malformed JSON, slow answers) are queued per test and consumed by successive requests.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import random
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal, NamedTuple
+
+Responder = Callable[[dict[str, Any]], str]
+FaultKind = Literal["rate_limit", "server_error", "malformed_json", "slow"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: FaultKind
+    seconds: float = 0.0
+    status: int = 500
+
+    @classmethod
+    def rate_limit(cls, retry_after: float = 0.1) -> Fault:
+        return cls("rate_limit", seconds=retry_after, status=429)
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> Fault:
+        return cls("server_error", status=status)
+
+    @classmethod
+    def malformed_json(cls) -> Fault:
+        return cls("malformed_json", status=200)
+
+    @classmethod
+    def slow(cls, seconds: float) -> Fault:
+        """Wait `seconds`, then answer normally (a client with a shorter timeout gives up first)."""
+        return cls("slow", seconds=seconds, status=200)
+
+
+class RecordedRequest(NamedTuple):
+    path: str
+    json: dict[str, Any]
+
+
+def estimate_tokens(text: str) -> int:
+    """The server's token count: one token per four characters, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+def message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
+
+
+def echo_responder(request: dict[str, Any]) -> str:
+    """Default answer: the last user message, prefixed, so tests can tell requests apart."""
+    users = [message_text(m) for m in request.get("messages", []) if m.get("role") == "user"]
+    return f"echo: {users[-1] if users else ''}"
+
+
+def deterministic_embedding(text: str, dimension: int) -> list[float]:
+    """A unit vector seeded by the text's hash: equal texts, equal vectors."""
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+    rng = random.Random(seed)
+    values = [rng.gauss(0.0, 1.0) for _ in range(dimension)]
+    norm = math.sqrt(sum(v * v for v in values)) or 1.0
+    return [v / norm for v in values]
+
+
+class FakeOpenAIServer:
+    """`with FakeOpenAIServer() as server:` serves on 127.0.0.1 at `server.base_url` (ends in /v1)."""
+
+    def __init__(
+        self,
+        *,
+        responder: Responder = echo_responder,
+        embedding_dimension: int = 1536,
+        latency_s: float = 0.0,
+    ) -> None:
+        self.responder = responder
+        self.embedding_dimension = embedding_dimension
+        self.latency_s = latency_s
+        self._faults: deque[Fault] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._in_flight = 0
+        self.max_in_flight = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- control --------------------------------------------------------------------------
+    def inject(self, *faults: Fault) -> None:
+        """Queue faults; each following request (any endpoint) consumes one."""
+        with self._lock:
+            self._faults.extend(faults)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+    def requests_to(self, path: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path == path]
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        handler = type("BoundHandler", (_Handler,), {"fake": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping on latency or a slow fault
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # --- request handling (called from handler threads) ----------------------------------
+    def _begin(self, path: str, body: dict[str, Any]) -> Fault | None:
+        with self._lock:
+            self._requests.append(RecordedRequest(path, body))
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            return self._faults.popleft() if self._faults else None
+
+    def _end(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+    def _chat(self, request: dict[str, Any]) -> dict[str, Any]:
+        text = self.responder(request)
+        prompt_tokens = sum(estimate_tokens(message_text(m)) for m in request.get("messages", []))
+        completion_tokens = estimate_tokens(text)
+        return {
+            "id": "chatcmpl-" + hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:24],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "unknown"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    def _embeddings(self, request: dict[str, Any]) -> dict[str, Any]:
+        inputs = request.get("input", [])
+        texts = [inputs] if isinstance(inputs, str) else [str(t) for t in inputs]
+        dimension = int(request.get("dimensions") or self.embedding_dimension)
+        as_base64 = request.get("encoding_format") == "base64"
+        data = []
+        for index, text in enumerate(texts):
+            vector = deterministic_embedding(text, dimension)
+            # The openai client asks for base64 (packed little-endian float32) unless told otherwise.
+            embedding: Any = (
+                base64.b64encode(struct.pack(f"<{dimension}f", *vector)).decode("ascii")
+                if as_base64
+                else vector
+            )
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        tokens = sum(estimate_tokens(t) for t in texts)
+        return {
+            "object": "list",
+            "data": data,
+            "model": request.get("model", "unknown"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeOpenAIServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent: tests assert on recorded requests instead."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send_json(
+                400, {"error": {"message": "request body is not JSON", "type": "invalid_request"}}
+            )
+            return
+        path = self.path.rstrip("/")
+        fault = self.fake._begin(path, body)
+        try:
+            self._answer(path, body, fault)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout) before the answer; nothing to do
+        finally:
+            self.fake._end()
+
+    def _answer(self, path: str, body: dict[str, Any], fault: Fault | None) -> None:
+        self.fake._sleep(self.fake.latency_s)
+        if fault is not None and fault.kind == "slow":
+            self.fake._sleep(fault.seconds)
+        if fault is not None and fault.kind == "rate_limit":
+            headers = {"retry-after": f"{fault.seconds:g}", "retry-after-ms": f"{fault.seconds * 1000:g}"}
+            error = {"message": "Rate limit reached (injected)", "type": "rate_limit_exceeded"}
+            self._send_json(429, {"error": error}, headers)
+            return
+        if fault is not None and fault.kind == "server_error":
+            self._send_json(
+                fault.status, {"error": {"message": "injected server error", "type": "server_error"}}
+            )
+            return
+        if path.endswith("/chat/completions"):
+            payload = self.fake._chat(body)
+        elif path.endswith("/embeddings"):
+            payload = self.fake._embeddings(body)
+        else:
+            self._send_json(404, {"error": {"message": f"unknown path {path}", "type": "not_found"}})
+            return
+        if fault is not None and fault.kind == "malformed_json":
+            self._send_raw(200, json.dumps(payload).encode()[:40] + b'{"oops', "application/json")
+            return
+        self._send_json(200, payload)
+
+    def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
+
+    def _send_raw(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)

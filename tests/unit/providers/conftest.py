@@ -1,0 +1,1 @@
+from tests.fakes.openai_fixtures import *  # noqa: F403

