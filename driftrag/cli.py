@@ -148,9 +148,7 @@ def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
 @schema_app.command("reset-vectors")
 def schema_reset_vectors(
     ctx: typer.Context,
-    yes: Annotated[
-        bool, typer.Option("--yes", help="Confirm: embeddings of every knowledge base go.")
-    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: embeddings of every knowledge base go.")] = False,
 ) -> None:
     """Drop the vector indexes and all embeddings (to change embedder); the graph itself is kept."""
     from driftrag.store import Neo4jStore

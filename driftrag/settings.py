@@ -37,9 +37,7 @@ class Settings(BaseSettings):
         description="Bolt URI of an existing server. When set, driftrag never starts a local Neo4j.",
     )
     neo4j_username: str = Field(default="neo4j", validation_alias=_standard("NEO4J_USERNAME"))
-    neo4j_password: SecretStr = Field(
-        default=SecretStr("driftrag-local"), validation_alias=_standard("NEO4J_PASSWORD")
-    )
+    neo4j_password: SecretStr = Field(default=SecretStr("driftrag-local"), validation_alias=_standard("NEO4J_PASSWORD"))
     neo4j_database: str = Field(default="neo4j", validation_alias=_standard("NEO4J_DATABASE"))
 
     # --- OpenAI (standard names) -------------------------------------------------------------
@@ -51,9 +49,7 @@ class Settings(BaseSettings):
     )
 
     # --- Local Neo4j launcher ------------------------------------------------------------------
-    home: Path = Field(
-        default=DEFAULT_HOME, description="Cache and state directory (jars, data, logs, LLM cache)."
-    )
+    home: Path = Field(default=DEFAULT_HOME, description="Cache and state directory (jars, data, logs, LLM cache).")
     neo4j_version_range: str = Field(
         default="[5.26.0,5.27.0)",
         description="Maven version range for org.neo4j:neo4j and neo4j-bolt; the newest that resolves is used.",
@@ -61,9 +57,7 @@ class Settings(BaseSettings):
     neo4j_port: int = Field(default=7687, ge=1024, le=65535, description="Bolt port of the local Neo4j.")
     neo4j_heap_mb: int = Field(default=1024, ge=256, description="JVM heap of the local Neo4j (-Xms = -Xmx).")
     neo4j_pagecache_mb: int = Field(default=512, ge=64, description="Page cache of the local Neo4j.")
-    neo4j_start_timeout_s: float = Field(
-        default=120.0, gt=0, description="Readiness wait of the local Neo4j."
-    )
+    neo4j_start_timeout_s: float = Field(default=120.0, gt=0, description="Readiness wait of the local Neo4j.")
 
     # --- Store connection -------------------------------------------------------------------
     connect_retries: int = Field(default=30, ge=1, description="Connection attempts before giving up.")
@@ -76,9 +70,7 @@ class Settings(BaseSettings):
     llm_model: str = Field(default="gpt-4o-mini")
     llm_temperature: float = Field(default=0.0, ge=0, le=2)
     llm_timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout of model calls.")
-    llm_max_retries: int = Field(
-        default=3, ge=0, description="Retries of a failed model call (429/5xx/timeout)."
-    )
+    llm_max_retries: int = Field(default=3, ge=0, description="Retries of a failed model call (429/5xx/timeout).")
     llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at once, per model.")
     llm_cache: bool = Field(default=True, description="Keep successful model responses on disk.")
     embedding_model: str = Field(default="text-embedding-3-small", description="OpenAI embedding model.")
@@ -93,6 +85,16 @@ class Settings(BaseSettings):
     @property
     def llm_cache_dir(self) -> Path:
         return self.home / "llm-cache"
+
+    # --- Ingestion ---------------------------------------------------------------------------
+    chunk_size: int = Field(default=1200, ge=50, description="Chunk length in cl100k tokens.")
+    chunk_overlap: int = Field(default=100, ge=0, description="Tokens shared by consecutive chunks.")
+    max_file_mb: float = Field(default=50.0, gt=0, description="Largest input file accepted.")
+    max_gleanings: int = Field(default=1, ge=0, description="Extra extraction rounds asking for missed entities.")
+    extraction_attempts: int = Field(default=2, ge=1, description="Answers asked per chunk before it is failed.")
+    max_cluster_size: int = Field(default=10, ge=2, description="Leiden splits communities larger than this.")
+    leiden_seed: int = Field(default=0xDEECE66D, description="Seed of the community detection.")
+    report_context_tokens: int = Field(default=8000, ge=500, description="Context budget of one report.")
 
     @property
     def bolt_uri(self) -> str:

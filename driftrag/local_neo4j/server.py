@@ -141,9 +141,7 @@ class LocalNeo4j:
             str(self._settings.neo4j_pagecache_mb),
         ]
 
-    def _wait_ready(
-        self, process: subprocess.Popen[bytes], log_offset: int, runtime: ResolvedRuntime
-    ) -> None:
+    def _wait_ready(self, process: subprocess.Popen[bytes], log_offset: int, runtime: ResolvedRuntime) -> None:
         deadline = time.monotonic() + self._settings.neo4j_start_timeout_s
         while time.monotonic() < deadline:
             output = self._log_since(log_offset)

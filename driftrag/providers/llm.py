@@ -132,9 +132,7 @@ class ModelClient:
 
         key = None
         if self.cache is not None:
-            key = self._cache_key(
-                chat_messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode
-            )
+            key = self._cache_key(chat_messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode)
             hit = await self.cache.aget(key)
             if hit is not None:
                 self.usage.record_cache_hit()
@@ -178,9 +176,7 @@ class ModelClient:
         json_mode: bool,
     ) -> str:
         # The effective temperature belongs in the key: a default changed in settings must not reuse entries.
-        effective_temperature = (
-            temperature if temperature is not None else getattr(self.llm, "temperature", None)
-        )
+        effective_temperature = temperature if temperature is not None else getattr(self.llm, "temperature", None)
         params = {
             "temperature": effective_temperature,
             "max_tokens": max_tokens if max_tokens is not None else getattr(self.llm, "max_tokens", None),

@@ -82,6 +82,8 @@ class Neo4jStore:
             target,
             auth=(settings.neo4j_username, settings.neo4j_password.get_secret_value()),
             connection_timeout=max(settings.connect_retry_delay_s, 5.0),
+            # Schema-less reads of properties not yet written are normal here, not worth a warning.
+            notifications_min_severity="OFF",
         )
         return cls(settings, driver)
 
@@ -143,9 +145,7 @@ class Neo4jStore:
         every similarity score meaningless.
         """
         if not isinstance(embedding_dimension, int) or not 1 <= embedding_dimension <= 4096:
-            raise ConfigurationError(
-                f"embedding dimension must be an integer in 1..4096, got {embedding_dimension!r}"
-            )
+            raise ConfigurationError(f"embedding dimension must be an integer in 1..4096, got {embedding_dimension!r}")
         existing = {index.name: index for index in await self.vector_indexes()}
         mismatched = [index for index in existing.values() if index.dimensions != embedding_dimension]
         if mismatched:

@@ -206,9 +206,7 @@ class FakeOpenAIServer:
             vector = deterministic_embedding(text, dimension)
             # The openai client asks for base64 (packed little-endian float32) unless told otherwise.
             embedding: Any = (
-                base64.b64encode(struct.pack(f"<{dimension}f", *vector)).decode("ascii")
-                if as_base64
-                else vector
+                base64.b64encode(struct.pack(f"<{dimension}f", *vector)).decode("ascii") if as_base64 else vector
             )
             data.append({"object": "embedding", "index": index, "embedding": embedding})
         tokens = sum(estimate_tokens(t) for t in texts)
@@ -233,9 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
-            self._send_json(
-                400, {"error": {"message": "request body is not JSON", "type": "invalid_request"}}
-            )
+            self._send_json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request"}})
             return
         path = self.path.rstrip("/")
         fault = self.fake._begin(path, body)
@@ -256,9 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(429, {"error": error}, headers)
             return
         if fault is not None and fault.kind == "server_error":
-            self._send_json(
-                fault.status, {"error": {"message": "injected server error", "type": "server_error"}}
-            )
+            self._send_json(fault.status, {"error": {"message": "injected server error", "type": "server_error"}})
             return
         if path.endswith("/chat/completions"):
             payload = self.fake._chat(body)
@@ -275,9 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
 
-    def _send_raw(
-        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
-    ) -> None:
+    def _send_raw(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))

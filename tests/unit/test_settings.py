@@ -37,6 +37,14 @@ ENVIRONMENT = {
     "DRIFTRAG_EMBEDDING_MODEL": ("embedding_model", "text-embedding-3-large"),
     "DRIFTRAG_EMBEDDING_DIMENSIONS": ("embedding_dimensions", "256"),
     "DRIFTRAG_EMBED_BATCH_SIZE": ("embed_batch_size", "16"),
+    "DRIFTRAG_CHUNK_SIZE": ("chunk_size", "600"),
+    "DRIFTRAG_CHUNK_OVERLAP": ("chunk_overlap", "50"),
+    "DRIFTRAG_MAX_FILE_MB": ("max_file_mb", "5"),
+    "DRIFTRAG_MAX_GLEANINGS": ("max_gleanings", "0"),
+    "DRIFTRAG_EXTRACTION_ATTEMPTS": ("extraction_attempts", "3"),
+    "DRIFTRAG_MAX_CLUSTER_SIZE": ("max_cluster_size", "20"),
+    "DRIFTRAG_LEIDEN_SEED": ("leiden_seed", "42"),
+    "DRIFTRAG_REPORT_CONTEXT_TOKENS": ("report_context_tokens", "4000"),
 }
 
 
@@ -84,7 +92,4 @@ def test_every_field_is_used_by_the_package() -> None:
 def test_auto_provider_follows_the_api_key() -> None:
     assert Settings(_env_file=None, openai_api_key=None).resolved_llm_provider() == "offline"
     assert Settings(_env_file=None, openai_api_key="k").resolved_llm_provider() == "openai"
-    assert (
-        Settings(_env_file=None, openai_api_key="k", llm_provider="offline").resolved_llm_provider()
-        == "offline"
-    )
+    assert Settings(_env_file=None, openai_api_key="k", llm_provider="offline").resolved_llm_provider() == "offline"

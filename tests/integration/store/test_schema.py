@@ -40,9 +40,7 @@ async def test_schema_creation_is_idempotent(store: Neo4jStore) -> None:
         assert row["kind"] == "constraint:UNIQUENESS"
 
 
-async def test_vector_indexes_have_configured_dimensions_and_answer_queries(
-    store: Neo4jStore, kb: str
-) -> None:
+async def test_vector_indexes_have_configured_dimensions_and_answer_queries(store: Neo4jStore, kb: str) -> None:
     indexes = await store.ensure_schema(OFFLINE_DIMENSION)
     assert [(index.name, index.dimensions, index.similarity, index.state) for index in indexes] == [
         ("driftrag_chunk", OFFLINE_DIMENSION, "cosine", "ONLINE"),
@@ -57,9 +55,7 @@ async def test_vector_indexes_have_configured_dimensions_and_answer_queries(
     ]
     document = SourceDocument(id="document-vec", kb=kb, title="t", text=" ".join(texts), content_hash="h")
     chunks = [
-        Chunk(
-            id=f"chunk-{i}", document_id=document.id, index=i, text=t, n_tokens=10, start_char=0, end_char=1
-        )
+        Chunk(id=f"chunk-{i}", document_id=document.id, index=i, text=t, n_tokens=10, start_char=0, end_char=1)
         for i, t in enumerate(texts)
     ]
     writer = DocumentWriter(store)
@@ -120,9 +116,7 @@ async def test_hostile_kb_ids_are_rejected_before_any_query(hostile: str, tmp_pa
 
 async def test_hostile_kb_id_leaves_the_graph_untouched(store: Neo4jStore, kb: str) -> None:
     before = await store.schema_objects()
-    document = SourceDocument(
-        id="document-y", kb="}) DETACH DELETE n //", title="t", text="x", content_hash="h"
-    )
+    document = SourceDocument(id="document-y", kb="}) DETACH DELETE n //", title="t", text="x", content_hash="h")
     with pytest.raises(InvalidIdentifierError):
         await DocumentWriter(store).upsert_document(document, [])
     assert await store.schema_objects() == before

@@ -49,14 +49,10 @@ async def test_chat_returns_responder_text_and_records_usage(
     )
 
 
-async def test_identical_call_is_a_cache_hit(
-    openai_settings: Settings, openai_server: FakeOpenAIServer
-) -> None:
+async def test_identical_call_is_a_cache_hit(openai_settings: Settings, openai_server: FakeOpenAIServer) -> None:
     client = _client(openai_settings)
     first = await client.complete_text("hello", system="be kind")
-    second = await client.chat(
-        [ChatMessage(role="system", content="be kind"), {"role": "user", "content": "hello"}]
-    )
+    second = await client.chat([ChatMessage(role="system", content="be kind"), {"role": "user", "content": "hello"}])
 
     assert openai_server.request_count == 1
     assert second.cached and second.text == first.text
@@ -85,9 +81,7 @@ async def test_rate_limit_honours_retry_after_then_succeeds(
     assert client.usage.snapshot().failed_calls == 0
 
 
-async def test_server_error_then_success_is_retried(
-    openai_settings: Settings, openai_server: FakeOpenAIServer
-) -> None:
+async def test_server_error_then_success_is_retried(openai_settings: Settings, openai_server: FakeOpenAIServer) -> None:
     client = _client(openai_settings)
     openai_server.inject(Fault.server_error(503))
     assert (await client.complete_text("ping")).text == "echo: ping"
@@ -115,9 +109,7 @@ async def test_persistent_server_error_raises_model_error_and_is_not_cached(
     assert openai_server.request_count == 4
 
 
-async def test_client_error_is_not_retried(
-    openai_settings: Settings, openai_server: FakeOpenAIServer
-) -> None:
+async def test_client_error_is_not_retried(openai_settings: Settings, openai_server: FakeOpenAIServer) -> None:
     client = _client(openai_settings)
     openai_server.inject(Fault.server_error(400))
     with pytest.raises(ModelError, match="failed after 1 attempt: HTTP 400"):
@@ -140,9 +132,7 @@ async def test_slow_response_times_out_within_bounded_time(
     assert openai_server.request_count == 2
 
 
-async def test_malformed_json_body_is_a_model_error(
-    openai_settings: Settings, openai_server: FakeOpenAIServer
-) -> None:
+async def test_malformed_json_body_is_a_model_error(openai_settings: Settings, openai_server: FakeOpenAIServer) -> None:
     client = _client(openai_settings)
     openai_server.inject(Fault.malformed_json())
     with pytest.raises(ModelError, match="unusable response"):
@@ -151,9 +141,7 @@ async def test_malformed_json_body_is_a_model_error(
     assert not list(openai_settings.llm_cache_dir.glob("*/*.json"))
 
 
-async def test_concurrency_limit_is_honoured(
-    openai_settings: Settings, openai_server: FakeOpenAIServer
-) -> None:
+async def test_concurrency_limit_is_honoured(openai_settings: Settings, openai_server: FakeOpenAIServer) -> None:
     openai_server.latency_s = 0.2
     client = _client(openai_settings, llm_concurrency=2, llm_cache=False)
     started = time.monotonic()

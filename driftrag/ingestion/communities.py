@@ -1,0 +1,151 @@
+"""Hierarchical community detection with Leiden (graspologic-native, as Microsoft GraphRAG v3 does).
+
+Levels: level 0 is the coarsest partition of the graph; each level below splits the communities
+that are still larger than `max_cluster_size` into sub-communities, so a higher level is finer. A
+community that needs no split ends at its level and has no children. Each entity belongs to exactly
+one *finest* community (see `finest_community_by_entity`); a community's `entity_ids` lists all its
+members, so a parent's members are the union of its children's. Hierarchical Leiden leaves a dense
+group unsplit when splitting it lowers modularity at the given resolution; such an oversized finest
+community is split here by re-running Leiden on its own subgraph at doubled resolutions (bounded), so
+finest communities respect `max_cluster_size` whenever any split exists.
+
+Isolated entities (no relationship to another entity) are left out of every community, as in
+Microsoft GraphRAG: a one-entity community would cost a report call and say nothing the entity's own
+summary does not. The graph given to Leiden is undirected: weights of both directions of a pair and
+of its several relationship types are summed; self-loops are ignored.
+
+Determinism: edges are sorted, the seed is fixed, and ids are `community-<level>-<n>` with n the rank
+of the community's sorted member list at its level, so the same graph always yields the same ids,
+whatever numbering Leiden uses internally.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import graspologic_native as gn
+
+from driftrag.ingestion.models import Community, MergedEntity, MergedRelationship
+
+DEFAULT_MAX_CLUSTER_SIZE = 10
+DEFAULT_SEED = 0xDEECE66D
+_MAX_RESOLUTION_DOUBLINGS = 10
+
+
+def community_edges(entity_ids: set[str], relationships: Sequence[MergedRelationship]) -> list[tuple[str, str, float]]:
+    """Sorted undirected edges between known entities, weights summed per pair."""
+    weights: dict[tuple[str, str], float] = defaultdict(float)
+    for rel in relationships:
+        if rel.source_id == rel.target_id or not {rel.source_id, rel.target_id} <= entity_ids:
+            continue
+        pair = (min(rel.source_id, rel.target_id), max(rel.source_id, rel.target_id))
+        # Leiden needs positive weights; a zero-weight relationship still links its ends.
+        weights[pair] += max(rel.weight, 1e-6)
+    return [(a, b, w) for (a, b), w in sorted(weights.items())]
+
+
+def detect_communities(
+    entities: Sequence[MergedEntity],
+    relationships: Sequence[MergedRelationship],
+    *,
+    max_cluster_size: int = DEFAULT_MAX_CLUSTER_SIZE,
+    seed: int = DEFAULT_SEED,
+    resolution: float = 1.0,
+) -> list[Community]:
+    """Communities of every level, sorted by (level, id); empty when the graph has no edges."""
+    edges = community_edges({e.id for e in entities}, relationships)
+    if not edges:
+        return []
+    clusters = gn.hierarchical_leiden(
+        edges, resolution=resolution, max_cluster_size=max_cluster_size, seed=seed, use_modularity=True
+    )
+    members: dict[int, set[str]] = defaultdict(set)
+    level_of: dict[int, int] = {}
+    parent_of: dict[int, int | None] = {}
+    for row in clusters:
+        members[row.cluster].add(row.node)
+        level_of[row.cluster] = row.level
+        parent_of[row.cluster] = row.parent_cluster
+    _split_oversized(edges, members, level_of, parent_of, max_cluster_size, seed, resolution)
+
+    # Stable names: rank of the sorted member list within its level.
+    by_level: dict[int, list[int]] = defaultdict(list)
+    for cluster, level in level_of.items():
+        by_level[level].append(cluster)
+    name: dict[int, str] = {}
+    for level, level_clusters in by_level.items():
+        for n, cluster in enumerate(sorted(level_clusters, key=lambda c: sorted(members[c]))):
+            name[cluster] = f"community-{level}-{n}"
+
+    children: dict[int, list[str]] = defaultdict(list)
+    for cluster, parent in parent_of.items():
+        if parent is not None:
+            children[parent].append(name[cluster])
+    chunks_of = {e.id: e.source_chunk_ids for e in entities}
+    relationships_of: dict[str, list[MergedRelationship]] = defaultdict(list)
+    for rel in relationships:
+        relationships_of[rel.source_id].append(rel)
+    communities = []
+    for cluster, entity_ids in members.items():
+        parent = parent_of[cluster]
+        communities.append(
+            Community(
+                id=name[cluster],
+                level=level_of[cluster],
+                parent_id=name[parent] if parent is not None else None,
+                child_ids=sorted(children[cluster]),
+                entity_ids=sorted(entity_ids),
+                relationship_ids=sorted(
+                    r.id for e in entity_ids for r in relationships_of[e] if r.target_id in entity_ids
+                ),
+                chunk_ids=sorted({c for e in entity_ids for c in chunks_of[e]}),
+            )
+        )
+    return sorted(communities, key=lambda c: (c.level, c.id))
+
+
+def _split_oversized(
+    edges: list[tuple[str, str, float]],
+    members: dict[int, set[str]],
+    level_of: dict[int, int],
+    parent_of: dict[int, int | None],
+    max_cluster_size: int,
+    seed: int,
+    resolution: float,
+) -> None:
+    """Split leaves larger than `max_cluster_size` into children, raising the resolution until they split."""
+    has_children = {p for p in parent_of.values() if p is not None}
+    queue = sorted(c for c in members if c not in has_children and len(members[c]) > max_cluster_size)
+    next_cluster = max(members) + 1
+    while queue:
+        cluster = queue.pop(0)
+        nodes = members[cluster]
+        sub_edges = [e for e in edges if e[0] in nodes and e[1] in nodes]
+        for doubling in range(1, _MAX_RESOLUTION_DOUBLINGS + 1):
+            _, partition = gn.leiden(sub_edges, resolution=resolution * 2**doubling, seed=seed)
+            parts: dict[int, set[str]] = defaultdict(set)
+            for node, part in partition.items():
+                parts[part].add(node)
+            if len(parts) > 1:
+                break
+        else:
+            continue
+        for part_nodes in sorted(parts.values(), key=sorted):
+            members[next_cluster] = part_nodes
+            level_of[next_cluster] = level_of[cluster] + 1
+            parent_of[next_cluster] = cluster
+            if len(part_nodes) > max_cluster_size:
+                queue.append(next_cluster)
+            next_cluster += 1
+
+
+def finest_community_by_entity(communities: Sequence[Community]) -> dict[str, str]:
+    """Each entity's finest community: the deepest one that lists it (entities link to it)."""
+    finest: dict[str, Community] = {}
+    for community in communities:
+        for entity_id in community.entity_ids:
+            current = finest.get(entity_id)
+            if current is None or community.level > current.level:
+                finest[entity_id] = community
+    return {entity_id: community.id for entity_id, community in sorted(finest.items())}

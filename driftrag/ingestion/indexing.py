@@ -1,0 +1,238 @@
+"""The stages of an ingestion run, as plain async functions the workflow steps call.
+
+Crash safety: documents and chunks are written first, each chunk's extraction is checkpointed on the
+chunk as soon as it finishes, and the derived layers (entities, relationships, communities, reports,
+embeddings) are rebuilt from those checkpoints, reusing every summary, report and embedding whose
+inputs did not change. A run killed at any point and started again therefore repeats no finished
+model call and ends with the same graph as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from driftrag.ingestion.chunking import chunk_document
+from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
+from driftrag.ingestion.extraction import skipped_outcome
+from driftrag.ingestion.loading import document_from_text, load_document
+from driftrag.ingestion.merge import apply_summaries, merge_extractions, needs_summary, summary_items
+from driftrag.ingestion.models import (
+    CommunityReport,
+    ExtractConfig,
+    ExtractionOutcome,
+    SourceDocument,
+    stable_hash,
+)
+from driftrag.ingestion.reports import build_report_context, report_levels
+from driftrag.ingestion.run import DocumentOutcome, IngestionDeps, IngestRequest, Progress, ProgressCallback
+from driftrag.store.graph import descriptions_hash
+from driftrag.store.identifiers import validate_kb_id
+
+
+async def load_documents(request: IngestRequest, max_file_mb: float) -> list[SourceDocument]:
+    """Read and validate every input before anything is written: one bad file stops the run cleanly."""
+    kb = validate_kb_id(request.kb)
+    max_bytes = int(max_file_mb * 1024 * 1024)
+    documents = [await asyncio.to_thread(load_document, path, kb, max_bytes=max_bytes) for path in request.paths]
+    documents += [document_from_text(item.text, kb, item.title) for item in request.texts]
+    return documents
+
+
+def _source(document: SourceDocument) -> str:
+    return document.path or document.title
+
+
+async def store_documents(
+    deps: IngestionDeps, kb: str, documents: Sequence[SourceDocument], progress: ProgressCallback
+) -> list[DocumentOutcome]:
+    """Write new documents with their chunks; drop older versions of the same source."""
+    outcomes = []
+    for done, document in enumerate(documents, start=1):
+        existing = await deps.graph.documents_by_source(kb, _source(document))
+        older = sorted(row["id"] for row in existing if row["id"] != document.id)
+        for old_id in older:
+            await deps.graph.delete_document(kb, old_id)
+        chunks = chunk_document(
+            document, chunk_size=deps.settings.chunk_size, chunk_overlap=deps.settings.chunk_overlap
+        )
+        unchanged = any(row["id"] == document.id for row in existing)
+        await deps.documents.upsert_document(document, chunks)
+        status = "replaced" if older else "unchanged" if unchanged else "new"
+        outcomes.append(
+            DocumentOutcome(
+                document_id=document.id,
+                source=_source(document),
+                status=status,
+                chunks=len(chunks),
+                replaced_ids=older,
+            )
+        )
+        await progress(Progress(stage="documents", done=done, total=len(documents), message=_source(document)))
+    return outcomes
+
+
+async def extract_pending(
+    deps: IngestionDeps,
+    kb: str,
+    document_ids: Sequence[str],
+    config: ExtractConfig,
+    progress: ProgressCallback,
+) -> int:
+    """Extract every chunk that has no checkpoint yet; each result is saved as soon as it exists."""
+    pending = [chunk for doc_id in document_ids for chunk in await deps.graph.chunks_to_extract(kb, doc_id)]
+    limit = asyncio.Semaphore(deps.settings.llm_concurrency)
+    done = 0
+
+    async def one(chunk) -> ExtractionOutcome:
+        nonlocal done
+        outcome = skipped_outcome(chunk, config)
+        if outcome is None:
+            async with limit:
+                outcome = await deps.tasks.extractor.extract(chunk, config)
+        await deps.graph.save_extractions(kb, [outcome])
+        done += 1
+        await progress(Progress(stage="extract", done=done, total=len(pending), message=chunk.id))
+        return outcome
+
+    await asyncio.gather(*(one(chunk) for chunk in pending))
+    return len(pending)
+
+
+async def rebuild_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[object, int]:
+    """Merge all checkpointed extractions of the kb, summarise what changed, write the layer."""
+    merged = merge_extractions(await deps.graph.extractions(kb))
+    known = {**await deps.graph.entity_state(kb), **await deps.graph.relationship_state(kb)}
+    summaries: dict[str, str] = {}
+    to_generate = []
+    for key, name, descriptions in summary_items(merged):
+        state = known.get(key)
+        if not needs_summary(descriptions):
+            continue
+        if state is not None and state.input_hash == descriptions_hash(descriptions) and state.output:
+            summaries[key] = state.output
+        else:
+            to_generate.append((key, name, descriptions))
+    limit = asyncio.Semaphore(deps.settings.llm_concurrency)
+    done = 0
+
+    async def one(key: str, name: str, descriptions: list[str]) -> None:
+        nonlocal done
+        async with limit:
+            summaries[key] = await deps.tasks.summarizer.summarize(name, list(dict.fromkeys(descriptions)))
+        done += 1
+        await progress(Progress(stage="summarize", done=done, total=len(to_generate), message=name))
+
+    await asyncio.gather(*(one(*item) for item in to_generate))
+    merged = apply_summaries(merged, summaries)
+    await deps.graph.replace_entity_layer(kb, merged.entities, merged.relationships)
+    return merged, len(to_generate)
+
+
+async def rebuild_communities(deps: IngestionDeps, kb: str, merged, progress: ProgressCallback) -> int:
+    """Cluster, then report bottom-up; a community whose context is unchanged keeps its report."""
+    settings = deps.settings
+    communities = detect_communities(
+        merged.entities, merged.relationships, max_cluster_size=settings.max_cluster_size, seed=settings.leiden_seed
+    )
+    entities = {e.id: e for e in merged.entities}
+    relationships = {r.id: r for r in merged.relationships}
+    chunk_ids = sorted({chunk for c in communities for chunk in c.chunk_ids})
+    chunks = await deps.graph.chunk_texts(kb, chunk_ids)
+    known = await deps.graph.community_state(kb)
+    by_id = {c.id: c for c in communities}
+    reports: dict[str, CommunityReport] = {}
+    context_hashes: dict[str, str] = {}
+    generated = 0
+    total = len(communities)
+    limit = asyncio.Semaphore(settings.llm_concurrency)
+
+    async def one(community) -> None:
+        nonlocal generated
+        context = build_report_context(
+            community,
+            entities,
+            relationships,
+            chunks,
+            reports,
+            settings.report_context_tokens,
+            children=[by_id[child] for child in community.child_ids if child in by_id],
+        )
+        context_hash = stable_hash(community.id, context.text, length=32)
+        context_hashes[community.id] = context_hash
+        state = known.get(community.id)
+        if state is not None and state.input_hash == context_hash and state.output:
+            reports[community.id] = CommunityReport.model_validate_json(state.output)
+        else:
+            async with limit:
+                reports[community.id] = await deps.tasks.reporter.report(context)
+            generated += 1
+        await progress(Progress(stage="reports", done=len(reports), total=total, message=community.id))
+
+    for level in report_levels(communities):  # finest level first: parents read their children's reports
+        await asyncio.gather(*(one(community) for community in level))
+    await deps.graph.replace_communities(
+        kb, communities, reports, context_hashes, finest_community_by_entity(communities)
+    )
+    return generated
+
+
+async def embed_missing(deps: IngestionDeps, kb: str, merged, progress: ProgressCallback) -> dict[str, int]:
+    """Embed chunks without a vector, and entities/communities whose embedded text changed."""
+    counts = {"chunk": 0, "entity": 0, "community": 0}
+    chunk_rows = await deps.graph.chunks_without_embedding(kb)
+    await _embed(deps, kb, "chunk", chunk_rows, progress)
+    counts["chunk"] = len(chunk_rows)
+
+    entity_state = await deps.graph.entity_state(kb)
+    entity_texts = {
+        e.id: f"{e.name}: {e.summary or (e.descriptions[0] if e.descriptions else '')}" for e in merged.entities
+    }
+    counts["entity"] = await _embed_changed(deps, kb, "entity", entity_texts, entity_state, progress)
+
+    community_state = await deps.graph.community_state(kb)
+    community_texts = {}
+    for community_id, state in community_state.items():
+        if state.output:
+            report = CommunityReport.model_validate_json(state.output)
+            community_texts[community_id] = f"{report.title}\n{report.summary}"
+    counts["community"] = await _embed_changed(deps, kb, "community", community_texts, community_state, progress)
+    return counts
+
+
+async def _embed_changed(deps, kb, kind, texts: dict[str, str], state, progress) -> int:
+    hashes = {node_id: stable_hash(text, length=32) for node_id, text in texts.items()}
+    stale = sorted(
+        node_id
+        for node_id, value in hashes.items()
+        if node_id not in state or not state[node_id].embedded or state[node_id].embedding_hash != value
+    )
+    await _embed(deps, kb, kind, [(node_id, texts[node_id]) for node_id in stale], progress)
+    await deps.graph.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in stale})
+    return len(stale)
+
+
+async def _embed(deps, kb, kind, rows: list[tuple[str, str]], progress) -> None:
+    batch = deps.settings.embed_batch_size
+    for start in range(0, len(rows), batch):
+        part = rows[start : start + batch]
+        vectors = await deps.embedder.aget_text_embedding_batch([text for _, text in part])
+        await deps.documents.set_embeddings(
+            kind, kb, [(node_id, vector) for (node_id, _), vector in zip(part, vectors, strict=True)]
+        )
+        await progress(Progress(stage=f"embed-{kind}", done=start + len(part), total=len(rows)))
+
+
+async def refresh_derived_layers(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> None:
+    """Rebuild entities, communities, reports and embeddings after chunks changed (e.g. a delete)."""
+    await deps.graph.mark_stale(kb, True)
+    merged, _ = await rebuild_entity_layer(deps, kb, progress)
+    await rebuild_communities(deps, kb, merged, progress)
+    await embed_missing(deps, kb, merged, progress)
+    await deps.graph.mark_stale(kb, False)
+
+
+async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progress: ProgressCallback) -> None:
+    """Remove a document's chunks; entities and relationships left without sources go with them."""
+    await deps.graph.delete_document(validate_kb_id(kb), document_id)
+    await refresh_derived_layers(deps, kb, progress)

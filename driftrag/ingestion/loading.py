@@ -1,0 +1,91 @@
+"""Load text documents into `SourceDocument`s with clear errors for what cannot be ingested.
+
+`load_document` is synchronous on purpose (it reads a file): workflow steps call it through
+`asyncio.to_thread` so the event loop never blocks on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from driftrag.errors import DriftRAGError
+from driftrag.ingestion.models import SourceDocument
+
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
+_SNIFF_BYTES = 8192
+# Control bytes that real text files carry; anything else below 0x20 counts as binary evidence.
+_TEXT_CONTROLS = frozenset(b"\t\n\r\f\b\x1b")
+_BINARY_RATIO = 0.30
+
+
+class InputError(DriftRAGError):
+    """An input document cannot be ingested (missing, empty, binary, not UTF-8, too large)."""
+
+
+def normalise_text(text: str) -> str:
+    """Strip a BOM and turn CRLF / CR line endings into LF."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def document_from_text(text: str, kb: str, title: str, *, path: str | None = None) -> SourceDocument:
+    """Build a document from text already in memory; its id is the hash of the normalised text."""
+    normalised = normalise_text(text)
+    if not normalised.strip():
+        raise InputError(f"document {title!r} is empty (no text besides whitespace)")
+    content_hash = hashlib.sha256(normalised.encode("utf-8")).hexdigest()
+    return SourceDocument(
+        id=f"document-{content_hash[:32]}",
+        kb=kb,
+        path=path,
+        title=title,
+        text=normalised,
+        content_hash=content_hash,
+    )
+
+
+def load_document(path: str | Path, kb: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceDocument:
+    """Read a UTF-8 text file (any extension) as a document. Blocking: call via `asyncio.to_thread`."""
+    file = Path(path)
+    if not file.exists():
+        raise InputError(f"{file}: no such file")
+    if file.is_dir():
+        raise InputError(f"{file}: is a directory, expected a text file")
+    size = file.stat().st_size
+    if size > max_bytes:
+        raise InputError(
+            f"{file}: file is {size} bytes ({size / 1_048_576:.1f} MiB), above the limit of {max_bytes} "
+            "bytes; raise `max_bytes` (the document size limit setting) to ingest it"
+        )
+    data = file.read_bytes()
+    if not data.strip():
+        raise InputError(f"{file}: file is empty")
+    text = _decode(data, file)
+    return document_from_text(text, kb, file.name, path=str(file))
+
+
+def _decode(data: bytes, file: Path) -> str:
+    body = data[len(_BOM) :] if data.startswith(_BOM) else data
+    offset_shift = len(data) - len(body)
+    if _looks_binary(body):
+        raise InputError(f"{file}: looks like a binary file, not text")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start + offset_shift
+        line = data[:offset].count(b"\n") + 1
+        raise InputError(
+            f"{file}: not valid UTF-8 at byte offset {offset} (line {line}); convert the file to UTF-8"
+        ) from exc
+
+
+def _looks_binary(data: bytes) -> bool:
+    """NUL bytes, or a sample made mostly of control bytes, mean binary."""
+    if b"\x00" in data:
+        return True
+    sample = data[:_SNIFF_BYTES]
+    controls = sum(1 for b in sample if b < 0x20 and b not in _TEXT_CONTROLS)
+    return controls / max(len(sample), 1) > _BINARY_RATIO

@@ -1,0 +1,244 @@
+"""Merge per-chunk extractions into one entity/relationship set per knowledge base.
+
+Name normalisation (the merge key): Unicode NFKC, quotes and backticks stripped, a trailing
+possessive `'s` / `’s` removed, casefolded, whitespace collapsed, and a leading "the " dropped when a
+name remains ("The Queen", "the Queen's" and "Queen" are one entity). The display name is the most
+frequent original form (ties: alphabetical).
+
+Relationships are directed and keyed by (source id, target id, type), except the generic
+`RELATED_TO`, which is symmetric by definition: its endpoints are put in id order, so A->B and B->A
+merge. Weights are summed strengths; descriptions are kept in first-seen order, exact duplicates
+dropped. An endpoint that no chunk listed as an entity is created with type `UNKNOWN` and the
+relationship's description. Outputs are sorted by id so re-runs produce identical data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+from driftrag.ingestion.models import (
+    GENERIC_RELATIONSHIP_TYPE,
+    UNKNOWN_ENTITY_TYPE,
+    ExtractionOutcome,
+    MergedEntity,
+    MergedRelationship,
+    MergeResult,
+    stable_hash,
+)
+from driftrag.ingestion.tasks import DescriptionSummarizer
+
+_QUOTES = re.compile(r"[\"'`“”‘’«»„]")
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+_SPACES = re.compile(r"\s+")
+
+
+def normalise_name(name: str) -> str:
+    text = unicodedata.normalize("NFKC", name).strip()
+    text = _POSSESSIVE.sub("", text)
+    text = _SPACES.sub(" ", _QUOTES.sub("", text)).strip().casefold()
+    if text.startswith("the ") and len(text) > 4:
+        text = text[4:]
+    return text
+
+
+def entity_id(normalised_name: str) -> str:
+    return f"entity-{stable_hash(normalised_name)}"
+
+
+def relationship_id(source_id: str, target_id: str, type_: str) -> str:
+    return f"relationship-{stable_hash(source_id, target_id, type_)}"
+
+
+def _append_unique(items: list[str], new: Iterable[str]) -> None:
+    for item in new:
+        if item and item not in items:
+            items.append(item)
+
+
+def _display_name(forms: Counter[str]) -> str:
+    return min(forms, key=lambda form: (-forms[form], form))
+
+
+def _entity_type(types: Counter[str]) -> str:
+    known = Counter({t: n for t, n in types.items() if t != UNKNOWN_ENTITY_TYPE})
+    return _display_name(known) if known else UNKNOWN_ENTITY_TYPE
+
+
+def merge_extractions(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
+    """Merge the successful outcomes (failed or skipped ones contribute nothing)."""
+    forms: dict[str, Counter[str]] = defaultdict(Counter)
+    types: dict[str, Counter[str]] = defaultdict(Counter)
+    descriptions: dict[str, list[str]] = defaultdict(list)
+    chunks: dict[str, set[str]] = defaultdict(set)
+    listed: set[str] = set()
+    rel_fields: dict[tuple[str, str, str], dict] = {}
+    warnings: Counter[str] = Counter()
+
+    def touch(key: str, form: str, entity_type: str, description: str, chunk_id: str) -> None:
+        forms[key][form.strip()] += 1
+        types[key][entity_type] += 1
+        _append_unique(descriptions[key], [description])
+        chunks[key].add(chunk_id)
+
+    for outcome in (o for o in outcomes if not o.failed):
+        for entity in outcome.entities:
+            key = normalise_name(entity.name)
+            if not key:
+                warnings["entities with an empty normalised name"] += 1
+                continue
+            listed.add(key)
+            touch(key, entity.name, entity.type, entity.description, outcome.chunk_id)
+        for rel in outcome.relationships:
+            source, target = normalise_name(rel.source), normalise_name(rel.target)
+            if not source or not target or source == target:
+                warnings["relationships with an empty or identical endpoint"] += 1
+                continue
+            for key, form in ((source, rel.source), (target, rel.target)):
+                if key not in listed:
+                    touch(key, form, UNKNOWN_ENTITY_TYPE, "", outcome.chunk_id)
+            source_id, target_id = entity_id(source), entity_id(target)
+            if rel.type == GENERIC_RELATIONSHIP_TYPE and target_id < source_id:
+                source_id, target_id = target_id, source_id
+            fields = rel_fields.setdefault(
+                (source_id, target_id, rel.type),
+                {"descriptions": [], "original": set(), "weight": 0.0, "chunks": set(), "ends": (source, target)},
+            )
+            _append_unique(fields["descriptions"], [rel.description])
+            fields["original"].update([rel.original_type] if rel.original_type else [])
+            fields["weight"] += rel.strength
+            fields["chunks"].add(outcome.chunk_id)
+
+    # Endpoints never listed as entities borrow the descriptions of the relationships naming them.
+    for fields in rel_fields.values():
+        for key in fields["ends"]:
+            if key not in listed:
+                _append_unique(descriptions[key], fields["descriptions"])
+
+    entities = [
+        MergedEntity(
+            id=entity_id(key),
+            name=_display_name(forms[key]),
+            normalised_name=key,
+            type=_entity_type(types[key]),
+            descriptions=descriptions[key],
+            source_chunk_ids=sorted(chunks[key]),
+        )
+        for key in forms
+    ]
+    relationships = [
+        MergedRelationship(
+            id=relationship_id(source_id, target_id, type_),
+            source_id=source_id,
+            target_id=target_id,
+            type=type_,
+            original_types=sorted(fields["original"]),
+            descriptions=fields["descriptions"],
+            weight=fields["weight"],
+            source_chunk_ids=sorted(fields["chunks"]),
+        )
+        for (source_id, target_id, type_), fields in rel_fields.items()
+    ]
+    return MergeResult(
+        entities=sorted(entities, key=lambda e: e.id),
+        relationships=sorted(relationships, key=lambda r: r.id),
+        warnings=[f"{n} {what} dropped" for what, n in sorted(warnings.items())],
+    )
+
+
+def merge_into(existing: MergeResult, new: MergeResult) -> MergeResult:
+    """Add a batch merged from *new* chunks to existing merged data (incremental ingest).
+
+    Existing display names are kept (stable for users); an item whose chunks are all already part of
+    the existing item is ignored, so merging the same batch twice changes nothing. A summary is reset
+    to None when descriptions change, so it gets re-summarised.
+    """
+    entities = {e.id: e for e in existing.entities}
+    for entity in new.entities:
+        old = entities.get(entity.id)
+        if old is None:
+            entities[entity.id] = entity
+        elif not set(entity.source_chunk_ids) <= set(old.source_chunk_ids):
+            descriptions = list(old.descriptions)
+            _append_unique(descriptions, entity.descriptions)
+            entities[entity.id] = old.model_copy(
+                update={
+                    "type": entity.type if old.type == UNKNOWN_ENTITY_TYPE else old.type,
+                    "descriptions": descriptions,
+                    "source_chunk_ids": sorted(set(old.source_chunk_ids) | set(entity.source_chunk_ids)),
+                    "summary": old.summary if descriptions == old.descriptions else None,
+                }
+            )
+    relationships = {r.id: r for r in existing.relationships}
+    for rel in new.relationships:
+        old = relationships.get(rel.id)
+        if old is None:
+            relationships[rel.id] = rel
+        elif not set(rel.source_chunk_ids) <= set(old.source_chunk_ids):
+            descriptions = list(old.descriptions)
+            _append_unique(descriptions, rel.descriptions)
+            relationships[rel.id] = old.model_copy(
+                update={
+                    "original_types": sorted(set(old.original_types) | set(rel.original_types)),
+                    "descriptions": descriptions,
+                    "weight": old.weight + rel.weight,
+                    "source_chunk_ids": sorted(set(old.source_chunk_ids) | set(rel.source_chunk_ids)),
+                    "summary": old.summary if descriptions == old.descriptions else None,
+                }
+            )
+    return MergeResult(
+        entities=sorted(entities.values(), key=lambda e: e.id),
+        relationships=sorted(relationships.values(), key=lambda r: r.id),
+        warnings=[*existing.warnings, *new.warnings],
+    )
+
+
+# --- description summaries -------------------------------------------------------------------------
+
+
+def needs_summary(descriptions: Sequence[str]) -> bool:
+    """A model summary is only worth a call when there are at least two distinct descriptions."""
+    return len({d.strip() for d in descriptions if d.strip()}) >= 2
+
+
+async def summarize_all(
+    items: Sequence[tuple[str, str, Sequence[str]]], summarizer: DescriptionSummarizer, *, concurrency: int = 8
+) -> dict[str, str]:
+    """`{key: summary}` for `(key, name, descriptions)` items; single descriptions are used as is."""
+    limit = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(name: str, descriptions: Sequence[str]) -> str:
+        distinct: list[str] = []
+        _append_unique(distinct, (d.strip() for d in descriptions))
+        if not needs_summary(distinct):
+            return distinct[0] if distinct else ""
+        async with limit:
+            return await summarizer.summarize(name, distinct)
+
+    summaries = await asyncio.gather(*(one(name, descriptions) for _, name, descriptions in items))
+    return {key: summary for (key, _, _), summary in zip(items, summaries, strict=True)}
+
+
+def summary_items(merged: MergeResult) -> list[tuple[str, str, list[str]]]:
+    """Items for `summarize_all`: entities by name, relationships as `source -> target`."""
+    names = {e.id: e.name for e in merged.entities}
+    items = [(e.id, e.name, e.descriptions) for e in merged.entities]
+    items += [
+        (r.id, f"{names.get(r.source_id, r.source_id)} -> {names.get(r.target_id, r.target_id)}", r.descriptions)
+        for r in merged.relationships
+    ]
+    return items
+
+
+def apply_summaries(merged: MergeResult, summaries: dict[str, str]) -> MergeResult:
+    return merged.model_copy(
+        update={
+            "entities": [e.model_copy(update={"summary": summaries.get(e.id, e.summary)}) for e in merged.entities],
+            "relationships": [
+                r.model_copy(update={"summary": summaries.get(r.id, r.summary)}) for r in merged.relationships
+            ],
+        }
+    )

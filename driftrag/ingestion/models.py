@@ -1,0 +1,218 @@
+"""Typed boundaries of the ingestion stages.
+
+Every model forbids extra fields so a misspelt key fails loudly instead of being dropped. Ids are
+derived from content hashes (see the helpers below) so re-ingesting the same text yields the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+# The only shape a relationship or entity type may take once normalised; it is stored as data, never
+# spliced into a query, but keeping it tame makes it safe to display and to group by.
+TYPE_PATTERN = r"^[A-Z][A-Z0-9_]{0,63}$"
+GENERIC_RELATIONSHIP_TYPE = "RELATED_TO"
+UNKNOWN_ENTITY_TYPE = "UNKNOWN"
+
+TypeName = Annotated[str, Field(pattern=TYPE_PATTERN)]
+
+
+def stable_hash(*parts: str, length: int = 20) -> str:
+    """Hex digest of the parts joined by a separator that cannot occur in normal text."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    return digest[:length]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- documents and chunks --------------------------------------------------------------------------
+
+
+class SourceDocument(_Model):
+    id: str = Field(description="`document-` + the first 32 hex digits of content_hash.")
+    kb: str
+    path: str | None = None
+    title: str
+    text: str
+    content_hash: str = Field(description="sha256 of the normalised text.")
+
+
+class Chunk(_Model):
+    id: str = Field(description="`chunk-` + hash of (document id, index, text).")
+    document_id: str
+    index: int = Field(ge=0)
+    text: str
+    n_tokens: int = Field(ge=0)
+    start_char: int = Field(ge=0)
+    end_char: int = Field(ge=0)
+    extractable: bool = True
+    skip_reason: str | None = None
+
+
+# --- per-knowledge-base extraction config ----------------------------------------------------------
+
+
+class ExampleNode(_Model):
+    name: str
+    attributes: list[str] = Field(default_factory=list)
+
+
+class ExampleRelation(_Model):
+    node1: str
+    node2: str
+    type: str
+
+
+class ExtractConfig(_Model):
+    enabled: bool = True
+    text: str = Field(default="", description="Few-shot example text.")
+    tags: list[str] = Field(default_factory=list, description="Allowed relationship types.")
+    nodes: list[ExampleNode] = Field(default_factory=list)
+    relations: list[ExampleRelation] = Field(default_factory=list)
+    custom_instructions: str = ""
+
+
+# --- extraction protocol (what the model must answer) ----------------------------------------------
+
+
+class ExtractedEntity(_Model):
+    name: str = Field(min_length=1)
+    type: TypeName = UNKNOWN_ENTITY_TYPE
+    description: str = ""
+
+
+class ExtractedRelationship(_Model):
+    source: str = Field(min_length=1)
+    target: str = Field(min_length=1)
+    type: TypeName = GENERIC_RELATIONSHIP_TYPE
+    description: str = ""
+    strength: int = Field(default=5, ge=1, le=10)
+    # Raw type string from the model, kept as data; hidden from the schema shown to the model.
+    original_type: SkipJsonSchema[str | None] = None
+
+
+class ExtractionPayload(_Model):
+    """The system-owned JSON protocol of extraction: its schema is rendered into the prompt."""
+
+    entities: list[ExtractedEntity] = Field(default_factory=list)
+    relationships: list[ExtractedRelationship] = Field(default_factory=list)
+
+
+class ExtractionOutcome(_Model):
+    chunk_id: str
+    entities: list[ExtractedEntity] = Field(default_factory=list)
+    relationships: list[ExtractedRelationship] = Field(default_factory=list)
+    failed: bool = False
+    error: str | None = None
+    raw_output: str | None = None
+    attempts: int = Field(default=0, ge=0, description="Model calls spent on the first answer (re-asks included).")
+    gleaning_rounds: int = Field(default=0, ge=0)
+    skipped_reason: str | None = Field(default=None, description="Why no model call was made, if none was.")
+    warnings: list[str] = Field(default_factory=list, description="Items dropped or coerced, with counts.")
+
+
+# --- merged graph ----------------------------------------------------------------------------------
+
+
+class MergedEntity(_Model):
+    id: str
+    name: str = Field(description="Most frequent original form of the name.")
+    normalised_name: str
+    type: TypeName = UNKNOWN_ENTITY_TYPE
+    descriptions: list[str] = Field(default_factory=list)
+    source_chunk_ids: list[str] = Field(default_factory=list)
+    summary: str | None = None
+
+
+class MergedRelationship(_Model):
+    id: str
+    source_id: str
+    target_id: str
+    type: TypeName = GENERIC_RELATIONSHIP_TYPE
+    original_types: list[str] = Field(default_factory=list)
+    descriptions: list[str] = Field(default_factory=list)
+    weight: float = Field(default=0.0, ge=0)
+    source_chunk_ids: list[str] = Field(default_factory=list)
+    summary: str | None = None
+
+
+class MergeResult(_Model):
+    entities: list[MergedEntity] = Field(default_factory=list)
+    relationships: list[MergedRelationship] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+# --- communities and reports -----------------------------------------------------------------------
+
+
+class Community(_Model):
+    id: str = Field(description="`community-<level>-<n>`, n numbered by sorted membership.")
+    level: int = Field(ge=0, description="0 = coarsest; higher = finer.")
+    parent_id: str | None = None
+    child_ids: list[str] = Field(default_factory=list)
+    entity_ids: list[str] = Field(default_factory=list, description="All members, descendants included.")
+    relationship_ids: list[str] = Field(default_factory=list)
+    chunk_ids: list[str] = Field(default_factory=list)
+
+
+class Finding(_Model):
+    summary: str
+    explanation: str = ""
+
+
+class Citations(_Model):
+    entity_ids: list[str] = Field(default_factory=list)
+    relationship_ids: list[str] = Field(default_factory=list)
+    chunk_ids: list[str] = Field(default_factory=list)
+
+
+class ReportPayload(_Model):
+    """The JSON protocol of community reports: its schema is rendered into the prompt."""
+
+    title: str = Field(min_length=1)
+    summary: str
+    rating: float = Field(ge=0, le=10, description="Impact/importance of the community, 0 to 10.")
+    rating_explanation: str = ""
+    findings: list[Finding] = Field(default_factory=list)
+    citations: list[str] = Field(
+        default_factory=list, description="Ids (entity-…, relationship-…, chunk-…) taken from the context."
+    )
+
+
+class CommunityReport(_Model):
+    community_id: str
+    level: int = Field(ge=0)
+    title: str
+    summary: str
+    rating: float = Field(ge=0, le=10)
+    rating_explanation: str = ""
+    findings: list[Finding] = Field(default_factory=list)
+    citations: Citations = Field(default_factory=Citations)
+
+
+class ChunkExcerpt(_Model):
+    chunk_id: str
+    text: str
+
+
+class CommunityContext(_Model):
+    """What a reporter receives: the selected material and its rendering, within a token budget."""
+
+    community: Community
+    entities: list[MergedEntity] = Field(default_factory=list)
+    relationships: list[MergedRelationship] = Field(default_factory=list)
+    chunks: list[ChunkExcerpt] = Field(default_factory=list)
+    sub_reports: list[CommunityReport] = Field(default_factory=list)
+    text: str = Field(description="The rendered context given to the model.")
+    n_tokens: int = Field(ge=0)
+    truncated: bool = False
+
+    def citable_ids(self) -> set[str]:
+        """Only ids rendered in the context may be cited by a report."""
+        return {e.id for e in self.entities} | {r.id for r in self.relationships} | {c.chunk_id for c in self.chunks}

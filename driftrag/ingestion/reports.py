@@ -1,0 +1,267 @@
+"""Community reports: bottom-up order, context building within a token budget, answer parsing.
+
+Context (as in Microsoft GraphRAG): a community's own entity and relationship descriptions are
+preferred. When they exceed the budget, the reports of its sub-communities replace their members'
+rows, largest sub-community first, until the context fits; if it still does not fit, rows are cut
+from the end (sub-reports first, then entities by degree, then relationships by weight). A small
+share of the budget left over carries excerpts of the community's source chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from driftrag.ingestion.chunking import count_tokens, get_encoding
+from driftrag.ingestion.extraction import InvalidModelOutput, extract_json_object
+from driftrag.ingestion.models import (
+    ChunkExcerpt,
+    Citations,
+    Community,
+    CommunityContext,
+    CommunityReport,
+    Finding,
+    MergedEntity,
+    MergedRelationship,
+    ReportPayload,
+)
+from driftrag.ingestion.tasks import CommunityReporter
+
+DEFAULT_MAX_CONTEXT_TOKENS = 8000
+DEFAULT_EXCERPT_SHARE = 0.1
+EXCERPT_TOKENS = 150
+_ID = re.compile(r"\b(?:entity|relationship|chunk)-[0-9a-f]{8,64}\b")
+_CELL = re.compile(r"[|\r\n]+")
+
+
+def report_levels(communities: Sequence[Community]) -> list[list[Community]]:
+    """Communities grouped by level, finest level first: reports of children exist before parents."""
+    levels = sorted({c.level for c in communities}, reverse=True)
+    return [sorted((c for c in communities if c.level == level), key=lambda c: c.id) for level in levels]
+
+
+def _cell(text: str) -> str:
+    return _CELL.sub(" ", text).strip()
+
+
+def _entity_row(entity: MergedEntity) -> str:
+    description = entity.summary or " ".join(entity.descriptions)
+    return f"{entity.id}|{_cell(entity.name)}|{entity.type}|{_cell(description)}"
+
+
+def _relationship_row(rel: MergedRelationship, names: Mapping[str, str]) -> str:
+    description = rel.summary or " ".join(rel.descriptions)
+    source, target = names.get(rel.source_id, rel.source_id), names.get(rel.target_id, rel.target_id)
+    return f"{rel.id}|{_cell(source)}|{_cell(target)}|{rel.type}|{_cell(description)}|{rel.weight:g}"
+
+
+def _report_row(report: CommunityReport) -> str:
+    findings = " ".join(f.summary for f in report.findings)
+    return f"{report.community_id}|{_cell(report.title)}|{_cell(report.summary)} {_cell(findings)}"
+
+
+_HEADERS = {
+    "reports": "## Sub-community reports\nid|title|summary",
+    "entities": "## Entities\nid|name|type|description",
+    "relationships": "## Relationships\nid|source|target|type|description|weight",
+    "chunks": "## Source excerpts\nid|text",
+}
+
+
+def _render(community: Community, sections: dict[str, list[str]]) -> str:
+    parts = [f"# Community {community.id} (level {community.level}, {len(community.entity_ids)} entities)"]
+    parts += [f"{_HEADERS[k]}\n" + "\n".join(rows) for k, rows in sections.items() if rows]
+    return "\n\n".join(parts)
+
+
+def build_report_context(
+    community: Community,
+    entities: Mapping[str, MergedEntity],
+    relationships: Mapping[str, MergedRelationship],
+    chunks: Mapping[str, str],
+    sub_reports: Mapping[str, CommunityReport],
+    max_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
+    *,
+    children: Sequence[Community] = (),
+    excerpt_share: float = DEFAULT_EXCERPT_SHARE,
+) -> CommunityContext:
+    """The material a reporter gets for one community, within `max_tokens` (see module docstring)."""
+    members = [entities[i] for i in community.entity_ids if i in entities]
+    rels = [relationships[i] for i in community.relationship_ids if i in relationships]
+    degree = Counter(end for r in rels for end in (r.source_id, r.target_id))
+    members.sort(key=lambda e: (-degree[e.id], e.name, e.id))
+    rels.sort(key=lambda r: (-r.weight, r.id))
+    names = {e.id: e.name for e in members}
+    cost: dict[str, int] = {}
+
+    def tokens(row: str) -> int:
+        if row not in cost:
+            cost[row] = count_tokens(row) + 1
+        return cost[row]
+
+    def select(covered: set[str]) -> tuple[list[MergedEntity], list[MergedRelationship]]:
+        kept_rels = [r for r in rels if not {r.source_id, r.target_id} <= covered]
+        return [e for e in members if e.id not in covered], kept_rels
+
+    # Sub-community reports replace their members' rows, largest first, until the rows fit.
+    substitutes = sorted((c for c in children if c.id in sub_reports), key=lambda c: (-len(c.entity_ids), c.id))
+    used: list[CommunityReport] = []
+    covered: set[str] = set()
+    kept_entities, kept_rels = members, rels
+    overhead = 60
+    budget = max_tokens - overhead
+
+    def size() -> int:
+        return (
+            sum(tokens(_report_row(r)) for r in used)
+            + sum(tokens(_entity_row(e)) for e in kept_entities)
+            + sum(tokens(_relationship_row(r, names)) for r in kept_rels)
+        )
+
+    for child in substitutes:
+        if size() <= budget:
+            break
+        used.append(sub_reports[child.id])
+        covered |= set(child.entity_ids)
+        kept_entities, kept_rels = select(covered)
+
+    # Still too big: keep rows in priority order while they fit.
+    truncated = False
+    remaining = budget
+    kept: dict[str, list[Any]] = {"reports": [], "entities": [], "relationships": []}
+    rows = [("reports", r, _report_row(r)) for r in used]
+    rows += [("entities", e, _entity_row(e)) for e in kept_entities]
+    rows += [("relationships", r, _relationship_row(r, names)) for r in kept_rels]
+    for section, item, row in rows:
+        if tokens(row) > remaining:
+            truncated = True
+            continue
+        kept[section].append(item)
+        remaining -= tokens(row)
+
+    excerpts = _excerpts(community.chunk_ids, chunks, min(remaining, int(max_tokens * excerpt_share)))
+    sections = {
+        "reports": [_report_row(r) for r in kept["reports"]],
+        "entities": [_entity_row(e) for e in kept["entities"]],
+        "relationships": [_relationship_row(r, names) for r in kept["relationships"]],
+        "chunks": [f"{c.chunk_id}|{_cell(c.text)}" for c in excerpts],
+    }
+    text = _render(community, sections)
+    return CommunityContext(
+        community=community,
+        entities=kept["entities"],
+        relationships=kept["relationships"],
+        chunks=excerpts,
+        sub_reports=kept["reports"],
+        text=text,
+        n_tokens=count_tokens(text),
+        truncated=truncated,
+    )
+
+
+def _excerpts(chunk_ids: Sequence[str], chunks: Mapping[str, str], budget: int) -> list[ChunkExcerpt]:
+    encoding = get_encoding()
+    excerpts = []
+    for chunk_id in chunk_ids:
+        if chunk_id not in chunks:
+            continue
+        tokens = encoding.encode(chunks[chunk_id], disallowed_special=())[:EXCERPT_TOKENS]
+        if len(tokens) + 20 > budget:
+            break
+        excerpts.append(ChunkExcerpt(chunk_id=chunk_id, text=encoding.decode(tokens)))
+        budget -= len(tokens) + 20
+    return excerpts
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+
+def _finding(item: Any) -> Finding | None:
+    if isinstance(item, dict):
+        summary = str(item.get("summary") or item.get("title") or "").strip()
+        return Finding(summary=summary, explanation=str(item.get("explanation") or "").strip()) if summary else None
+    text = str(item).strip()
+    return Finding(summary=text) if text else None
+
+
+def _rating(value: Any) -> float:
+    try:
+        number = float(re.findall(r"-?\d+(?:\.\d+)?", str(value))[0])
+    except (IndexError, ValueError) as exc:
+        raise InvalidModelOutput(f"rating {value!r} is not a number") from exc
+    return min(10.0, max(0.0, number))
+
+
+def parse_report(raw: str, context: CommunityContext) -> CommunityReport:
+    """A report from a raw answer; cited ids not present in the context are dropped."""
+    obj = extract_json_object(raw)
+    findings = obj.get("findings") or []
+    try:
+        payload = ReportPayload(
+            title=str(obj.get("title") or "").strip(),
+            summary=str(obj.get("summary") or "").strip(),
+            rating=_rating(obj.get("rating")),
+            rating_explanation=str(obj.get("rating_explanation") or "").strip(),
+            findings=[f for f in map(_finding, findings if isinstance(findings, list) else [findings]) if f],
+            citations=[str(c) for c in obj.get("citations") or [] if isinstance(c, str | int)],
+        )
+    except ValidationError as exc:
+        raise InvalidModelOutput(f"the report does not match the schema: {exc.errors()[:3]}") from exc
+    # Ids cited in the list or inline in the text both count, but only if the context showed them.
+    mentioned = set(payload.citations) | set(_ID.findall(raw))
+    citable = mentioned & context.citable_ids()
+    return CommunityReport(
+        community_id=context.community.id,
+        level=context.community.level,
+        title=payload.title,
+        summary=payload.summary,
+        rating=payload.rating,
+        rating_explanation=payload.rating_explanation,
+        findings=payload.findings,
+        citations=Citations(
+            entity_ids=sorted(i for i in citable if i.startswith("entity-")),
+            relationship_ids=sorted(i for i in citable if i.startswith("relationship-")),
+            chunk_ids=sorted(i for i in citable if i.startswith("chunk-")),
+        ),
+    )
+
+
+async def generate_reports(
+    communities: Sequence[Community],
+    entities: Sequence[MergedEntity],
+    relationships: Sequence[MergedRelationship],
+    chunks: Mapping[str, str],
+    reporter: CommunityReporter,
+    *,
+    max_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
+    concurrency: int = 8,
+) -> list[CommunityReport]:
+    """Reports of all communities, level by level from the finest; sorted by (level, community id)."""
+    by_id = {c.id: c for c in communities}
+    entity_map = {e.id: e for e in entities}
+    relationship_map = {r.id: r for r in relationships}
+    reports: dict[str, CommunityReport] = {}
+    limit = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(community: Community) -> CommunityReport:
+        context = build_report_context(
+            community,
+            entity_map,
+            relationship_map,
+            chunks,
+            {k: reports[k] for k in community.child_ids if k in reports},
+            max_tokens,
+            children=[by_id[k] for k in community.child_ids if k in by_id],
+        )
+        async with limit:
+            return await reporter.report(context)
+
+    for level in report_levels(communities):
+        for report in await asyncio.gather(*(one(c) for c in level)):
+            reports[report.community_id] = report
+    return sorted(reports.values(), key=lambda r: (r.level, r.community_id))

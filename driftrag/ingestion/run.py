@@ -1,0 +1,124 @@
+"""Inputs, dependencies, progress and the result of an ingestion run."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from driftrag.ingestion.tasks import ChatModel, CommunityReporter, DescriptionSummarizer, GraphExtractor
+from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.usage import Usage, UsageTracker
+from driftrag.settings import Settings
+from driftrag.store.documents import DocumentWriter
+from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
+from driftrag.store.neo4j_store import Neo4jStore
+
+
+class TextInput(BaseModel):
+    """A document given as text (notebooks, tests); `title` identifies it across versions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(min_length=1)
+    text: str
+
+
+class IngestRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kb: str
+    paths: list[Path] = Field(default_factory=list)
+    texts: list[TextInput] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _something_to_ingest(self) -> IngestRequest:
+        if not self.paths and not self.texts:
+            raise ValueError("nothing to ingest: give paths or texts")
+        return self
+
+
+@dataclass(frozen=True)
+class IngestionTasks:
+    """The model tasks of ingestion; LLM-backed or offline implementations fit the same slots."""
+
+    extractor: GraphExtractor
+    summarizer: DescriptionSummarizer
+    reporter: CommunityReporter
+
+
+@dataclass(frozen=True)
+class IngestionDeps:
+    settings: Settings
+    store: Neo4jStore
+    tasks: IngestionTasks
+    embedder: BaseEmbedding
+    embedding_dimension: int
+    usage: UsageTracker
+
+    @property
+    def graph(self) -> GraphStore:
+        return GraphStore(self.store)
+
+    @property
+    def documents(self) -> DocumentWriter:
+        return DocumentWriter(self.store)
+
+
+class Progress(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str
+    done: int
+    total: int
+    message: str = ""
+
+
+ProgressCallback = Callable[[Progress], Awaitable[None]]
+
+
+async def no_progress(_: Progress) -> None:
+    return None
+
+
+class DocumentOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str
+    source: str
+    status: str = Field(description="new, unchanged, replaced (an older version was removed) or resumed")
+    chunks: int
+    replaced_ids: list[str] = Field(default_factory=list)
+
+
+class IngestionResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kb: str
+    documents: list[DocumentOutcome]
+    counts: KbCounts
+    extracted_chunks: int = 0
+    failed_chunks: list[FailedChunk] = Field(default_factory=list)
+    graph_rebuilt: bool = False
+    summaries_generated: int = 0
+    reports_generated: int = 0
+    embedded: dict[str, int] = Field(default_factory=dict)
+    usage: Usage
+    seconds_per_stage: dict[str, float] = Field(default_factory=dict)
+
+
+def llm_ingestion_tasks(chat: ChatModel, settings: Settings, prompts: PromptRegistry | None = None) -> IngestionTasks:
+    """The LLM-backed implementations of the ingestion tasks, configured from settings."""
+    from driftrag.ingestion.llm_tasks import LLMCommunityReporter, LLMDescriptionSummarizer, LLMGraphExtractor
+
+    registry = prompts or PromptRegistry.load()
+    return IngestionTasks(
+        extractor=LLMGraphExtractor(
+            chat, registry, max_attempts=settings.extraction_attempts, max_gleanings=settings.max_gleanings
+        ),
+        summarizer=LLMDescriptionSummarizer(chat, registry),
+        reporter=LLMCommunityReporter(chat, registry),
+    )

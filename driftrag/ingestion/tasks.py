@@ -1,0 +1,56 @@
+"""Task interfaces of ingestion, so the LLM and the offline extractive implementations interchange.
+
+`ChatModel` is the narrow view of a chat client the LLM tasks need; any client with a compatible
+`chat` method (the provider's `ModelClient`, a test double) satisfies it structurally.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from driftrag.ingestion.models import (
+    Chunk,
+    CommunityContext,
+    CommunityReport,
+    ExtractConfig,
+    ExtractionOutcome,
+)
+
+
+class ChatResult(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    async def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        """One chat completion; transport errors are retried by the client and raise `ModelError`."""
+        ...
+
+
+@runtime_checkable
+class GraphExtractor(Protocol):
+    async def extract(self, chunk: Chunk, config: ExtractConfig) -> ExtractionOutcome:
+        """Entities and relationships of one chunk, or a failed outcome carrying reason and raw output."""
+        ...
+
+
+@runtime_checkable
+class DescriptionSummarizer(Protocol):
+    async def summarize(self, name: str, descriptions: list[str]) -> str:
+        """One description from several; callers only call it with >= 2 distinct descriptions."""
+        ...
+
+
+@runtime_checkable
+class CommunityReporter(Protocol):
+    async def report(self, community: CommunityContext) -> CommunityReport:
+        """The report of one community, citing only ids present in its context."""
+        ...

@@ -1,0 +1,219 @@
+"""Extraction checkpoints, the entity/relationship layer, communities, deletes and counts."""
+
+# --- knowledge base and documents -------------------------------------------------------------------
+
+SET_KB_EXTRACT_CONFIG = """
+MERGE (k:__KnowledgeBase__ {kb: $kb})
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true
+SET k.extract_config = $extract_config
+"""
+
+MATCH_KB = """
+MATCH (k:__KnowledgeBase__ {kb: $kb})
+RETURN k.extract_config AS extract_config, k.graph_enabled AS graph_enabled, k.graph_stale AS graph_stale
+"""
+
+# A kb is stale from the moment its chunks change until a rebuild of the derived layers completes,
+# so a run that crashed in between rebuilds on the next start even if no document changed.
+SET_KB_STALE = """
+MERGE (k:__KnowledgeBase__ {kb: $kb})
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true
+SET k.graph_stale = $stale
+"""
+
+MATCH_DOCUMENTS_BY_SOURCE = """
+MATCH (d:__Document__ {kb: $kb}) WHERE d.path = $source OR (d.path IS NULL AND d.title = $source)
+RETURN d.id AS id, d.content_hash AS content_hash
+"""
+
+MATCH_DOCUMENTS = """
+MATCH (d:__Document__ {kb: $kb})
+RETURN d.id AS id, d.title AS title, d.path AS path, d.n_chunks AS n_chunks
+ORDER BY d.id
+"""
+
+# --- extraction checkpoints on chunks ------------------------------------------------------------------
+
+MATCH_CHUNKS_TO_EXTRACT = """
+MATCH (c:__Chunk__ {kb: $kb, document_id: $document_id})
+WHERE c.extractable AND c.extraction_status IS NULL
+RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.text AS text, c.n_tokens AS n_tokens
+ORDER BY c.index
+"""
+
+SET_CHUNK_EXTRACTIONS = """
+UNWIND $rows AS row
+MATCH (c:__Chunk__ {kb: $kb, id: row.id})
+SET c.extraction = row.extraction, c.extraction_status = row.status, c.extraction_error = row.error
+"""
+
+MATCH_KB_EXTRACTIONS = """
+MATCH (c:__Chunk__ {kb: $kb})
+WHERE c.extraction_status = 'ok'
+RETURN c.id AS id, c.extraction AS extraction
+ORDER BY c.id
+"""
+
+MATCH_FAILED_CHUNKS = """
+MATCH (c:__Chunk__ {kb: $kb})
+WHERE c.extraction_status = 'failed'
+RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.extraction_error AS error
+ORDER BY c.document_id, c.index
+"""
+
+MATCH_CHUNK_TEXTS = """
+UNWIND $ids AS id
+MATCH (c:__Chunk__ {kb: $kb, id: id})
+RETURN c.id AS id, c.text AS text
+"""
+
+# --- entities and relationships ---------------------------------------------------------------------
+
+MATCH_ENTITY_STATE = """
+MATCH (e:__Entity__ {kb: $kb})
+RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summary,
+       e.embedding_hash AS embedding_hash, e.embedding IS NOT NULL AS embedded
+"""
+
+UPSERT_ENTITIES = """
+UNWIND $rows AS row
+MERGE (e:__Entity__ {kb: $kb, id: row.id})
+SET e.name = row.name, e.normalised_name = row.normalised_name, e.type = row.type,
+    e.descriptions = row.descriptions, e.descriptions_hash = row.descriptions_hash,
+    e.summary = row.summary, e.description = row.description, e.source_chunk_ids = row.source_chunk_ids
+"""
+
+DELETE_STALE_ENTITIES = """
+MATCH (e:__Entity__ {kb: $kb}) WHERE NOT e.id IN $keep
+CALL (e) { DETACH DELETE e } IN TRANSACTIONS OF 1000 ROWS
+"""
+
+MERGE_MENTIONS = """
+UNWIND $rows AS row
+MATCH (c:__Chunk__ {kb: $kb, id: row.chunk_id})
+MATCH (e:__Entity__ {kb: $kb, id: row.entity_id})
+MERGE (c)-[:MENTIONS]->(e)
+"""
+
+DELETE_STALE_MENTIONS = """
+MATCH (c:__Chunk__ {kb: $kb})-[m:MENTIONS]->(e:__Entity__)
+WHERE NOT c.id IN e.source_chunk_ids
+DELETE m
+"""
+
+MATCH_RELATIONSHIP_STATE = """
+MATCH (:__Entity__ {kb: $kb})-[r:RELATED]->(:__Entity__)
+RETURN r.id AS id, r.descriptions_hash AS descriptions_hash, r.summary AS summary
+"""
+
+UPSERT_RELATIONSHIPS = """
+UNWIND $rows AS row
+MATCH (s:__Entity__ {kb: $kb, id: row.source_id})
+MATCH (t:__Entity__ {kb: $kb, id: row.target_id})
+MERGE (s)-[r:RELATED {id: row.id}]->(t)
+SET r.kb = $kb, r.type = row.type, r.original_types = row.original_types, r.descriptions = row.descriptions,
+    r.descriptions_hash = row.descriptions_hash, r.summary = row.summary, r.description = row.description,
+    r.weight = row.weight, r.source_chunk_ids = row.source_chunk_ids
+"""
+
+DELETE_STALE_RELATIONSHIPS = """
+MATCH (:__Entity__ {kb: $kb})-[r:RELATED]->(:__Entity__) WHERE NOT r.id IN $keep
+DELETE r
+"""
+
+# --- communities ------------------------------------------------------------------------------------
+
+MATCH_COMMUNITY_STATE = """
+MATCH (c:__Community__ {kb: $kb})
+RETURN c.id AS id, c.context_hash AS context_hash, c.report AS report,
+       c.embedding_hash AS embedding_hash, c.embedding IS NOT NULL AS embedded
+"""
+
+UPSERT_COMMUNITIES = """
+UNWIND $rows AS row
+MERGE (c:__Community__ {kb: $kb, id: row.id})
+SET c.level = row.level, c.parent_id = row.parent_id, c.child_ids = row.child_ids,
+    c.entity_ids = row.entity_ids, c.relationship_ids = row.relationship_ids, c.chunk_ids = row.chunk_ids,
+    c.size = size(row.entity_ids), c.title = row.title, c.summary = row.summary, c.rating = row.rating,
+    c.rating_explanation = row.rating_explanation, c.findings = row.findings, c.report = row.report,
+    c.full_content = row.full_content, c.context_hash = row.context_hash
+"""
+
+DELETE_STALE_COMMUNITIES = """
+MATCH (c:__Community__ {kb: $kb}) WHERE NOT c.id IN $keep
+DETACH DELETE c
+"""
+
+DELETE_COMMUNITY_MEMBERSHIPS = """
+MATCH (:__Entity__ {kb: $kb})-[m:IN_COMMUNITY]->(:__Community__)
+DELETE m
+"""
+
+DELETE_COMMUNITY_HIERARCHY = """
+MATCH (:__Community__ {kb: $kb})-[m:IN_COMMUNITY]->(:__Community__)
+DELETE m
+"""
+
+MERGE_ENTITY_MEMBERSHIPS = """
+UNWIND $rows AS row
+MATCH (e:__Entity__ {kb: $kb, id: row.entity_id})
+MATCH (c:__Community__ {kb: $kb, id: row.community_id})
+MERGE (e)-[:IN_COMMUNITY]->(c)
+"""
+
+MERGE_COMMUNITY_PARENTS = """
+UNWIND $rows AS row
+MATCH (child:__Community__ {kb: $kb, id: row.child_id})
+MATCH (parent:__Community__ {kb: $kb, id: row.parent_id})
+MERGE (child)-[:IN_COMMUNITY]->(parent)
+"""
+
+# --- embeddings bookkeeping -----------------------------------------------------------------------------
+
+MATCH_CHUNKS_WITHOUT_EMBEDDING = """
+MATCH (c:__Chunk__ {kb: $kb}) WHERE c.embedding IS NULL
+RETURN c.id AS id, c.text AS text
+ORDER BY c.id
+"""
+
+SET_ENTITY_EMBEDDING_HASHES = """
+UNWIND $rows AS row
+MATCH (n:__Entity__ {kb: $kb, id: row.id})
+SET n.embedding_hash = row.hash
+"""
+
+SET_COMMUNITY_EMBEDDING_HASHES = """
+UNWIND $rows AS row
+MATCH (n:__Community__ {kb: $kb, id: row.id})
+SET n.embedding_hash = row.hash
+"""
+
+# --- deletes ------------------------------------------------------------------------------------------
+
+DELETE_DOCUMENT_CHUNKS = """
+MATCH (c:__Chunk__ {kb: $kb, document_id: $document_id})
+CALL (c) { DETACH DELETE c } IN TRANSACTIONS OF 1000 ROWS
+"""
+
+DELETE_DOCUMENT = "MATCH (d:__Document__ {kb: $kb, id: $document_id}) DETACH DELETE d"
+
+# One statement per label so that each uses the (kb, id) index.
+DELETE_KB_NODES = (
+    "MATCH (n:__Community__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
+    "MATCH (n:__Entity__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
+    "MATCH (n:__Chunk__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
+    "MATCH (n:__Document__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
+    "MATCH (n:__KnowledgeBase__ {kb: $kb}) DETACH DELETE n",
+)
+
+# --- counts ---------------------------------------------------------------------------------------------
+
+COUNT_KB = """
+CALL () { MATCH (d:__Document__ {kb: $kb}) RETURN count(d) AS documents }
+CALL () { MATCH (c:__Chunk__ {kb: $kb}) RETURN count(c) AS chunks }
+CALL () { MATCH (e:__Entity__ {kb: $kb}) RETURN count(e) AS entities }
+CALL () { MATCH (:__Entity__ {kb: $kb})-[r:RELATED]->() RETURN count(r) AS relationships }
+CALL () { MATCH (c:__Community__ {kb: $kb}) RETURN count(c) AS communities }
+CALL () { MATCH (c:__Community__ {kb: $kb}) WHERE c.summary IS NOT NULL RETURN count(c) AS reports }
+RETURN documents, chunks, entities, relationships, communities, reports
+"""

@@ -1,0 +1,275 @@
+"""Reads and writes of the knowledge graph of one knowledge base.
+
+The entity/relationship layer is derived from the extraction results checkpointed on each chunk, so
+re-ingest, replacement and deletion all come down to "change the chunks, then rebuild the layer";
+rebuilds reuse summaries, reports and embeddings whose inputs did not change (hashes stored alongside).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from driftrag.ingestion.models import (
+    Chunk,
+    Community,
+    CommunityReport,
+    ExtractConfig,
+    ExtractionOutcome,
+    MergedEntity,
+    MergedRelationship,
+    stable_hash,
+)
+from driftrag.store.cypher import graph as cy
+from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.neo4j_store import Neo4jStore
+
+_BATCH = 500
+
+
+class KbCounts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    documents: int = 0
+    chunks: int = 0
+    entities: int = 0
+    relationships: int = 0
+    communities: int = 0
+    reports: int = 0
+
+
+class FailedChunk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    document_id: str
+    index: int
+    error: str | None
+
+
+class StoredState(BaseModel):
+    """What a rebuild may reuse: hashes of inputs and the outputs they produced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    input_hash: str | None = None
+    output: str | None = None
+    embedding_hash: str | None = None
+    embedded: bool = False
+
+
+def descriptions_hash(descriptions: Sequence[str]) -> str:
+    return stable_hash(*descriptions, length=32)
+
+
+class GraphStore:
+    def __init__(self, store: Neo4jStore) -> None:
+        self._store = store
+
+    async def _write_batches(self, statement, kb: str, rows: list[dict[str, Any]]) -> None:
+        for start in range(0, len(rows), _BATCH):
+            await self._store.write(statement, kb=kb, rows=rows[start : start + _BATCH])
+
+    # --- knowledge base, documents ---------------------------------------------------------------
+
+    async def set_extract_config(self, kb: str, config: ExtractConfig) -> None:
+        await self._store.write(
+            cy.SET_KB_EXTRACT_CONFIG, kb=validate_kb_id(kb), extract_config=config.model_dump_json()
+        )
+
+    async def extract_config(self, kb: str) -> ExtractConfig | None:
+        rows = await self._store.read(cy.MATCH_KB, kb=validate_kb_id(kb))
+        if not rows or not rows[0]["extract_config"]:
+            return None
+        return ExtractConfig.model_validate_json(rows[0]["extract_config"])
+
+    async def is_stale(self, kb: str) -> bool:
+        rows = await self._store.read(cy.MATCH_KB, kb=validate_kb_id(kb))
+        return bool(rows and rows[0]["graph_stale"])
+
+    async def mark_stale(self, kb: str, stale: bool) -> None:
+        await self._store.write(cy.SET_KB_STALE, kb=validate_kb_id(kb), stale=stale)
+
+    async def documents_by_source(self, kb: str, source: str) -> list[dict[str, Any]]:
+        return await self._store.read(cy.MATCH_DOCUMENTS_BY_SOURCE, kb=validate_kb_id(kb), source=source)
+
+    async def documents(self, kb: str) -> list[dict[str, Any]]:
+        return await self._store.read(cy.MATCH_DOCUMENTS, kb=validate_kb_id(kb))
+
+    async def delete_document(self, kb: str, document_id: str) -> None:
+        """Remove a document and its chunks in batches; call a rebuild afterwards."""
+        validate_kb_id(kb)
+        await self._store.run_in_transactions(cy.DELETE_DOCUMENT_CHUNKS, kb=kb, document_id=document_id)
+        await self._store.write(cy.DELETE_DOCUMENT, kb=kb, document_id=document_id)
+
+    async def delete_kb(self, kb: str) -> None:
+        """Remove every node of the knowledge base, in batches of 1000."""
+        validate_kb_id(kb)
+        for statement in cy.DELETE_KB_NODES:
+            await self._store.run_in_transactions(statement, kb=kb)
+
+    # --- extraction checkpoints -----------------------------------------------------------------------
+
+    async def chunks_to_extract(self, kb: str, document_id: str) -> list[Chunk]:
+        rows = await self._store.read(cy.MATCH_CHUNKS_TO_EXTRACT, kb=validate_kb_id(kb), document_id=document_id)
+        return [Chunk(**row, start_char=0, end_char=0) for row in rows]
+
+    async def save_extractions(self, kb: str, outcomes: Sequence[ExtractionOutcome]) -> None:
+        """Checkpoint extraction results on their chunks (a rerun after a crash skips them)."""
+        rows = [
+            {
+                "id": outcome.chunk_id,
+                "extraction": outcome.model_dump_json(),
+                "status": "failed" if outcome.failed else "ok",
+                "error": outcome.error,
+            }
+            for outcome in outcomes
+        ]
+        await self._write_batches(cy.SET_CHUNK_EXTRACTIONS, validate_kb_id(kb), rows)
+
+    async def extractions(self, kb: str) -> list[ExtractionOutcome]:
+        rows = await self._store.read(cy.MATCH_KB_EXTRACTIONS, kb=validate_kb_id(kb))
+        return [ExtractionOutcome.model_validate_json(row["extraction"]) for row in rows]
+
+    async def failed_chunks(self, kb: str) -> list[FailedChunk]:
+        rows = await self._store.read(cy.MATCH_FAILED_CHUNKS, kb=validate_kb_id(kb))
+        return [FailedChunk.model_validate(row) for row in rows]
+
+    async def chunk_texts(self, kb: str, ids: Sequence[str]) -> dict[str, str]:
+        rows = await self._store.read(cy.MATCH_CHUNK_TEXTS, kb=validate_kb_id(kb), ids=list(ids))
+        return {row["id"]: row["text"] for row in rows}
+
+    # --- entities and relationships ----------------------------------------------------------------------
+
+    async def entity_state(self, kb: str) -> dict[str, StoredState]:
+        rows = await self._store.read(cy.MATCH_ENTITY_STATE, kb=validate_kb_id(kb))
+        return {
+            row["id"]: StoredState(
+                id=row["id"],
+                input_hash=row["descriptions_hash"],
+                output=row["summary"],
+                embedding_hash=row["embedding_hash"],
+                embedded=row["embedded"],
+            )
+            for row in rows
+        }
+
+    async def relationship_state(self, kb: str) -> dict[str, StoredState]:
+        rows = await self._store.read(cy.MATCH_RELATIONSHIP_STATE, kb=validate_kb_id(kb))
+        return {
+            row["id"]: StoredState(id=row["id"], input_hash=row["descriptions_hash"], output=row["summary"])
+            for row in rows
+        }
+
+    async def replace_entity_layer(
+        self, kb: str, entities: Sequence[MergedEntity], relationships: Sequence[MergedRelationship]
+    ) -> None:
+        """Write the merged entities and relationships and remove what is no longer derived."""
+        validate_kb_id(kb)
+        entity_rows = [
+            {
+                **entity.model_dump(),
+                "descriptions_hash": descriptions_hash(entity.descriptions),
+                "description": entity.summary or (entity.descriptions[0] if entity.descriptions else ""),
+            }
+            for entity in entities
+        ]
+        await self._write_batches(cy.UPSERT_ENTITIES, kb, entity_rows)
+        await self._store.run_in_transactions(cy.DELETE_STALE_ENTITIES, kb=kb, keep=[e.id for e in entities])
+        mentions = [
+            {"chunk_id": chunk_id, "entity_id": entity.id}
+            for entity in entities
+            for chunk_id in entity.source_chunk_ids
+        ]
+        await self._write_batches(cy.MERGE_MENTIONS, kb, mentions)
+        await self._store.write(cy.DELETE_STALE_MENTIONS, kb=kb)
+        relationship_rows = [
+            {
+                **relationship.model_dump(),
+                "descriptions_hash": descriptions_hash(relationship.descriptions),
+                "description": relationship.summary
+                or (relationship.descriptions[0] if relationship.descriptions else ""),
+            }
+            for relationship in relationships
+        ]
+        await self._write_batches(cy.UPSERT_RELATIONSHIPS, kb, relationship_rows)
+        await self._store.write(cy.DELETE_STALE_RELATIONSHIPS, kb=kb, keep=[r.id for r in relationships])
+
+    # --- communities -----------------------------------------------------------------------------------
+
+    async def community_state(self, kb: str) -> dict[str, StoredState]:
+        rows = await self._store.read(cy.MATCH_COMMUNITY_STATE, kb=validate_kb_id(kb))
+        return {
+            row["id"]: StoredState(
+                id=row["id"],
+                input_hash=row["context_hash"],
+                output=row["report"],
+                embedding_hash=row["embedding_hash"],
+                embedded=row["embedded"],
+            )
+            for row in rows
+        }
+
+    async def replace_communities(
+        self,
+        kb: str,
+        communities: Sequence[Community],
+        reports: dict[str, CommunityReport],
+        context_hashes: dict[str, str],
+        finest_by_entity: dict[str, str],
+    ) -> None:
+        """Write communities with their reports, entity memberships (finest level) and the hierarchy."""
+        validate_kb_id(kb)
+        rows = []
+        for community in communities:
+            report = reports.get(community.id)
+            rows.append(
+                {
+                    **community.model_dump(),
+                    "title": report.title if report else None,
+                    "summary": report.summary if report else None,
+                    "rating": report.rating if report else None,
+                    "rating_explanation": report.rating_explanation if report else None,
+                    "findings": json.dumps([f.model_dump() for f in report.findings]) if report else None,
+                    "report": report.model_dump_json() if report else None,
+                    "full_content": render_report(report) if report else None,
+                    "context_hash": context_hashes.get(community.id),
+                }
+            )
+        await self._write_batches(cy.UPSERT_COMMUNITIES, kb, rows)
+        await self._store.write(cy.DELETE_STALE_COMMUNITIES, kb=kb, keep=[c.id for c in communities])
+        await self._store.write(cy.DELETE_COMMUNITY_MEMBERSHIPS, kb=kb)
+        await self._store.write(cy.DELETE_COMMUNITY_HIERARCHY, kb=kb)
+        memberships = [{"entity_id": e, "community_id": c} for e, c in sorted(finest_by_entity.items())]
+        await self._write_batches(cy.MERGE_ENTITY_MEMBERSHIPS, kb, memberships)
+        parents = [{"child_id": c.id, "parent_id": c.parent_id} for c in communities if c.parent_id]
+        await self._write_batches(cy.MERGE_COMMUNITY_PARENTS, kb, parents)
+
+    # --- embeddings bookkeeping ----------------------------------------------------------------------
+
+    async def chunks_without_embedding(self, kb: str) -> list[tuple[str, str]]:
+        rows = await self._store.read(cy.MATCH_CHUNKS_WITHOUT_EMBEDDING, kb=validate_kb_id(kb))
+        return [(row["id"], row["text"]) for row in rows]
+
+    async def set_embedding_hashes(self, kind: str, kb: str, hashes: dict[str, str]) -> None:
+        statement = cy.SET_ENTITY_EMBEDDING_HASHES if kind == "entity" else cy.SET_COMMUNITY_EMBEDDING_HASHES
+        rows = [{"id": node_id, "hash": value} for node_id, value in hashes.items()]
+        await self._write_batches(statement, validate_kb_id(kb), rows)
+
+    # --- counts --------------------------------------------------------------------------------------
+
+    async def counts(self, kb: str) -> KbCounts:
+        rows = await self._store.read(cy.COUNT_KB, kb=validate_kb_id(kb))
+        return KbCounts.model_validate(rows[0])
+
+
+def render_report(report: CommunityReport) -> str:
+    """The report as Markdown text, as given to query-time context builders."""
+    lines = [f"# {report.title}", "", report.summary, "", f"Rating: {report.rating:g} — {report.rating_explanation}"]
+    for finding in report.findings:
+        lines += ["", f"## {finding.summary}", finding.explanation]
+    return "\n".join(lines).strip()

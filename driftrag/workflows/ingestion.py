@@ -1,0 +1,145 @@
+"""`IngestionWorkflow`: files or texts into a knowledge base, as thin steps over `driftrag.ingestion`.
+
+    workflow = IngestionWorkflow(deps)
+    handler = workflow.run(start_event=IngestStart(request=IngestRequest(kb="alice", paths=[...])))
+    async for event in handler.stream_events():
+        if isinstance(event, IngestProgress): print(event.progress)
+    result: IngestionResult = await handler
+
+Stages: load -> store documents -> extract (checkpointed per chunk) -> entity layer (merge,
+summaries) -> communities and reports -> embeddings. Progress events stream (stage, done, total).
+"""
+
+from __future__ import annotations
+
+import time
+
+from workflows import Context, Workflow, step
+from workflows.events import Event, StartEvent, StopEvent
+
+from driftrag.ingestion import indexing
+from driftrag.ingestion.models import ExtractConfig, MergeResult
+from driftrag.ingestion.run import DocumentOutcome, IngestionDeps, IngestionResult, IngestRequest, Progress
+
+DEFAULT_TIMEOUT_S = 6 * 3600.0
+
+
+class IngestStart(StartEvent):
+    request: IngestRequest
+    extract_config: ExtractConfig | None = None
+
+
+class IngestProgress(Event):
+    progress: Progress
+
+
+class DocumentsStored(Event):
+    kb: str
+    documents: list[DocumentOutcome]
+
+
+class ChunksExtracted(Event):
+    kb: str
+    documents: list[DocumentOutcome]
+    extracted: int
+
+
+class EntityLayerBuilt(Event):
+    kb: str
+    documents: list[DocumentOutcome]
+    extracted: int
+    merged: MergeResult | None
+    summaries: int
+
+
+class CommunitiesBuilt(Event):
+    kb: str
+    documents: list[DocumentOutcome]
+    extracted: int
+    merged: MergeResult | None
+    summaries: int
+    reports: int
+
+
+class IngestionWorkflow(Workflow):
+    def __init__(self, deps: IngestionDeps, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(timeout=timeout)
+        self._deps = deps
+        self._timings: dict[str, float] = {}
+        self._usage_start = deps.usage.snapshot()
+
+    def _progress(self, ctx: Context):
+        async def report(progress: Progress) -> None:
+            ctx.write_event_to_stream(IngestProgress(progress=progress))
+
+        return report
+
+    def _time(self, stage: str, started: float) -> None:
+        self._timings[stage] = round(self._timings.get(stage, 0.0) + time.monotonic() - started, 3)
+
+    @step
+    async def store_documents(self, ctx: Context, ev: IngestStart) -> DocumentsStored:
+        started = time.monotonic()
+        self._usage_start = self._deps.usage.snapshot()
+        kb = ev.request.kb
+        documents = await indexing.load_documents(ev.request, self._deps.settings.max_file_mb)
+        await self._deps.store.ensure_schema(self._deps.embedding_dimension)
+        if ev.extract_config is not None:
+            await self._deps.graph.set_extract_config(kb, ev.extract_config)
+        outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
+        if any(outcome.status != "unchanged" for outcome in outcomes):
+            await self._deps.graph.mark_stale(kb, True)
+        self._time("documents", started)
+        return DocumentsStored(kb=kb, documents=outcomes)
+
+    @step
+    async def extract(self, ctx: Context, ev: DocumentsStored) -> ChunksExtracted:
+        started = time.monotonic()
+        config = await self._deps.graph.extract_config(ev.kb) or ExtractConfig()
+        ids = [outcome.document_id for outcome in ev.documents]
+        extracted = await indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx))
+        if extracted:
+            await self._deps.graph.mark_stale(ev.kb, True)
+        self._time("extract", started)
+        return ChunksExtracted(kb=ev.kb, documents=ev.documents, extracted=extracted)
+
+    @step
+    async def build_entity_layer(self, ctx: Context, ev: ChunksExtracted) -> EntityLayerBuilt:
+        started = time.monotonic()
+        merged, summaries = None, 0
+        if await self._deps.graph.is_stale(ev.kb):
+            merged, summaries = await indexing.rebuild_entity_layer(self._deps, ev.kb, self._progress(ctx))
+        self._time("entities", started)
+        return EntityLayerBuilt(**ev.model_dump(), merged=merged, summaries=summaries)
+
+    @step
+    async def build_communities(self, ctx: Context, ev: EntityLayerBuilt) -> CommunitiesBuilt:
+        started = time.monotonic()
+        reports = 0
+        if ev.merged is not None:
+            reports = await indexing.rebuild_communities(self._deps, ev.kb, ev.merged, self._progress(ctx))
+        self._time("communities", started)
+        return CommunitiesBuilt(**ev.model_dump(), reports=reports)
+
+    @step
+    async def embed(self, ctx: Context, ev: CommunitiesBuilt) -> StopEvent:
+        started = time.monotonic()
+        embedded: dict[str, int] = {}
+        if ev.merged is not None:
+            embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
+            await self._deps.graph.mark_stale(ev.kb, False)
+        self._time("embeddings", started)
+        result = IngestionResult(
+            kb=ev.kb,
+            documents=ev.documents,
+            counts=await self._deps.graph.counts(ev.kb),
+            extracted_chunks=ev.extracted,
+            failed_chunks=await self._deps.graph.failed_chunks(ev.kb),
+            graph_rebuilt=ev.merged is not None,
+            summaries_generated=ev.summaries,
+            reports_generated=ev.reports,
+            embedded=embedded,
+            usage=self._deps.usage.since(self._usage_start),
+            seconds_per_stage=dict(self._timings),
+        )
+        return StopEvent(result=result)

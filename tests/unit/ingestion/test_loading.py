@@ -1,0 +1,79 @@
+import pytest
+
+from driftrag.errors import DriftRAGError
+from driftrag.ingestion.loading import InputError, document_from_text, load_document
+
+
+def test_crlf_cr_and_bom_are_normalised(tmp_path):
+    path = tmp_path / "doc.md"
+    path.write_bytes(b"\xef\xbb\xbfline one\r\nline two\rline three\n")
+    doc = load_document(path, "kb1")
+    assert doc.text == "line one\nline two\nline three\n"
+    assert doc.title == "doc.md"
+    assert doc.kb == "kb1"
+    assert doc.id == f"document-{doc.content_hash[:32]}"
+
+
+def test_same_text_same_id_whatever_the_line_endings(tmp_path):
+    crlf, lf = tmp_path / "a.txt", tmp_path / "b.txt"
+    crlf.write_bytes(b"Alice\r\nRabbit\r\n")
+    lf.write_bytes(b"Alice\nRabbit\n")
+    assert load_document(crlf, "kb").id == load_document(lf, "kb").id
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        load_document(tmp_path / "nope.txt", "kb")
+
+
+def test_directory(tmp_path):
+    with pytest.raises(InputError, match="directory"):
+        load_document(tmp_path, "kb")
+
+
+@pytest.mark.parametrize("content", [b"", b"   \n\t\r\n"])
+def test_empty_or_whitespace_file(tmp_path, content):
+    path = tmp_path / "empty.txt"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match="empty"):
+        load_document(path, "kb")
+
+
+def test_binary_file(tmp_path):
+    path = tmp_path / "image.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    with pytest.raises(InputError, match="binary"):
+        load_document(path, "kb")
+
+
+def test_invalid_utf8_reports_byte_offset(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"hello\ncaf\xe9 au lait\n")
+    with pytest.raises(InputError, match=r"byte offset 9 \(line 2\)"):
+        load_document(path, "kb")
+
+
+def test_invalid_utf8_offset_counts_the_bom(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbfab\xff")
+    with pytest.raises(InputError, match="byte offset 5"):
+        load_document(path, "kb")
+
+
+def test_too_big_names_size_and_limit(tmp_path):
+    path = tmp_path / "big.txt"
+    path.write_text("x" * 2000)
+    with pytest.raises(InputError, match=r"2000 bytes.*limit of 1000 bytes.*max_bytes"):
+        load_document(path, "kb", max_bytes=1000)
+
+
+def test_input_error_is_a_driftrag_error():
+    with pytest.raises(DriftRAGError):
+        document_from_text(" \n", "kb", "blank")
+
+
+def test_document_from_text_any_extension_text(tmp_path):
+    path = tmp_path / "notes.csv"
+    path.write_text("name,role\nAlice,girl\n", encoding="utf-8")
+    assert load_document(path, "kb").text.startswith("name,role")
+    assert document_from_text("Hi\r\n", "kb", "t").text == "Hi\n"

@@ -1,0 +1,196 @@
+import json
+
+import pytest
+
+from driftrag.errors import ModelError
+from driftrag.ingestion.extraction import InvalidModelOutput
+from driftrag.ingestion.llm_tasks import LLMCommunityReporter, LLMDescriptionSummarizer
+from driftrag.ingestion.models import Community, CommunityReport, MergedEntity, MergedRelationship
+from driftrag.ingestion.reports import build_report_context, generate_reports, parse_report, report_levels
+from driftrag.prompts.registry import PromptRegistry
+from tests.fakes.scripted_llm import ScriptedChatModel
+
+PROMPTS = PromptRegistry.load()
+
+
+def _entity(i: int, words: int = 5) -> MergedEntity:
+    return MergedEntity(
+        id=f"entity-{i:08x}",
+        name=f"Entity {i}",
+        normalised_name=f"entity {i}",
+        type="PERSON",
+        descriptions=[" ".join(f"fact{i}_{k}" for k in range(words))],
+        source_chunk_ids=[f"chunk-{i:08x}"],
+    )
+
+
+def _world(words: int = 5):
+    """Parent community of 8 entities, two children of 5 and 3, relationships in a chain."""
+    entities = [_entity(i, words) for i in range(8)]
+    rels = [
+        MergedRelationship(
+            id=f"relationship-{i:08x}",
+            source_id=entities[i].id,
+            target_id=entities[i + 1].id,
+            descriptions=[f"link {i}"],
+            weight=float(i + 1),
+        )
+        for i in range(7)
+    ]
+    ids = [e.id for e in entities]
+
+    def community(cid, level, members, parent=None, children=()):
+        inside = [r.id for r in rels if r.source_id in members and r.target_id in members]
+        chunk_ids = sorted(c for e in entities if e.id in members for c in e.source_chunk_ids)
+        return Community(
+            id=cid,
+            level=level,
+            parent_id=parent,
+            child_ids=list(children),
+            entity_ids=sorted(members),
+            relationship_ids=sorted(inside),
+            chunk_ids=chunk_ids,
+        )
+
+    big = community("community-1-0", 1, ids[:5], "community-0-0")
+    small = community("community-1-1", 1, ids[5:], "community-0-0")
+    parent = community("community-0-0", 0, ids, None, [big.id, small.id])
+    return entities, rels, [parent, big, small]
+
+
+def _sub_report(community: Community) -> CommunityReport:
+    return CommunityReport(
+        community_id=community.id,
+        level=community.level,
+        title=f"About {community.id}",
+        summary="short summary",
+        rating=5,
+    )
+
+
+def test_report_levels_are_finest_first():
+    _, _, communities = _world()
+    assert [[c.id for c in level] for level in report_levels(communities)] == [
+        ["community-1-0", "community-1-1"],
+        ["community-0-0"],
+    ]
+
+
+def test_context_uses_raw_descriptions_when_they_fit():
+    entities, rels, (parent, big, small) = _world()
+    context = build_report_context(
+        parent,
+        {e.id: e for e in entities},
+        {r.id: r for r in rels},
+        {},
+        {big.id: _sub_report(big)},
+        4000,
+        children=[big, small],
+    )
+    assert len(context.entities) == 8 and len(context.relationships) == 7
+    assert context.sub_reports == [] and not context.truncated
+    assert "fact3_2" in context.text and context.n_tokens <= 4000
+
+
+def test_context_substitutes_largest_sub_report_when_over_budget():
+    entities, rels, (parent, big, small) = _world(words=60)
+    sub_reports = {big.id: _sub_report(big), small.id: _sub_report(small)}
+    context = build_report_context(
+        parent,
+        {e.id: e for e in entities},
+        {r.id: r for r in rels},
+        {},
+        sub_reports,
+        1000,
+        children=[big, small],
+    )
+    assert [r.community_id for r in context.sub_reports] == [big.id]
+    assert {e.id for e in context.entities} == {e.id for e in entities[5:]}
+    # The relationship bridging the two children stays; the ones inside the substituted child go.
+    assert {r.id for r in context.relationships} == {
+        "relationship-00000004",
+        "relationship-00000005",
+        "relationship-00000006",
+    }
+    assert "About community-1-0" in context.text and not context.truncated
+    assert context.n_tokens <= 1000
+
+
+def test_context_truncates_when_substitution_is_not_enough():
+    entities, rels, (parent, big, small) = _world(words=100)
+    context = build_report_context(
+        parent,
+        {e.id: e for e in entities},
+        {r.id: r for r in rels},
+        {},
+        {},
+        600,
+        children=[big, small],
+    )
+    assert context.truncated and context.n_tokens <= 600 and 0 < len(context.entities) < 8
+
+
+def test_chunk_excerpts_fill_only_a_share_of_the_budget():
+    entities, rels, (parent, _, _) = _world()
+    chunks = {e.source_chunk_ids[0]: "word " * 500 for e in entities}
+    context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, chunks, {}, 4000)
+    assert 0 < len(context.chunks) <= 3
+
+
+def test_parse_report_filters_hallucinated_citations_and_coerces():
+    entities, rels, (parent, _, _) = _world()
+    context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {}, {}, 4000)
+    raw = "Here you go: " + json.dumps(
+        {
+            "title": "Chain",
+            "summary": "A chain of entities, see entity-00000003.",
+            "rating": "12",
+            "findings": ["plain string finding", {"summary": "s", "explanation": "e"}, {"explanation": "no summary"}],
+            "citations": ["entity-00000001", "entity-deadbeef", "relationship-00000002", "chunk-00000001"],
+        }
+    )
+    report = parse_report(raw, context)
+    assert report.rating == 10
+    assert report.citations.entity_ids == ["entity-00000001", "entity-00000003"]
+    assert report.citations.relationship_ids == ["relationship-00000002"]
+    assert report.citations.chunk_ids == []
+    assert [f.summary for f in report.findings] == ["plain string finding", "s"]
+
+
+def test_parse_report_refuses_missing_title_or_rating():
+    entities, rels, (parent, _, _) = _world()
+    context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {}, {}, 4000)
+    with pytest.raises(InvalidModelOutput):
+        parse_report('{"summary": "x", "rating": 3}', context)
+    with pytest.raises(InvalidModelOutput):
+        parse_report('{"title": "x", "summary": "x", "rating": "high"}', context)
+
+
+async def test_generate_reports_bottom_up_with_scripted_model():
+    entities, rels, communities = _world()
+    model = ScriptedChatModel(extra_citations=["entity-ffffffff"])
+    reporter = LLMCommunityReporter(model, PROMPTS)
+    reports = await generate_reports(communities, entities, rels, {}, reporter, max_tokens=4000)
+    assert [r.community_id for r in reports] == ["community-0-0", "community-1-0", "community-1-1"]
+    assert model.calls["report"] == 3
+    assert all("entity-ffffffff" not in r.citations.entity_ids for r in reports)
+    assert reports[1].citations.entity_ids == sorted(e.id for e in entities[:5])
+    # Children were reported before the parent.
+    assert "community-0-0" in model.requests[-1][0]["content"]
+
+
+async def test_reporter_gives_up_with_model_error_after_attempts():
+    entities, rels, (parent, _, _) = _world()
+    context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {}, {}, 4000)
+    model = ScriptedChatModel(invalid_reports=True)
+    with pytest.raises(ModelError, match="no valid report for community-0-0 after 2"):
+        await LLMCommunityReporter(model, PROMPTS).report(context)
+    assert model.calls == {"report": 1, "repair": 1}
+
+
+async def test_summarizer_joins_deterministically_and_skips_single():
+    model = ScriptedChatModel()
+    summarizer = LLMDescriptionSummarizer(model, PROMPTS)
+    assert await summarizer.summarize("Alice", ["A girl.", "Curious.", "A girl."]) == "A girl.; Curious."
+    assert await summarizer.summarize("Alice", ["only one"]) == "only one"
+    assert model.calls == {"summarize": 1}
