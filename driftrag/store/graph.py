@@ -260,6 +260,25 @@ class GraphStore:
         rows = [{"id": node_id, "hash": value} for node_id, value in hashes.items()]
         await self._write_batches(statement, validate_kb_id(kb), rows)
 
+    # --- reads of the derived layers (inspection, tests) ------------------------------------------
+
+    async def chunks(self, kb: str) -> list[dict[str, Any]]:
+        """Every chunk: id, document_id, index, extractable, extraction_status, embedded."""
+        return await self._store.read(cy.MATCH_CHUNKS, kb=validate_kb_id(kb))
+
+    async def entities(self, kb: str) -> list[dict[str, Any]]:
+        """Every entity: id, name, type, descriptions, summary, source_chunk_ids, embedded."""
+        return await self._store.read(cy.MATCH_ENTITIES, kb=validate_kb_id(kb))
+
+    async def relationships(self, kb: str) -> list[dict[str, Any]]:
+        """Every relationship: id, source_id, target_id, type, descriptions, summary, source_chunk_ids."""
+        return await self._store.read(cy.MATCH_RELATIONSHIPS, kb=validate_kb_id(kb))
+
+    async def communities(self, kb: str) -> list[dict[str, Any]]:
+        """Every community with its report fields, `parent_id` as stored and the parent it links to."""
+        rows = await self._store.read(cy.MATCH_COMMUNITIES, kb=validate_kb_id(kb))
+        return [{**row, "findings": json.loads(row["findings"]) if row["findings"] else []} for row in rows]
+
     # --- counts --------------------------------------------------------------------------------------
 
     async def counts(self, kb: str) -> KbCounts:

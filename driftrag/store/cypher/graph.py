@@ -206,6 +206,38 @@ DELETE_KB_NODES = (
     "MATCH (n:__KnowledgeBase__ {kb: $kb}) DETACH DELETE n",
 )
 
+# --- reads of the derived layers (inspection, tests) -------------------------------------------------
+
+MATCH_CHUNKS = """
+MATCH (c:__Chunk__ {kb: $kb})
+RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.extractable AS extractable,
+       c.extraction_status AS extraction_status, c.embedding IS NOT NULL AS embedded
+ORDER BY c.document_id, c.index
+"""
+
+MATCH_ENTITIES = """
+MATCH (e:__Entity__ {kb: $kb})
+RETURN e.id AS id, e.name AS name, e.type AS type, e.descriptions AS descriptions, e.summary AS summary,
+       e.source_chunk_ids AS source_chunk_ids, e.embedding IS NOT NULL AS embedded
+ORDER BY e.id
+"""
+
+MATCH_RELATIONSHIPS = """
+MATCH (s:__Entity__ {kb: $kb})-[r:RELATED]->(t:__Entity__)
+RETURN r.id AS id, s.id AS source_id, t.id AS target_id, r.type AS type, r.descriptions AS descriptions,
+       r.summary AS summary, r.source_chunk_ids AS source_chunk_ids
+ORDER BY r.id
+"""
+
+MATCH_COMMUNITIES = """
+MATCH (c:__Community__ {kb: $kb})
+OPTIONAL MATCH (c)-[:IN_COMMUNITY]->(p:__Community__)
+RETURN c.id AS id, c.level AS level, c.parent_id AS parent_id, p.id AS linked_parent_id, c.child_ids AS child_ids,
+       c.entity_ids AS entity_ids, c.title AS title, c.summary AS summary, c.rating AS rating,
+       c.rating_explanation AS rating_explanation, c.findings AS findings, c.embedding IS NOT NULL AS embedded
+ORDER BY c.id
+"""
+
 # --- counts ---------------------------------------------------------------------------------------------
 
 COUNT_KB = """
