@@ -80,6 +80,7 @@ class IngestionWorkflow(Workflow):
     @step
     async def store_documents(self, ctx: Context, ev: IngestStart) -> DocumentsStored:
         started = time.monotonic()
+        self._timings = {}  # a workflow object may run several times
         self._usage_start = self._deps.usage.snapshot()
         kb = ev.request.kb
         documents = await indexing.load_documents(ev.request, self._deps.settings.max_file_mb)
