@@ -213,14 +213,23 @@ async def _embed_changed(deps, kb, kind, texts: dict[str, str], state, progress)
 
 
 async def _embed(deps, kb, kind, rows: list[tuple[str, str]], progress) -> None:
+    """Embed in batches, several requests in flight (bounded like model calls)."""
     batch = deps.settings.embed_batch_size
-    for start in range(0, len(rows), batch):
-        part = rows[start : start + batch]
-        vectors = await deps.embedder.aget_text_embedding_batch([text for _, text in part])
+    parts = [rows[start : start + batch] for start in range(0, len(rows), batch)]
+    limit = asyncio.Semaphore(deps.settings.llm_concurrency)
+    done = 0
+
+    async def one(part: list[tuple[str, str]]) -> None:
+        nonlocal done
+        async with limit:
+            vectors = await deps.embedder.aget_text_embedding_batch([text for _, text in part])
         await deps.documents.set_embeddings(
             kind, kb, [(node_id, vector) for (node_id, _), vector in zip(part, vectors, strict=True)]
         )
-        await progress(Progress(stage=f"embed-{kind}", done=start + len(part), total=len(rows)))
+        done += len(part)
+        await progress(Progress(stage=f"embed-{kind}", done=done, total=len(rows)))
+
+    await asyncio.gather(*(one(part) for part in parts))
 
 
 async def refresh_derived_layers(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> None:
