@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
 from driftrag.ingestion.extraction import skipped_outcome
-from driftrag.ingestion.loading import document_from_text, load_document
+from driftrag.ingestion.loading import InputError, document_from_text, load_document
 from driftrag.ingestion.merge import apply_summaries, merge_extractions, needs_summary, summary_items
 from driftrag.ingestion.models import (
     CommunityReport,
@@ -243,5 +243,9 @@ async def refresh_derived_layers(deps: IngestionDeps, kb: str, progress: Progres
 
 async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progress: ProgressCallback) -> None:
     """Remove a document's chunks; entities and relationships left without sources go with them."""
-    await deps.graph.delete_document(validate_kb_id(kb), document_id)
+    if not any(row["id"] == document_id for row in await deps.graph.documents(validate_kb_id(kb))):
+        raise InputError(f"document {document_id!r} not found in knowledge base {kb!r}; nothing deleted")
+    # Stale before the delete: a run killed in between still rebuilds the derived layers next time.
+    await deps.graph.mark_stale(kb, True)
+    await deps.graph.delete_document(kb, document_id)
     await refresh_derived_layers(deps, kb, progress)

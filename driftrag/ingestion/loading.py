@@ -58,7 +58,8 @@ def load_document(path: str | Path, kb: str, *, max_bytes: int = DEFAULT_MAX_BYT
     if size > max_bytes:
         raise InputError(
             f"{file}: file is {size} bytes ({size / 1_048_576:.1f} MiB), above the limit of {max_bytes} "
-            "bytes; raise `max_bytes` (the document size limit setting) to ingest it"
+            "bytes; raise the setting `max_file_mb` (DRIFTRAG_MAX_FILE_MB), or `max_bytes` of `load_document`, "
+            "to ingest it"
         )
     data = file.read_bytes()
     if not data.strip():

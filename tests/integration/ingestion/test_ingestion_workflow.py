@@ -1,0 +1,438 @@
+"""The ingestion workflow against the real Neo4j, with a scripted chat model and the offline embedder."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from driftrag.errors import DriftRAGError
+from driftrag.ingestion import indexing
+from driftrag.ingestion.merge import needs_summary
+from driftrag.ingestion.run import TextInput, no_progress
+from tests.fakes.harbor_corpus import CORPUS, MONASTERY, DescriptiveChatModel
+from tests.integration.ingestion.conftest import Ingestor, texts_of
+
+ROOT = Path(__file__).resolve().parents[3]
+STAGE_ORDER = ["documents", "extract", "summarize", "reports", "embed-chunk", "embed-entity", "embed-community"]
+
+
+async def _snapshot(ingestor: Ingestor, kb: str) -> dict:
+    """Everything a rerun must reproduce: counts and the sorted ids of each derived layer."""
+    graph = ingestor.graph
+    return {
+        "counts": (await graph.counts(kb)).model_dump(),
+        "entities": sorted(row["id"] for row in await graph.entities(kb)),
+        "relationships": sorted(row["id"] for row in await graph.relationships(kb)),
+        "communities": sorted(row["id"] for row in await graph.communities(kb)),
+    }
+
+
+async def _entities_by_name(ingestor: Ingestor, kb: str) -> dict[str, dict]:
+    return {row["name"]: row for row in await ingestor.graph.entities(kb)}
+
+
+async def _document_ids(ingestor: Ingestor, kb: str) -> dict[str, str]:
+    return {row["title"]: row["id"] for row in await ingestor.graph.documents(kb)}
+
+
+async def _documents_of(ingestor: Ingestor, kb: str, chunk_ids: list[str]) -> set[str]:
+    chunk_document = {row["id"]: row["document_id"] for row in await ingestor.graph.chunks(kb)}
+    return {chunk_document[chunk_id] for chunk_id in chunk_ids}
+
+
+# --- 1. the graph -------------------------------------------------------------------------------------
+
+
+async def test_ingested_graph_has_provenance_merges_summaries_reports_and_vectors(ingestor: Ingestor, kb: str) -> None:
+    chat = DescriptiveChatModel()
+    settings = ingestor.settings.model_copy(update={"max_cluster_size": 4})
+    run = await ingestor.run(kb, chat, settings=settings)
+    graph = ingestor.graph
+
+    counts = await graph.counts(kb)
+    assert counts.documents == len(CORPUS)
+    assert min(counts.model_dump().values()) > 0, counts
+    assert run.result.counts == counts
+    assert run.result.graph_rebuilt
+    assert run.result.failed_chunks == []
+
+    # Provenance: every entity and relationship points at chunks of this kb.
+    chunks = await graph.chunks(kb)
+    chunk_ids = {row["id"] for row in chunks}
+    entities = await graph.entities(kb)
+    relationships = await graph.relationships(kb)
+    for row in entities + relationships:
+        assert row["source_chunk_ids"], row
+        assert set(row["source_chunk_ids"]) <= chunk_ids, row
+
+    # Merge across documents.
+    documents = await _document_ids(ingestor, kb)
+    by_name = {row["name"]: row for row in entities}
+    for name, titles in {
+        "Captain Mirela Voss": {"voyage.txt", "market.txt"},
+        "Amber Lantern": {"voyage.txt", "market.txt"},
+        "Grey Reef": {"voyage.txt", "monastery.txt"},
+        "Harbor Town": set(CORPUS),
+        "Brother Anselm Hale": {"monastery.txt"},
+    }.items():
+        assert name in by_name, sorted(by_name)
+        assert await _documents_of(ingestor, kb, by_name[name]["source_chunk_ids"]) == {documents[t] for t in titles}
+    assert len([row for row in entities if row["name"] == "Harbor Town"]) == 1
+
+    # Summaries only where there are at least two distinct descriptions.
+    needing = [row for row in entities + relationships if needs_summary(row["descriptions"])]
+    assert needing, "the corpus must produce something to summarise"
+    assert chat.calls["summarize"] == len(needing) == run.result.summaries_generated
+    for row in entities + relationships:
+        if needs_summary(row["descriptions"]):
+            assert row["summary"], row
+        else:
+            assert row["summary"] is None, row
+
+    # Communities: every one reported; the hierarchy is linked both ways.
+    communities = await graph.communities(kb)
+    assert len(communities) == counts.communities == counts.reports
+    by_id = {row["id"]: row for row in communities}
+    entity_ids = {row["id"] for row in entities}
+    for row in communities:
+        assert row["title"] and row["summary"] and row["rating_explanation"], row
+        assert 0 <= row["rating"] <= 10
+        assert isinstance(row["findings"], list)
+        assert all(finding["summary"] for finding in row["findings"])
+        assert set(row["entity_ids"]) <= entity_ids
+        assert row["linked_parent_id"] == row["parent_id"]
+        if row["parent_id"] is not None:
+            parent = by_id[row["parent_id"]]
+            assert row["id"] in parent["child_ids"]
+            assert parent["level"] == row["level"] - 1
+            assert set(row["entity_ids"]) <= set(parent["entity_ids"])
+        for child in row["child_ids"]:
+            assert by_id[child]["parent_id"] == row["id"]
+    assert any(row["findings"] for row in communities)
+    assert len({row["level"] for row in communities}) > 1, "max_cluster_size=4 should give a hierarchy"
+
+    # Vectors: on every node, and each kind finds its own nodes.
+    assert all(row["embedded"] for row in chunks + entities + communities)
+    embedder = ingestor.providers.embedder
+    for name in ("Captain Mirela Voss", "Glass Monastery", "Widow Brannoch"):
+        hits = await ingestor.store.query_vector_index(
+            "driftrag_entity", kb, await embedder.aget_query_embedding(name), k=3
+        )
+        assert by_name[name]["id"] in [hit_id for hit_id, _ in hits], (name, hits)
+    texts = await graph.chunk_texts(kb, sorted(chunk_ids))
+    for chunk_id, text in texts.items():
+        hits = await ingestor.store.query_vector_index(
+            "driftrag_chunk", kb, await embedder.aget_query_embedding(text), k=3
+        )
+        assert chunk_id in [hit_id for hit_id, _ in hits]
+    for row in communities:
+        question = await embedder.aget_query_embedding(f"{row['title']}\n{row['summary']}")
+        hits = await ingestor.store.query_vector_index("driftrag_community", kb, question, k=3)
+        assert row["id"] in [hit_id for hit_id, _ in hits], (row["id"], row["title"], hits)
+
+
+# --- 2. progress ------------------------------------------------------------------------------------------
+
+
+async def test_progress_events_stream_in_stage_order(ingestor: Ingestor, kb: str) -> None:
+    run = await ingestor.run(kb, DescriptiveChatModel())
+    events = run.events
+    assert events
+
+    stages = [event.stage for event in events]
+    blocks = [stage for i, stage in enumerate(stages) if i == 0 or stages[i - 1] != stage]
+    assert len(blocks) == len(set(blocks)), f"a stage came back after another one: {blocks}"
+    assert all(stage in STAGE_ORDER for stage in blocks), blocks
+    assert blocks == sorted(blocks, key=STAGE_ORDER.index)
+    for required in ("documents", "extract", "reports", "embed-chunk", "embed-entity", "embed-community"):
+        assert required in blocks
+
+    for stage in blocks:
+        progress = [event for event in events if event.stage == stage]
+        assert all(0 < event.done <= event.total for event in progress), progress
+        assert [event.done for event in progress] == sorted(event.done for event in progress)
+        assert progress[-1].done == progress[-1].total
+    assert [e.done for e in events if e.stage == "documents"] == list(range(1, len(CORPUS) + 1))
+
+
+# --- 3. idempotent re-ingest ---------------------------------------------------------------------------------
+
+
+async def test_reingesting_the_same_inputs_changes_nothing_and_calls_no_model(ingestor: Ingestor, kb: str) -> None:
+    chat = DescriptiveChatModel()
+    first = await ingestor.run(kb, chat)
+    before = await _snapshot(ingestor, kb)
+    calls = chat.calls.copy()
+    assert calls["extract"] > 0
+
+    second = await ingestor.run(kb, chat)
+
+    assert await _snapshot(ingestor, kb) == before
+    assert chat.calls == calls
+    assert not second.result.graph_rebuilt
+    assert second.result.extracted_chunks == 0
+    assert second.result.counts == first.result.counts
+    assert {outcome.status for outcome in second.result.documents} == {"unchanged"}
+
+
+# --- 4. a changed document replaces its older version ------------------------------------------------------
+
+
+async def test_changed_document_replaces_the_old_version(ingestor: Ingestor, kb: str) -> None:
+    v1 = "Captain Mirela Voss met Ferris Dunmore at the Blue Anchor Inn to talk about the winter storms."
+    v2 = "Captain Mirela Voss met Odile Marchetti beside the Keth Lighthouse to talk about the spring fleet."
+    chat = DescriptiveChatModel()
+    await ingestor.run(kb, chat, texts=[TextInput(title="a.txt", text=v1), TextInput(title="b.txt", text=MONASTERY)])
+    old_id = (await _document_ids(ingestor, kb))["a.txt"]
+    documents_before = (await ingestor.graph.counts(kb)).documents
+    assert {"Ferris Dunmore", "Blue Anchor Inn"} <= set(await _entities_by_name(ingestor, kb))
+
+    run = await ingestor.run(kb, chat, texts=[TextInput(title="a.txt", text=v2)])
+
+    outcome = run.result.documents[0]
+    assert outcome.status == "replaced"
+    assert outcome.replaced_ids == [old_id]
+    documents = await _document_ids(ingestor, kb)
+    assert old_id not in documents.values()
+    assert documents["a.txt"] == outcome.document_id != old_id
+    assert (await ingestor.graph.counts(kb)).documents == documents_before == 2
+    names = await _entities_by_name(ingestor, kb)
+    assert "Ferris Dunmore" not in names and "Blue Anchor Inn" not in names
+    assert {"Odile Marchetti", "Keth Lighthouse", "Captain Mirela Voss", "Brother Anselm Hale"} <= set(names)
+    assert await _documents_of(ingestor, kb, names["Captain Mirela Voss"]["source_chunk_ids"]) == {documents["a.txt"]}
+    chunk_ids = {row["id"] for row in await ingestor.graph.chunks(kb)}
+    assert all(set(row["source_chunk_ids"]) <= chunk_ids for row in names.values())
+
+
+# --- 5. deleting a document keeps what other documents still mention -----------------------------------
+
+
+async def test_delete_document_keeps_shared_entities(ingestor: Ingestor, kb: str) -> None:
+    chat = DescriptiveChatModel()
+    await ingestor.run(kb, chat)
+    documents = await _document_ids(ingestor, kb)
+    assert "Brother Anselm Hale" in await _entities_by_name(ingestor, kb)
+
+    await indexing.delete_document(ingestor.deps(chat), kb, documents["monastery.txt"], no_progress)
+
+    names = await _entities_by_name(ingestor, kb)
+    assert "Brother Anselm Hale" not in names and "Glass Monastery" not in names
+    assert await _documents_of(ingestor, kb, names["Grey Reef"]["source_chunk_ids"]) == {documents["voyage.txt"]}
+    assert await _documents_of(ingestor, kb, names["Harbor Town"]["source_chunk_ids"]) == {
+        documents["voyage.txt"],
+        documents["market.txt"],
+    }
+    counts = await ingestor.graph.counts(kb)
+    assert counts.documents == 2
+    assert documents["monastery.txt"] not in (await _document_ids(ingestor, kb)).values()
+    entity_ids = {row["id"] for row in names.values()}
+    relationships = await ingestor.graph.relationships(kb)
+    assert all({r["source_id"], r["target_id"]} <= entity_ids for r in relationships)
+    communities = await ingestor.graph.communities(kb)
+    assert communities and all(set(c["entity_ids"]) <= entity_ids for c in communities)
+    assert counts.reports == counts.communities
+    assert all(row["embedded"] for row in list(names.values()) + communities)
+
+
+async def test_delete_interrupted_before_the_rebuild_is_completed_by_the_next_run(
+    ingestor: Ingestor, kb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat = DescriptiveChatModel()
+    await ingestor.run(kb, chat)
+    documents = await _document_ids(ingestor, kb)
+
+    async def killed(*_args, **_kwargs) -> None:
+        raise RuntimeError("killed right after the chunks were deleted")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(indexing, "refresh_derived_layers", killed)
+        with pytest.raises(RuntimeError, match="killed"):
+            await indexing.delete_document(ingestor.deps(chat), kb, documents["monastery.txt"], no_progress)
+    assert await ingestor.graph.is_stale(kb)
+    calls = chat.calls["extract"]
+
+    run = await ingestor.run(kb, chat, texts=texts_of({k: v for k, v in CORPUS.items() if k != "monastery.txt"}))
+
+    assert run.result.graph_rebuilt
+    assert chat.calls["extract"] == calls
+    names = await _entities_by_name(ingestor, kb)
+    assert "Brother Anselm Hale" not in names
+    assert await _documents_of(ingestor, kb, names["Grey Reef"]["source_chunk_ids"]) == {documents["voyage.txt"]}
+
+
+async def test_deleting_an_unknown_document_is_a_clear_error(ingestor: Ingestor, kb: str) -> None:
+    chat = DescriptiveChatModel()
+    await ingestor.run(kb, chat, texts=[TextInput(title="monastery.txt", text=MONASTERY)])
+    before = await _snapshot(ingestor, kb)
+    calls = chat.calls.copy()
+
+    with pytest.raises(DriftRAGError, match="document 'document-nope' not found"):
+        await indexing.delete_document(ingestor.deps(chat), kb, "document-nope", no_progress)
+
+    assert await _snapshot(ingestor, kb) == before
+    assert chat.calls == calls
+    assert not await ingestor.graph.is_stale(kb)
+
+
+# --- 6. deleting a knowledge base -----------------------------------------------------------------------------
+
+
+async def test_delete_kb_removes_only_that_kb(ingestor: Ingestor, kb: str) -> None:
+    other = f"{kb}-other"
+    await ingestor.run(kb, DescriptiveChatModel())
+    await ingestor.run(other, DescriptiveChatModel(), texts=[TextInput(title="monastery.txt", text=MONASTERY)])
+    other_before = await _snapshot(ingestor, other)
+    assert (await ingestor.graph.counts(kb)).entities > 0
+
+    await ingestor.graph.delete_kb(kb)
+
+    assert set((await ingestor.graph.counts(kb)).model_dump().values()) == {0}
+    assert await ingestor.graph.entities(kb) == []
+    assert await ingestor.graph.extract_config(kb) is None and not await ingestor.graph.is_stale(kb)
+    assert await _snapshot(ingestor, other) == other_before
+    await ingestor.graph.delete_kb(other)
+
+
+# --- 7. malformed model output ----------------------------------------------------------------------------------
+
+
+async def test_malformed_model_output_is_repaired_or_recorded_as_failed(ingestor: Ingestor, kb: str) -> None:
+    corpus = {
+        "truncated.txt": "the Copper Heron nested above Harbor Town while Magda Orlov counted zebrafold nets.",
+        "prose.txt": "Lady Orsolya Quint bought pelicanvane rope from Widow Brannoch at the long pier.",
+        "wrong.txt": "Master Idris Kell repaired the Amber Lantern with mothglass panes in Harbor Town.",
+        "invalid.txt": "Sister Nell Varga lit ravenknot candles inside the Salt Chapel after midnight.",
+    }
+    chat = DescriptiveChatModel(
+        misbehave={"zebrafold": "truncated", "pelicanvane": "prose", "mothglass": "wrong_types", "ravenknot": "invalid"}
+    )
+    run = await ingestor.run(kb, chat, texts=texts_of(corpus))
+
+    assert all(outcome.chunks == 1 for outcome in run.result.documents)
+    names = await _entities_by_name(ingestor, kb)
+    for name in ("Copper Heron", "Lady Orsolya Quint", "Widow Brannoch", "Master Idris Kell", "Amber Lantern"):
+        assert name in names, sorted(names)
+    assert "Sister Nell Varga" not in names and "Salt Chapel" not in names
+
+    invalid_document = (await _document_ids(ingestor, kb))["invalid.txt"]
+    failed = run.result.failed_chunks
+    assert [(f.document_id, f.index) for f in failed] == [(invalid_document, 0)]
+    assert failed[0].error
+    assert await ingestor.graph.failed_chunks(kb) == failed
+    counts = run.result.counts
+    assert counts.entities > 0 and counts.communities > 0 and counts.reports == counts.communities
+    assert run.result.graph_rebuilt
+
+
+# --- 8. bad input -------------------------------------------------------------------------------------------------
+
+
+async def test_bad_inputs_raise_clear_errors_and_leave_the_kb_intact(
+    ingestor: Ingestor, kb: str, tmp_path: Path
+) -> None:
+    chat = DescriptiveChatModel()
+    await ingestor.run(kb, chat, texts=[TextInput(title="monastery.txt", text=MONASTERY)])
+    before = await _snapshot(ingestor, kb)
+    calls = chat.calls.copy()
+
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "blank.txt").write_bytes(b"  \n\t\n")
+    (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00")
+    (tmp_path / "latin1.txt").write_bytes("Caf\u00e9 by the Salt Chapel".encode("latin-1"))
+    (tmp_path / "big.txt").write_text("Harbor Town at night. " * 200)
+    small_limit = ingestor.settings.model_copy(update={"max_file_mb": 0.001})
+    cases = [
+        ("empty.txt", "empty", None),
+        ("blank.txt", "empty", None),
+        ("image.png", "binary", None),
+        ("latin1.txt", "not valid UTF-8", None),
+        ("big.txt", "above the limit", small_limit),
+        ("missing.txt", "no such file", None),
+    ]
+    good = TextInput(title="new.txt", text="Captain Mirela Voss visited the Glass Monastery in spring.")
+    for filename, problem, settings in cases:
+        with pytest.raises(DriftRAGError) as raised:
+            await ingestor.run(kb, chat, texts=[good], paths=[tmp_path / filename], settings=settings)
+        message = str(raised.value)
+        assert filename in message and problem in message, message
+        assert type(raised.value) is not DriftRAGError  # a specific subclass
+        if settings is small_limit:
+            assert "max_file_mb" in message, message
+        assert await _snapshot(ingestor, kb) == before, filename
+    with pytest.raises(DriftRAGError, match="empty"):
+        await ingestor.run(kb, chat, texts=[TextInput(title="blank", text=" \n ")])
+    assert await _snapshot(ingestor, kb) == before
+    assert chat.calls == calls
+
+
+# --- 9. kill -9 and resume -----------------------------------------------------------------------------------
+
+
+async def test_run_killed_mid_extraction_resumes_without_repeating_finished_chunks(
+    ingestor: Ingestor, kb: str, neo4j_uri: str, tmp_path: Path
+) -> None:
+    clean_kb = f"{kb}-clean"
+    await ingestor.run(clean_kb, DescriptiveChatModel())
+    clean = await _snapshot(ingestor, clean_kb)
+
+    env = {**os.environ, "NEO4J_URI": neo4j_uri, "PYTHONPATH": str(ROOT)}
+    script = ROOT / "tests" / "fakes" / "ingest_slowly.py"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        kb,
+        str(tmp_path),
+        "0.4",
+        env=env,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        checkpointed = 0
+        while checkpointed < 2:
+            if process.returncode is not None:
+                output = await process.stdout.read() if process.stdout else b""
+                pytest.fail(f"the slow run ended before it was killed: {output.decode()[-2000:]}")
+            assert time.monotonic() < deadline, "the slow run never checkpointed two chunks"
+            await asyncio.sleep(0.05)
+            checkpointed = len(await ingestor.graph.extractions(kb))
+        process.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(process.wait(), timeout=30)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == -signal.SIGKILL
+
+    extractable = [row for row in await ingestor.graph.chunks(kb) if row["extractable"]]
+    done = [row for row in extractable if row["extraction_status"] is not None]
+    assert 2 <= len(done) < len(extractable), "kill came too late to test a resume"
+    assert (await ingestor.graph.counts(kb)).entities == 0
+
+    chat = DescriptiveChatModel()
+    run = await ingestor.run(kb, chat)
+
+    assert chat.calls["extract"] == len(extractable) - len(done)
+    assert chat.calls["extract"] < len(extractable)
+    assert run.result.extracted_chunks == len(extractable) - len(done)
+    assert run.result.graph_rebuilt
+    assert await _snapshot(ingestor, kb) == clean
+    await ingestor.graph.delete_kb(clean_kb)
+
+
+# --- known limitation ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="document ids hash the content only: equal texts under two titles collapse")
+async def test_two_titles_with_the_same_text_stay_two_documents(ingestor: Ingestor, kb: str) -> None:
+    text = "Brother Anselm Hale copied tide tables in the Glass Monastery."
+    await ingestor.run(kb, texts=[TextInput(title="one.txt", text=text), TextInput(title="two.txt", text=text)])
+    assert sorted(await _document_ids(ingestor, kb)) == ["one.txt", "two.txt"]
