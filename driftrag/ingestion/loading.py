@@ -31,14 +31,22 @@ def normalise_text(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def document_key(source: str, content_hash: str) -> str:
+    return hashlib.sha256(f"{source}\x1f{content_hash}".encode()).hexdigest()[:32]
+
+
 def document_from_text(text: str, kb: str, title: str, *, path: str | None = None) -> SourceDocument:
-    """Build a document from text already in memory; its id is the hash of the normalised text."""
+    """Build a document from text already in memory.
+
+    Its id hashes the source (path, else title) with the normalised text: the same text under two
+    names stays two documents, and a new version of a source gets a new id.
+    """
     normalised = normalise_text(text)
     if not normalised.strip():
         raise InputError(f"document {title!r} is empty (no text besides whitespace)")
     content_hash = hashlib.sha256(normalised.encode("utf-8")).hexdigest()
     return SourceDocument(
-        id=f"document-{content_hash[:32]}",
+        id=f"document-{document_key(path or title, content_hash)}",
         kb=kb,
         path=path,
         title=title,

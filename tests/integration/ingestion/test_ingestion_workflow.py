@@ -431,7 +431,6 @@ async def test_run_killed_mid_extraction_resumes_without_repeating_finished_chun
 # --- known limitation ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="document ids hash the content only: equal texts under two titles collapse")
 async def test_two_titles_with_the_same_text_stay_two_documents(ingestor: Ingestor, kb: str) -> None:
     text = "Brother Anselm Hale copied tide tables in the Glass Monastery."
     await ingestor.run(kb, texts=[TextInput(title="one.txt", text=text), TextInput(title="two.txt", text=text)])

@@ -1,7 +1,7 @@
 import pytest
 
 from driftrag.errors import DriftRAGError
-from driftrag.ingestion.loading import InputError, document_from_text, load_document
+from driftrag.ingestion.loading import InputError, document_from_text, document_key, load_document
 
 
 def test_crlf_cr_and_bom_are_normalised(tmp_path):
@@ -11,14 +11,24 @@ def test_crlf_cr_and_bom_are_normalised(tmp_path):
     assert doc.text == "line one\nline two\nline three\n"
     assert doc.title == "doc.md"
     assert doc.kb == "kb1"
-    assert doc.id == f"document-{doc.content_hash[:32]}"
+    assert doc.id == f"document-{document_key(doc.path, doc.content_hash)}"
 
 
 def test_same_text_same_id_whatever_the_line_endings(tmp_path):
-    crlf, lf = tmp_path / "a.txt", tmp_path / "b.txt"
-    crlf.write_bytes(b"Alice\r\nRabbit\r\n")
-    lf.write_bytes(b"Alice\nRabbit\n")
-    assert load_document(crlf, "kb").id == load_document(lf, "kb").id
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"Alice\r\nRabbit\r\n")
+    crlf = load_document(path, "kb")
+    path.write_bytes(b"Alice\nRabbit\n")
+    lf = load_document(path, "kb")
+    assert crlf.id == lf.id
+    assert crlf.content_hash == lf.content_hash
+
+
+def test_same_text_under_two_names_is_two_documents(tmp_path):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("Alice\nRabbit\n")
+    second.write_text("Alice\nRabbit\n")
+    assert load_document(first, "kb").id != load_document(second, "kb").id
 
 
 def test_missing_path(tmp_path):
