@@ -29,6 +29,7 @@ from driftrag.store.identifiers import validate_kb_id
 log = logging.getLogger(__name__)
 
 _INDEX_WAIT_S = 300
+_MAX_VECTOR_FETCH = 100_000
 
 
 class ServerInfo(BaseModel):
@@ -182,18 +183,21 @@ class Neo4jStore:
     async def query_vector_index(
         self, index: str, kb: str, vector: list[float], k: int, *, over_fetch: int = 4
     ) -> list[tuple[str, float]]:
-        """Top-k node ids of one kb by cosine similarity.
+        """Top-k node ids of one kb by cosine similarity, best first.
 
-        The vector indexes are shared by all knowledge bases, so the search over-fetches and then
-        keeps the kb's nodes.
+        The vector indexes are shared by all knowledge bases, so the search over-fetches, keeps the
+        kb's nodes, and widens (x4 each time) while fewer than k remain and the index has more.
         """
         if index not in cy.VECTOR_INDEXES:
             raise ConfigurationError(f"unknown vector index {index!r}")
         validate_kb_id(kb)
-        rows = await self.read(
-            cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=vector, k=k, fetch=max(k * over_fetch, k)
-        )
-        return [(row["id"], row["score"]) for row in rows]
+        fetch = max(k * over_fetch, k)
+        while True:
+            rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=vector, k=k, fetch=fetch)
+            hits, fetched = rows[0]["rows"], rows[0]["fetched"]
+            if len(hits) >= k or fetched < fetch or fetch >= _MAX_VECTOR_FETCH:
+                return [(hit["id"], hit["score"]) for hit in hits]
+            fetch = min(fetch * 4, _MAX_VECTOR_FETCH)
 
     # --- query helpers (statements must come from driftrag.store.cypher) -----------------------
 

@@ -56,12 +56,12 @@ AWAIT_INDEXES = "CALL db.awaitIndexes($timeout_s)"
 
 SERVER_COMPONENTS = "CALL dbms.components() YIELD name, versions, edition RETURN name, versions, edition"
 
+# The vector indexes are shared by all knowledge bases: fetch the nearest nodes overall, keep the
+# kb's, and report how many were fetched so the caller can widen the search when too few remain.
 QUERY_VECTOR_INDEX = """
 CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node, score
-WHERE node.kb = $kb
-RETURN node.id AS id, score
-ORDER BY score DESC, id
-LIMIT $k
+WITH collect({id: node.id, kb: node.kb, score: score}) AS hits
+RETURN size(hits) AS fetched, [hit IN hits WHERE hit.kb = $kb | {id: hit.id, score: hit.score}][0..$k] AS rows
 """
 
 SHOW_DRIFTRAG_CONSTRAINTS = """

