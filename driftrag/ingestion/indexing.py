@@ -14,18 +14,19 @@ from collections.abc import Sequence
 
 from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
-from driftrag.ingestion.extraction import skipped_outcome
+from driftrag.ingestion.extraction import extract_all
 from driftrag.ingestion.loading import InputError, document_from_text, load_document
-from driftrag.ingestion.merge import apply_summaries, merge_extractions, needs_summary, summary_items
-from driftrag.ingestion.models import (
-    CommunityReport,
-    ExtractConfig,
-    ExtractionOutcome,
-    SourceDocument,
-    stable_hash,
+from driftrag.ingestion.merge import (
+    apply_summaries,
+    merge_extractions,
+    needs_summary,
+    summarize_all,
+    summary_items,
 )
-from driftrag.ingestion.reports import build_report_context, report_levels
+from driftrag.ingestion.models import CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
+from driftrag.ingestion.reports import generate_reports
 from driftrag.ingestion.run import DocumentOutcome, IngestionDeps, IngestRequest, Progress, ProgressCallback
+from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSummarizer, ReusingReporter
 from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 
@@ -81,25 +82,14 @@ async def extract_pending(
 ) -> int:
     """Extract every chunk that has no checkpoint yet; each result is saved as soon as it exists."""
     pending = [chunk for doc_id in document_ids for chunk in await deps.graph.chunks_to_extract(kb, doc_id)]
-    limit = asyncio.Semaphore(deps.settings.llm_concurrency)
-    done = 0
-
-    async def one(chunk) -> ExtractionOutcome:
-        nonlocal done
-        outcome = skipped_outcome(chunk, config)
-        if outcome is None:
-            async with limit:
-                outcome = await deps.tasks.extractor.extract(chunk, config)
-        await deps.graph.save_extractions(kb, [outcome])
-        done += 1
-        await progress(Progress(stage="extract", done=done, total=len(pending), message=chunk.id))
-        return outcome
-
-    await asyncio.gather(*(one(chunk) for chunk in pending))
+    extractor = CheckpointingExtractor(deps.tasks.extractor, deps.graph, kb, len(pending), progress)
+    outcomes = await extract_all(pending, config, extractor, concurrency=deps.settings.llm_concurrency)
+    # Chunks skipped without a model call (extraction disabled) never reached the extractor.
+    await deps.graph.save_extractions(kb, [outcome for outcome in outcomes if outcome.skipped_reason])
     return len(pending)
 
 
-async def rebuild_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[object, int]:
+async def rebuild_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[MergeResult, int]:
     """Merge all checkpointed extractions of the kb, summarise what changed, write the layer."""
     merged = merge_extractions(await deps.graph.extractions(kb))
     known = {**await deps.graph.entity_state(kb), **await deps.graph.relationship_state(kb)}
@@ -113,71 +103,44 @@ async def rebuild_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressC
             summaries[key] = state.output
         else:
             to_generate.append((key, name, descriptions))
-    limit = asyncio.Semaphore(deps.settings.llm_concurrency)
-    done = 0
-
-    async def one(key: str, name: str, descriptions: list[str]) -> None:
-        nonlocal done
-        async with limit:
-            summaries[key] = await deps.tasks.summarizer.summarize(name, list(dict.fromkeys(descriptions)))
-        done += 1
-        await progress(Progress(stage="summarize", done=done, total=len(to_generate), message=name))
-
-    await asyncio.gather(*(one(*item) for item in to_generate))
+    summarizer = ProgressSummarizer(deps.tasks.summarizer, len(to_generate), progress)
+    summaries |= await summarize_all(to_generate, summarizer, concurrency=deps.settings.llm_concurrency)
     merged = apply_summaries(merged, summaries)
     await deps.graph.replace_entity_layer(kb, merged.entities, merged.relationships)
     return merged, len(to_generate)
 
 
-async def rebuild_communities(deps: IngestionDeps, kb: str, merged, progress: ProgressCallback) -> int:
+async def rebuild_communities(deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback) -> int:
     """Cluster, then report bottom-up; a community whose context is unchanged keeps its report."""
     settings = deps.settings
     communities = detect_communities(
         merged.entities, merged.relationships, max_cluster_size=settings.max_cluster_size, seed=settings.leiden_seed
     )
-    entities = {e.id: e for e in merged.entities}
-    relationships = {r.id: r for r in merged.relationships}
     chunk_ids = sorted({chunk for c in communities for chunk in c.chunk_ids})
     chunks = await deps.graph.chunk_texts(kb, chunk_ids)
-    known = await deps.graph.community_state(kb)
-    by_id = {c.id: c for c in communities}
-    reports: dict[str, CommunityReport] = {}
-    context_hashes: dict[str, str] = {}
-    generated = 0
-    total = len(communities)
-    limit = asyncio.Semaphore(settings.llm_concurrency)
-
-    async def one(community) -> None:
-        nonlocal generated
-        context = build_report_context(
-            community,
-            entities,
-            relationships,
-            chunks,
-            reports,
-            settings.report_context_tokens,
-            children=[by_id[child] for child in community.child_ids if child in by_id],
-        )
-        context_hash = stable_hash(community.id, context.text, length=32)
-        context_hashes[community.id] = context_hash
-        state = known.get(community.id)
-        if state is not None and state.input_hash == context_hash and state.output:
-            reports[community.id] = CommunityReport.model_validate_json(state.output)
-        else:
-            async with limit:
-                reports[community.id] = await deps.tasks.reporter.report(context)
-            generated += 1
-        await progress(Progress(stage="reports", done=len(reports), total=total, message=community.id))
-
-    for level in report_levels(communities):  # finest level first: parents read their children's reports
-        await asyncio.gather(*(one(community) for community in level))
-    await deps.graph.replace_communities(
-        kb, communities, reports, context_hashes, finest_community_by_entity(communities)
+    reporter = ReusingReporter(deps.tasks.reporter, await deps.graph.community_state(kb), len(communities), progress)
+    reports = await generate_reports(
+        communities,
+        merged.entities,
+        merged.relationships,
+        chunks,
+        reporter,
+        max_tokens=settings.report_context_tokens,
+        concurrency=settings.llm_concurrency,
     )
-    return generated
+    await deps.graph.replace_communities(
+        kb,
+        communities,
+        {report.community_id: report for report in reports},
+        reporter.context_hashes,
+        finest_community_by_entity(communities),
+    )
+    return reporter.generated
 
 
-async def embed_missing(deps: IngestionDeps, kb: str, merged, progress: ProgressCallback) -> dict[str, int]:
+async def embed_missing(
+    deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
+) -> dict[str, int]:
     """Embed chunks without a vector, and entities/communities whose embedded text changed."""
     counts = {"chunk": 0, "entity": 0, "community": 0}
     chunk_rows = await deps.graph.chunks_without_embedding(kb)
