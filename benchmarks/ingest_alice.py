@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
 
-from driftrag.ingestion.run import IngestionDeps, IngestRequest, llm_ingestion_tasks
+from driftrag.ingestion.run import IngestionDeps, IngestRequest
 from driftrag.providers.factory import build_providers
 from driftrag.settings import Settings
 from driftrag.store.graph import GraphStore
@@ -79,14 +79,7 @@ async def run(args: argparse.Namespace) -> None:
             reset = any(index.dimensions != DIMENSION for index in await store.vector_indexes())
             if reset:
                 await store.reset_vector_indexes()
-            deps = IngestionDeps(
-                settings=settings,
-                store=store,
-                tasks=llm_ingestion_tasks(providers.model_client, settings),
-                embedder=providers.embedder,
-                embedding_dimension=providers.embedding_dimension,
-                usage=providers.usage,
-            )
+            deps = IngestionDeps.from_providers(settings, store, providers)
             try:
                 started = time.monotonic()
                 request = IngestRequest(kb=KB, paths=[ALICE])

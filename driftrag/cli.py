@@ -184,24 +184,10 @@ KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base id (1-64 of 
 
 
 def _ingestion_deps(settings: Settings, store):
-    from driftrag.errors import ConfigurationError
-    from driftrag.ingestion.run import IngestionDeps, llm_ingestion_tasks
+    from driftrag.ingestion.run import IngestionDeps
     from driftrag.providers import build_providers
 
-    providers = build_providers(settings)
-    if providers.model_client is None:
-        raise ConfigurationError(
-            "ingestion needs a model in this version: set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible "
-            "server); the offline extractive mode is not built yet"
-        )
-    return IngestionDeps(
-        settings=settings,
-        store=store,
-        tasks=llm_ingestion_tasks(providers.model_client, settings),
-        embedder=providers.embedder,
-        embedding_dimension=providers.embedding_dimension,
-        usage=providers.usage,
-    )
+    return IngestionDeps.from_providers(settings, store, build_providers(settings))
 
 
 @app.command("ingest")

@@ -9,8 +9,10 @@ from pathlib import Path
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from driftrag.errors import ConfigurationError
 from driftrag.ingestion.tasks import ChatModel, CommunityReporter, DescriptionSummarizer, GraphExtractor
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.factory import Providers
 from driftrag.providers.usage import Usage, UsageTracker
 from driftrag.settings import Settings
 from driftrag.store.documents import DocumentWriter
@@ -58,6 +60,26 @@ class IngestionDeps:
     embedder: BaseEmbedding
     embedding_dimension: int
     usage: UsageTracker
+
+    @classmethod
+    def from_providers(
+        cls, settings: Settings, store: Neo4jStore, providers: Providers, chat: ChatModel | None = None
+    ) -> IngestionDeps:
+        """LLM-backed ingestion from the run's providers; `chat` replaces the model (tests, benchmarks)."""
+        model = chat or providers.model_client
+        if model is None:
+            raise ConfigurationError(
+                "ingestion needs a model in this version: set OPENAI_API_KEY (and OPENAI_BASE_URL for a "
+                "compatible server); the offline extractive mode is not built yet"
+            )
+        return cls(
+            settings=settings,
+            store=store,
+            tasks=llm_ingestion_tasks(model, settings),
+            embedder=providers.embedder,
+            embedding_dimension=providers.embedding_dimension,
+            usage=providers.usage,
+        )
 
     @property
     def graph(self) -> GraphStore:

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from driftrag.ingestion.run import IngestionDeps, IngestRequest, TextInput, llm_ingestion_tasks
+from driftrag.ingestion.run import IngestionDeps, IngestRequest, TextInput
 from driftrag.providers import build_providers
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
@@ -34,14 +34,7 @@ async def main(kb: str, home: str, delay_s: float) -> None:
     chat = SlowChatModel(delay_s=delay_s)
     async with Neo4jStore.from_settings(settings) as store:
         await store.connect()
-        deps = IngestionDeps(
-            settings=settings,
-            store=store,
-            tasks=llm_ingestion_tasks(chat, settings),
-            embedder=providers.embedder,
-            embedding_dimension=providers.embedding_dimension,
-            usage=providers.usage,
-        )
+        deps = IngestionDeps.from_providers(settings, store, providers, chat)
         request = IngestRequest(kb=kb, texts=[TextInput(title=t, text=x) for t, x in CORPUS.items()])
         print("started", flush=True)
         await IngestionWorkflow(deps).run(start_event=IngestStart(request=request))

@@ -14,7 +14,6 @@ from driftrag.ingestion.run import (
     IngestRequest,
     Progress,
     TextInput,
-    llm_ingestion_tasks,
 )
 from driftrag.providers import Providers, build_providers
 from driftrag.settings import Settings
@@ -52,14 +51,7 @@ class Ingestor:
 
     def deps(self, chat: ScriptedChatModel, settings: Settings | None = None) -> IngestionDeps:
         settings = settings or self.settings
-        return IngestionDeps(
-            settings=settings,
-            store=self.store,
-            tasks=llm_ingestion_tasks(chat, settings),
-            embedder=self.providers.embedder,
-            embedding_dimension=self.providers.embedding_dimension,
-            usage=self.providers.usage,
-        )
+        return IngestionDeps.from_providers(settings, self.store, self.providers, chat)
 
     async def run(
         self,
