@@ -96,6 +96,55 @@ class Settings(BaseSettings):
     leiden_seed: int = Field(default=0xDEECE66D, description="Seed of the community detection.")
     report_context_tokens: int = Field(default=8000, ge=500, description="Context budget of one report.")
 
+    # --- Query ------------------------------------------------------------------------------
+    basic_top_k: int = Field(default=10, ge=1, description="Chunks retrieved by basic vector search.")
+    local_top_k_entities: int = Field(default=5, ge=1, description="Entities that seed a local search.")
+    local_context_tokens: int = Field(default=4000, ge=200, description="Context budget of one local answer.")
+    local_text_proportion: float = Field(
+        default=0.5, ge=0, le=1, description="Share of the local context given to source chunks."
+    )
+    local_community_proportion: float = Field(
+        default=0.15, ge=0, le=1, description="Share of the local context given to community reports."
+    )
+    entity_search_max_entities: int = Field(
+        default=20, ge=1, description="Entities matched by name (with their neighbours) in entity search."
+    )
+    answer_max_tokens: int = Field(default=1000, ge=50, description="Longest answer a model may write.")
+    query_timeout_s: float = Field(default=300.0, gt=0, description="Timeout of a whole query workflow.")
+    query_step_retries: int = Field(default=1, ge=0, description="Retries of a failed query workflow step.")
+
+    # --- Graph search (bounded one-hop contract) ------------------------------------------------
+    graph_search_max_seeds: int = Field(default=200, ge=1, description="Entities matched by name at most.")
+    graph_search_max_rows: int = Field(default=2000, ge=1, description="(entity, relationship) rows at most.")
+    graph_search_max_field_chars: int = Field(
+        default=2000, ge=20, description="Longer descriptions are cut (with their original length)."
+    )
+    graph_search_max_list_items: int = Field(
+        default=50, ge=1, description="Longer attribute lists are cut (with their original length)."
+    )
+
+    # --- DRIFT ----------------------------------------------------------------------------------
+    drift_top_k_communities: int = Field(default=5, ge=1, description="Community reports that prime DRIFT.")
+    drift_min_community_rating: float = Field(
+        default=3.0, ge=0, le=10, description="Reports rated at or below this are not used to prime DRIFT."
+    )
+    drift_max_depth: int = Field(default=2, ge=0, description="Rounds of follow-up local searches.")
+    drift_followups_per_answer: int = Field(default=3, ge=0, description="Follow-ups kept per intermediate answer.")
+    drift_followups_per_round: int = Field(default=5, ge=0, description="Follow-up local searches per round.")
+    drift_num_workers: int = Field(default=5, ge=1, description="Follow-up local searches run at once.")
+    drift_dedup_similarity: float = Field(
+        default=0.92, gt=0, le=1, description="Follow-ups at least this similar (cosine) to an earlier one are dropped."
+    )
+    drift_min_answer_score: int = Field(
+        default=20, ge=0, le=100, description="Intermediate answers scored below this are left out of the reduce."
+    )
+    drift_max_llm_calls: int = Field(default=20, ge=2, description="Hard cap on model calls per DRIFT query.")
+    drift_max_prompt_tokens: int = Field(
+        default=100_000, ge=1000, description="Hard cap on prompt tokens per DRIFT query."
+    )
+
+    # --- Offline extractive mode --------------------------------------------------------------
+
     @property
     def bolt_uri(self) -> str:
         """`NEO4J_URI` when set, else the project's local Neo4j."""

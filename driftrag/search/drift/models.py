@@ -1,0 +1,63 @@
+"""Typed state and result of a DRIFT query: intermediate answers, the follow-up tree, usage per phase."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from driftrag.providers.usage import Usage
+from driftrag.search.models import Source
+
+FollowUpStatus = Literal["searched", "duplicate", "over_cap", "over_budget", "failed"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IntermediateAnswer(_Model):
+    """The primer's answer (depth 0) or one follow-up local search's answer (depth >= 1)."""
+
+    id: str = Field(description="`primer` or `d<depth>-<n>`.")
+    depth: int = Field(ge=0)
+    query: str
+    answer: str
+    score: int = Field(ge=0, le=100)
+    follow_up_queries: list[str] = Field(default_factory=list, description="As proposed, before ranking.")
+    source_ids: list[str] = Field(default_factory=list)
+    parent_id: str | None = None
+
+
+class FollowUp(_Model):
+    """A node of the follow-up tree: every proposed query, and what became of it."""
+
+    id: str
+    query: str
+    depth: int = Field(ge=1, description="The round it was proposed for.")
+    parent_id: str = Field(description="The intermediate answer that proposed it.")
+    relevance: float = Field(description="Cosine similarity of the query to the question.")
+    status: FollowUpStatus
+    duplicate_of: str | None = Field(default=None, description="The earlier query it nearly repeats.")
+    answer_id: str | None = None
+
+
+class DriftResult(_Model):
+    kb: str
+    question: str
+    answer: str
+    source_ids: list[str] = Field(default_factory=list, description="Ids cited by the final answer.")
+    sources: list[Source] = Field(default_factory=list, description="Every source any step used, once each.")
+    hyde: str = ""
+    communities: list[Source] = Field(default_factory=list, description="The reports that primed the search.")
+    intermediate: list[IntermediateAnswer] = Field(default_factory=list)
+    reduced_from: list[str] = Field(default_factory=list, description="Intermediate answers given to the reduce.")
+    follow_ups: list[FollowUp] = Field(default_factory=list)
+    extractive: bool = False
+    budget_exhausted: bool = False
+    notes: list[str] = Field(default_factory=list, description="What was skipped or cut, and why.")
+    usage: Usage = Field(default_factory=Usage)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    seconds: float = 0.0
+    seconds_by_phase: dict[str, float] = Field(default_factory=dict)

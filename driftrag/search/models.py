@@ -1,0 +1,80 @@
+"""Typed results of the query modes: sources, the rendered context, answers.
+
+Every source is identified by the id it carries in the graph (`chunk-…`, `entity-…`,
+`relationship-…`, `community-…`), so an answer's citations can be checked against the graph.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from driftrag.providers.usage import Usage
+
+SourceKind = Literal["chunk", "entity", "relationship", "community"]
+SearchMode = Literal["basic", "local", "entity", "drift"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Source(_Model):
+    """One piece of retrieved material, as shown to the answering step."""
+
+    id: str
+    kind: SourceKind
+    title: str = Field(default="", description="Entity name, community title, or the chunk's document title.")
+    text: str
+    score: float | None = Field(default=None, description="Retrieval score (similarity, rank weight) if any.")
+    origin: str = Field(default="", description="How it was found: vector, entity:<name>, neighbour, community…")
+
+
+class SearchContext(_Model):
+    """The material an answer is built from, rendered within a token budget."""
+
+    text: str = Field(description="The rendered context, each source headed by its id.")
+    n_tokens: int = Field(ge=0)
+    budget_tokens: int = Field(ge=0)
+    sources: list[Source] = Field(default_factory=list)
+    tokens_by_kind: dict[str, int] = Field(default_factory=dict)
+
+    def ids(self) -> set[str]:
+        return {source.id for source in self.sources}
+
+
+class AnswerPayload(_Model):
+    """The JSON protocol of an answer over a context (local, basic, entity, DRIFT primer/follow-ups)."""
+
+    answer: str = Field(description="The answer in Markdown; say plainly when the context does not answer.")
+    score: int = Field(default=50, ge=0, le=100, description="How well the context answers the question, 0-100.")
+    follow_up_queries: list[str] = Field(default_factory=list, description="Questions that would complete it.")
+    citations: list[str] = Field(default_factory=list, description="Ids of the context sources used.")
+
+
+class ReducedAnswer(_Model):
+    """The JSON protocol of the DRIFT reduce step."""
+
+    answer: str
+    citations: list[str] = Field(default_factory=list)
+
+
+class SearchResult(_Model):
+    """The outcome of one basic, local or entity search."""
+
+    mode: SearchMode
+    kb: str
+    question: str
+    answer: str
+    score: int | None = None
+    follow_up_queries: list[str] = Field(default_factory=list)
+    source_ids: list[str] = Field(default_factory=list, description="Cited ids that exist in the context.")
+    context: SearchContext
+    extractive: bool = Field(default=False, description="True when produced by the offline extractive mode.")
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+
+    def cited_sources(self) -> list[Source]:
+        cited = set(self.source_ids)
+        return [source for source in self.context.sources if source.id in cited]

@@ -1,0 +1,61 @@
+"""Task interfaces of the query modes, so the LLM and the offline extractive implementations interchange.
+
+Each answer-producing task returns the same typed payloads whichever implementation runs, and may cite
+only ids present in what it was given; callers drop any other id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from driftrag.search.drift.models import IntermediateAnswer
+from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
+
+
+@runtime_checkable
+class QueryEntityNamer(Protocol):
+    async def entity_names(self, question: str) -> list[str]:
+        """Names of entities the question mentions, as they would be written in the text."""
+        ...
+
+
+@runtime_checkable
+class ContextAnswerer(Protocol):
+    async def answer(self, question: str, context: SearchContext, *, max_follow_ups: int = 0) -> AnswerPayload:
+        """An answer from the context only, with a 0-100 score and up to `max_follow_ups` follow-up queries."""
+        ...
+
+
+@runtime_checkable
+class HydeWriter(Protocol):
+    async def hypothetical_report(self, question: str, template: str) -> str:
+        """A hypothetical answer to the question shaped like `template` (a community report)."""
+        ...
+
+
+@runtime_checkable
+class DriftPrimer(Protocol):
+    async def prime(self, question: str, reports: SearchContext, *, max_follow_ups: int) -> AnswerPayload:
+        """The intermediate answer from the top community reports, its score and follow-up queries."""
+        ...
+
+
+@runtime_checkable
+class DriftReducer(Protocol):
+    async def reduce(self, question: str, answers: Sequence[IntermediateAnswer]) -> ReducedAnswer:
+        """One final answer from the intermediate answers (already filtered/ordered by score)."""
+        ...
+
+
+@dataclass(frozen=True)
+class QueryTasks:
+    """The model tasks of the query modes; `extractive` marks the offline implementations."""
+
+    namer: QueryEntityNamer
+    answerer: ContextAnswerer
+    hyde: HydeWriter
+    primer: DriftPrimer
+    reducer: DriftReducer
+    extractive: bool = False
