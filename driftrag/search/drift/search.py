@@ -1,0 +1,349 @@
+"""One DRIFT query as a sequence of plain async phases; the workflow in `driftrag.workflows.drift`
+runs them as steps, and tests can drive them directly.
+
+Phases: HyDE (a hypothetical answer shaped like the highest-rated report) → community-report vector
+search → primer (intermediate answer, score, follow-ups) → rounds of follow-up local searches, in
+parallel up to `drift_num_workers`, for up to `drift_max_depth` rounds → reduce over every round's
+answers, weighted by score. One call and a share of the prompt tokens are held back from the start
+so the reduce can always run inside the query's hard budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+from driftrag.errors import BackendUnavailableError, InvalidQueryError, ModelError
+from driftrag.providers.embeddings import aembed_queries
+from driftrag.search.budget import BudgetExhausted
+from driftrag.search.deps import QueryDeps
+from driftrag.search.drift.followups import Asked, Proposal, select_follow_ups
+from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
+from driftrag.search.drift.primer import reports_context
+from driftrag.search.local import local_search
+from driftrag.search.models import AnswerPayload, Source
+from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.search import SearchStore
+
+T = TypeVar("T")
+ProgressSink = Callable[[DriftProgress], Awaitable[None]]
+# Share of the prompt-token budget the reduce may hold at most.
+_REDUCE_TOKEN_SHARE = 4
+_REDUCE_PROMPT_OVERHEAD_TOKENS = 1500
+
+
+async def _ignore(_: DriftProgress) -> None:
+    return None
+
+
+class DriftSearch:
+    """The state of one DRIFT query. Constructing it does no I/O; run the phases in order."""
+
+    def __init__(self, deps: QueryDeps, kb: str, question: str, emit: ProgressSink = _ignore) -> None:
+        if not question.strip():
+            raise InvalidQueryError("the question is empty")
+        self.deps = deps
+        self.settings = deps.settings
+        self.kb = validate_kb_id(kb)
+        self.question = question
+        self.emit = emit
+        self.budget = deps.budget()
+        self.tasks = deps.tasks(self.budget)
+        self.search_store = SearchStore(deps.store)
+        self.hyde_text = ""
+        self.question_vector: list[float] = []
+        self.communities: list[Source] = []
+        self.intermediate: list[IntermediateAnswer] = []
+        self.follow_ups: list[FollowUp] = []
+        self.asked: list[Asked] = []
+        self.sources: dict[str, Source] = {}
+        self.notes: list[str] = []
+        self.seconds_by_phase: dict[str, float] = {}
+        self._hyde_vector: list[float] = []
+        self._vectors: dict[str, list[float]] = {}
+        self._started = time.monotonic()
+        self._usage_start = deps.usage.snapshot()
+        settings = self.settings
+        answers_reduced = 1 + settings.drift_max_depth * settings.drift_followups_per_round
+        reserve = answers_reduced * settings.answer_max_tokens + _REDUCE_PROMPT_OVERHEAD_TOKENS
+        self.budget.hold(calls=1, tokens=min(reserve, settings.drift_max_prompt_tokens // _REDUCE_TOKEN_SHARE))
+
+    # --- phases ------------------------------------------------------------------------------------
+
+    async def hyde(self) -> None:
+        started = time.monotonic()
+        template = await self._retrying(lambda: self.search_store.top_rated_report(self.kb))
+        if template is None:
+            self.hyde_text = self.question
+            self.notes.append("no community reports in this knowledge base: HyDE used the question as is")
+        else:
+            try:
+                self.hyde_text = await self._retrying(
+                    lambda: self.tasks.hyde.hypothetical_report(self.question, template.text)
+                )
+            except BudgetExhausted:
+                self.hyde_text = self.question
+                self.notes.append("budget exhausted before HyDE: searched with the question")
+        self.question_vector, self._hyde_vector = await aembed_queries(
+            self.deps.embedder, [self.question, self.hyde_text]
+        )
+        self.asked.append(Asked(id="question", query=self.question, vector=self.question_vector))
+        self._time("hyde", started)
+        await self.emit(DriftProgress(phase="hyde", message=f"hypothetical answer of {len(self.hyde_text)} chars"))
+
+    async def find_communities(self) -> None:
+        started = time.monotonic()
+        settings = self.settings
+        self.communities = await self._retrying(
+            lambda: self.search_store.search_communities(
+                self.kb, self._hyde_vector, settings.drift_top_k_communities, settings.drift_min_community_rating
+            )
+        )
+        self._remember(self.communities)
+        self._time("communities", started)
+        await self.emit(
+            DriftProgress(
+                phase="communities",
+                message=f"{len(self.communities)} community reports rated above {settings.drift_min_community_rating:g}",
+                total=len(self.communities),
+            )
+        )
+
+    async def prime(self) -> list[FollowUp]:
+        """The primer's answer and the first round's follow-ups (the question itself without reports)."""
+        started = time.monotonic()
+        settings = self.settings
+        if not self.communities:
+            self.notes.append("no community report passed the rating threshold: local search on the question")
+            proposals = [Proposal(query=self.question, parent_id="question", vector=self.question_vector)]
+            # The question is its own first follow-up here, so it must not count as asked already.
+            self.asked = []
+        else:
+            context = reports_context(self.communities, settings.local_context_tokens)
+            cap = max(settings.drift_followups_per_answer, settings.drift_followups_per_round)
+            try:
+                payload = await self._retrying(lambda: self.tasks.primer.prime(self.question, context, max_follow_ups=cap))
+            except BudgetExhausted:
+                payload = AnswerPayload(answer="", score=0)
+                self.notes.append("budget exhausted before the primer")
+            primer = self._intermediate("primer", 0, self.question, payload, context.ids(), parent_id=None)
+            self.intermediate.append(primer)
+            proposals = await self._proposals(primer)
+        if settings.drift_max_depth < 1:
+            self.notes.append("drift_max_depth is 0: no follow-up local search")
+            proposals = []
+        selected = self._select(proposals, depth=1, per_answer=max(len(proposals), 1))
+        self._time("primer", started)
+        await self.emit(
+            DriftProgress(
+                phase="primer",
+                message=f"primer proposed {len(proposals)} follow-ups, {len(selected)} kept",
+                score=self.intermediate[0].score if self.intermediate else None,
+                total=len(selected),
+                answer_id="primer" if self.intermediate else None,
+            )
+        )
+        return selected
+
+    async def search_round(self, depth: int, selected: Sequence[FollowUp]) -> list[FollowUp]:
+        """Run this round's local searches in parallel; return the next round's selection."""
+        started = time.monotonic()
+        runnable = self._within_budget(selected)
+        limit = asyncio.Semaphore(self.settings.drift_num_workers)
+        done = 0
+
+        async def one(follow_up: FollowUp) -> IntermediateAnswer | None:
+            nonlocal done
+            async with limit:
+                answer = await self._local(follow_up, depth)
+            done += 1
+            await self.emit(
+                DriftProgress(
+                    phase="local_search",
+                    message=follow_up.query,
+                    depth=depth,
+                    done=done,
+                    total=len(runnable),
+                    answer_id=follow_up.id,
+                    score=answer.score if answer else None,
+                )
+            )
+            return answer
+
+        answers = [a for a in await asyncio.gather(*(one(f) for f in runnable)) if a is not None]
+        self.intermediate.extend(answers)
+        next_round: list[FollowUp] = []
+        if depth < self.settings.drift_max_depth and answers:
+            proposals = [p for answer in answers for p in await self._proposals(answer)]
+            next_round = self._select(proposals, depth=depth + 1, per_answer=self.settings.drift_followups_per_answer)
+        self._time(f"depth-{depth}", started)
+        await self.emit(
+            DriftProgress(
+                phase="depth",
+                message=f"round {depth}: {len(answers)} answers, {len(next_round)} follow-ups for the next round",
+                depth=depth,
+                done=len(answers),
+                total=len(selected),
+            )
+        )
+        return next_round
+
+    async def reduce(self) -> DriftResult:
+        started = time.monotonic()
+        self.budget.release()
+        ranked = sorted(self.intermediate, key=lambda a: (-a.score, a.depth, a.id))
+        chosen = [a for a in ranked if a.score >= self.settings.drift_min_answer_score and a.answer.strip()]
+        if not chosen and ranked and ranked[0].answer.strip():
+            chosen = ranked[:1]
+            self.notes.append(
+                f"no intermediate answer scored {self.settings.drift_min_answer_score} or more: reduced the best one"
+            )
+        answer, citations = await self._reduce(chosen)
+        self._time("reduce", started)
+        await self.emit(DriftProgress(phase="reduce", message=f"reduced {len(chosen)} intermediate answers"))
+        known = set(self.sources)
+        return DriftResult(
+            kb=self.kb,
+            question=self.question,
+            answer=answer,
+            source_ids=[source_id for source_id in dict.fromkeys(citations) if source_id in known],
+            sources=sorted(self.sources.values(), key=lambda s: (s.kind, s.id)),
+            hyde=self.hyde_text,
+            communities=self.communities,
+            intermediate=self.intermediate,
+            reduced_from=[a.id for a in chosen],
+            follow_ups=self.follow_ups,
+            extractive=self.tasks.extractive,
+            budget_exhausted=self.budget.refused > 0 or any(f.status == "over_budget" for f in self.follow_ups),
+            notes=self.notes,
+            usage=self.deps.usage.since(self._usage_start),
+            llm_calls=self.budget.calls,
+            prompt_tokens=self.budget.prompt_tokens,
+            seconds=round(time.monotonic() - self._started, 3),
+            seconds_by_phase=dict(self.seconds_by_phase),
+        )
+
+    # --- helpers -------------------------------------------------------------------------------------
+
+    async def _reduce(self, chosen: list[IntermediateAnswer]) -> tuple[str, list[str]]:
+        if not chosen:
+            return "The knowledge base holds nothing that answers this question.", []
+        # Drop the weakest answers until the reduce fits the token budget that is left.
+        for keep in range(len(chosen), 0, -1):
+            try:
+                reduced = await self._retrying(lambda k=keep: self.tasks.reducer.reduce(self.question, chosen[:k]))
+            except BudgetExhausted:
+                continue
+            if keep < len(chosen):
+                self.notes.append(f"the reduce kept the {keep} best answers of {len(chosen)} to stay in budget")
+            return reduced.answer, reduced.citations
+        self.notes.append("budget exhausted before the reduce: the best intermediate answer is returned as is")
+        return chosen[0].answer, list(chosen[0].source_ids)
+
+    async def _local(self, follow_up: FollowUp, depth: int) -> IntermediateAnswer | None:
+        try:
+            result = await self._retrying(
+                lambda: local_search(
+                    self.deps,
+                    self.kb,
+                    follow_up.query,
+                    question_vector=self._vectors[follow_up.query],
+                    max_follow_ups=self.settings.drift_followups_per_answer,
+                    tasks=self.tasks,
+                    budget=self.budget,
+                )
+            )
+        except BudgetExhausted:
+            self._set_status(follow_up, "over_budget")
+            return None
+        except (ModelError, BackendUnavailableError) as exc:
+            self._set_status(follow_up, "failed")
+            self.notes.append(f"follow-up {follow_up.id} failed: {exc}")
+            return None
+        self._remember(result.context.sources)
+        payload = AnswerPayload(
+            answer=result.answer,
+            score=result.score if result.score is not None else 0,
+            follow_up_queries=result.follow_up_queries,
+            citations=result.source_ids,
+        )
+        return self._intermediate(follow_up.id, depth, follow_up.query, payload, result.context.ids(), follow_up.parent_id)
+
+    def _within_budget(self, selected: Sequence[FollowUp]) -> list[FollowUp]:
+        """Each local search costs one call: the searches past the calls left are not started."""
+        room = max(self.budget.remaining_calls, 0) if not self.tasks.extractive else len(selected)
+        for follow_up in selected[room:]:
+            self._set_status(follow_up, "over_budget")
+        return list(selected[:room])
+
+    async def _proposals(self, answer: IntermediateAnswer) -> list[Proposal]:
+        queries = [q for q in dict.fromkeys(q.strip() for q in answer.follow_up_queries) if q]
+        vectors = await aembed_queries(self.deps.embedder, queries)
+        return [Proposal(query=q, parent_id=answer.id, vector=v) for q, v in zip(queries, vectors, strict=True)]
+
+    def _select(self, proposals: Sequence[Proposal], *, depth: int, per_answer: int) -> list[FollowUp]:
+        nodes = select_follow_ups(
+            proposals,
+            self.question_vector,
+            self.asked,
+            depth=depth,
+            per_answer=per_answer,
+            per_round=self.settings.drift_followups_per_round,
+            dedup_similarity=self.settings.drift_dedup_similarity,
+        )
+        self.follow_ups.extend(nodes)
+        searched = [node for node in nodes if node.status == "searched"]
+        by_query = {p.query: p.vector for p in proposals}
+        for node in searched:
+            self._vectors[node.query] = by_query[node.query]
+            self.asked.append(Asked(id=node.id, query=node.query, vector=by_query[node.query]))
+        return searched
+
+    def _intermediate(
+        self,
+        answer_id: str,
+        depth: int,
+        query: str,
+        payload: AnswerPayload,
+        context_ids: set[str],
+        parent_id: str | None,
+    ) -> IntermediateAnswer:
+        return IntermediateAnswer(
+            id=answer_id,
+            depth=depth,
+            query=query,
+            answer=payload.answer,
+            score=payload.score,
+            follow_up_queries=payload.follow_up_queries,
+            source_ids=[c for c in dict.fromkeys(payload.citations) if c in context_ids],
+            parent_id=parent_id,
+        )
+
+    def _set_status(self, follow_up: FollowUp, status: str) -> None:
+        self.follow_ups = [
+            node.model_copy(update={"status": status, "answer_id": None}) if node.id == follow_up.id else node
+            for node in self.follow_ups
+        ]
+
+    def _remember(self, sources: Sequence[Source]) -> None:
+        for source in sources:
+            self.sources.setdefault(source.id, source)
+
+    def _time(self, phase: str, started: float) -> None:
+        self.seconds_by_phase[phase] = round(time.monotonic() - started, 3)
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Retry a step on transient failures (Neo4j or the model), never on an exhausted budget."""
+        attempts = self.settings.query_step_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return await call()
+            except BudgetExhausted:
+                raise
+            except (ModelError, BackendUnavailableError):
+                if attempt == attempts:
+                    raise
+                await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 5.0))
+        raise AssertionError("unreachable")
