@@ -343,5 +343,106 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
     _emit(result, as_json, f"{result.description}\nNeo4j: {result.neo4j_uri}")
 
 
+# --- graph search and its switches ------------------------------------------------------------------
+
+chunk_app = typer.Typer(help="Enable or disable chunks as sources of graph search.")
+app.add_typer(chunk_app, name="chunk")
+
+ChunkIdsArgument = Annotated[list[str], typer.Argument(help="Chunk ids (chunk-…).")]
+
+
+@app.command("graph-search")
+def graph_search_command(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="Case-sensitive substring of entity names.")],
+    kb: KbOption,
+    max_seeds: Annotated[
+        int | None, typer.Option("--max-seeds", min=1, help="Seeds at most (default: DRIFTRAG_GRAPH_SEARCH_MAX_SEEDS).")
+    ] = None,
+    max_rows: Annotated[
+        int | None, typer.Option("--max-rows", min=1, help="Rows at most (default: DRIFTRAG_GRAPH_SEARCH_MAX_ROWS).")
+    ] = None,
+) -> None:
+    """Bounded one-hop graph search (no model call); prints the JSON response with its truncation markers."""
+    from driftrag.search.graph_search import graph_search, parse_request
+    from driftrag.store import Neo4jStore
+
+    try:  # a bad request is bad usage (exit 2), refused before anything connects
+        parse_request(kb, query, max_seeds=max_seeds, max_rows=max_rows)
+    except DriftRAGError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+    async def action():
+        settings = Settings()
+        async with Neo4jStore.from_settings(settings) as store:
+            await store.connect()
+            return await graph_search(store, settings, kb, query, max_seeds=max_seeds, max_rows=max_rows)
+
+    # Plain JSON, not rich: the response can be large and must stay parseable byte for byte.
+    typer.echo(_arun(ctx, action).model_dump_json(indent=2))
+
+
+class ChunkSwitchReport(BaseModel):
+    kb: str
+    enabled: bool
+    requested: int
+    matched: int
+
+
+def _switch_chunks(ctx: typer.Context, kb: str, chunk_ids: list[str], enabled: bool, as_json: bool) -> None:
+    from driftrag.store import Neo4jStore
+    from driftrag.store.graph_search import GraphSearchStore
+
+    async def action() -> ChunkSwitchReport:
+        async with Neo4jStore.from_settings(Settings()) as store:
+            await store.connect()
+            matched = await GraphSearchStore(store).set_chunks_enabled(kb, chunk_ids, enabled)
+        return ChunkSwitchReport(kb=kb, enabled=enabled, requested=len(set(chunk_ids)), matched=matched)
+
+    report = _arun(ctx, action)
+    verb = "enabled" if enabled else "disabled"
+    missing = report.requested - report.matched
+    text = f"{verb} {report.matched} chunk(s) in kb {kb}" + (f"; {missing} not found" if missing else "")
+    _emit(report, as_json, text)
+
+
+@chunk_app.command("disable")
+def chunk_disable(ctx: typer.Context, chunk_ids: ChunkIdsArgument, kb: KbOption, as_json: JsonOption = False) -> None:
+    """Disable chunks: graph search stops counting them as sources (entities left without any vanish)."""
+    _switch_chunks(ctx, kb, chunk_ids, False, as_json)
+
+
+@chunk_app.command("enable")
+def chunk_enable(ctx: typer.Context, chunk_ids: ChunkIdsArgument, kb: KbOption, as_json: JsonOption = False) -> None:
+    """Enable chunks again as sources of graph search."""
+    _switch_chunks(ctx, kb, chunk_ids, True, as_json)
+
+
+def _switch_graph(ctx: typer.Context, kb: str, enabled: bool) -> None:
+    from driftrag.store import Neo4jStore
+    from driftrag.store.graph_search import GraphSearchStore
+
+    async def action() -> None:
+        async with Neo4jStore.from_settings(Settings()) as store:
+            await store.connect()
+            await GraphSearchStore(store).set_graph_enabled(kb, enabled)
+
+    _arun(ctx, action)
+    console.print(f"graph search {'enabled' if enabled else 'disabled'} for kb {kb}", highlight=False)
+
+
+@app.command("graph-enable")
+def graph_enable(ctx: typer.Context, kb: KbOption) -> None:
+    """Allow graph search on a knowledge base."""
+    _switch_graph(ctx, kb, True)
+
+
+@app.command("graph-disable")
+def graph_disable(ctx: typer.Context, kb: KbOption) -> None:
+    """Refuse graph search on a knowledge base (it answers 'backend unavailable', exit code 3)."""
+    _switch_graph(ctx, kb, False)
+
+
 def main() -> None:
     app()

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, LiteralString
 
 import neo4j
-from neo4j.exceptions import AuthError, ClientError, DriverError, Neo4jError, ServiceUnavailable
+from neo4j.exceptions import AuthError, ClientError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 from pydantic import BaseModel, ConfigDict
 
 from driftrag.errors import (
@@ -83,6 +83,9 @@ class Neo4jStore:
             target,
             auth=(settings.neo4j_username, settings.neo4j_password.get_secret_value()),
             connection_timeout=max(settings.connect_retry_delay_s, 5.0),
+            # The driver retries a failed transaction for 30 s by default; a query path that lost its server
+            # should say so in seconds, not after a half-minute stall.
+            max_transaction_retry_time=max(settings.connect_retry_delay_s * 2, 1.0),
             # Schema-less reads of properties not yet written are normal here, not worth a warning.
             notifications_min_severity="OFF",
         )
@@ -213,7 +216,7 @@ class Neo4jStore:
             async with self._driver.session(database=self._database) as session:
                 result = await session.run(query, params)
                 await result.consume()
-        except (ServiceUnavailable, OSError) as exc:
+        except (ServiceUnavailable, SessionExpired, OSError) as exc:
             raise BackendUnavailableError(f"Neo4j became unreachable: {exc}") from exc
 
     async def _execute(
@@ -223,7 +226,7 @@ class Neo4jStore:
             records, _, _ = await self._driver.execute_query(
                 query, parameters_=dict(params), database_=self._database, routing_=routing
             )
-        except (ServiceUnavailable, OSError) as exc:
+        except (ServiceUnavailable, SessionExpired, OSError) as exc:
             raise BackendUnavailableError(f"Neo4j became unreachable: {exc}") from exc
         except ClientError:
             raise

@@ -1,0 +1,239 @@
+"""The bounded one-hop graph search contract: read-only, one knowledge base, no model call.
+
+Entities whose name contains the query (case-sensitive) are the seeds: exact match first, then shorter
+names, then alphabetical, at most `max_seeds`. Each seed brings its relationships (both directions) to
+its neighbours, as (seed, relationship) rows — a seed without relationships is one row of its own — and
+rows are kept in seed-rank order up to `max_rows`, so the best seeds' neighbourhoods survive a cut.
+Only chunks that exist and are enabled count as sources: an entity or relationship left without any
+is not returned. Every response says what was cut, and by how much, in `truncation`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from driftrag.errors import InvalidQueryError
+from driftrag.settings import Settings
+from driftrag.store.graph_search import GraphSearchStore
+from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.neo4j_store import Neo4jStore
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 16384
+# Hard ceilings on what a caller may ask for, so a request cannot turn into an unbounded read.
+MAX_SEEDS_LIMIT = 10_000
+MAX_ROWS_LIMIT = 100_000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GraphSearchRequest(_Model):
+    kb: str
+    query: str = Field(max_length=MAX_QUERY_CHARS, description="Case-sensitive substring of entity names.")
+    max_seeds: int | None = Field(default=None, ge=1, le=MAX_SEEDS_LIMIT)
+    max_rows: int | None = Field(default=None, ge=1, le=MAX_ROWS_LIMIT)
+
+    @field_validator("kb")
+    @classmethod
+    def _valid_kb(cls, kb: str) -> str:
+        return validate_kb_id(kb)
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, query: str) -> str:
+        # Matched as given (a leading space can be meant), but a blank query would match everything.
+        if not query.strip():
+            raise ValueError("the query must contain at least one non-whitespace character")
+        return query
+
+
+class GraphSearchEntity(_Model):
+    id: str
+    name: str
+    type: str | None
+    description: str
+    attributes: list[str] = Field(description="The entity's descriptions, one per extraction.")
+    source_chunk_ids: list[str] = Field(description="Only chunks that exist and are enabled.")
+    is_seed: bool
+    seed_rank: int | None = Field(description="1 = best-ranked seed; None for neighbours.")
+    match: Literal["exact", "substring", "neighbour"]
+
+
+class GraphSearchRelationship(_Model):
+    id: str
+    source_id: str
+    source_name: str
+    target_id: str
+    target_name: str
+    type: str | None
+    description: str
+    weight: float
+    source_chunk_ids: list[str] = Field(description="Only chunks that exist and are enabled.")
+
+
+class TruncatedField(_Model):
+    owner_id: str = Field(description="Id of the entity or relationship the field belongs to.")
+    field: str = Field(description="`description`, `attributes`, `attributes[i]` or `source_chunk_ids`.")
+    original_length: int = Field(description="Characters of a text, items of a list.")
+    returned_length: int
+
+
+class Truncation(_Model):
+    results_truncated: bool = Field(description="Rows were cut at max_rows.")
+    rows_returned: int = Field(description="(seed, relationship) rows returned; a seed alone counts one.")
+    rows_total: int = Field(description="Rows of the seeds within max_seeds, before the max_rows cut.")
+    candidates_truncated: bool = Field(description="Fewer seeds returned than entities matched.")
+    candidates_matched: int = Field(description="Entities with a valid source whose name contains the query.")
+    candidates_returned: int = Field(description="Seeds in `entities` (cut by max_seeds, then by max_rows).")
+    fields_truncated: bool
+    fields: list[TruncatedField] = Field(default_factory=list)
+
+
+class GraphSearchResponse(_Model):
+    kb: str
+    query: str
+    entities: list[GraphSearchEntity] = Field(description="Seeds in rank order, then neighbours.")
+    relationships: list[GraphSearchRelationship] = Field(description="Each relationship once.")
+    truncation: Truncation
+
+
+class FieldCutter:
+    """Cuts long texts and lists to the configured bounds and records each cut."""
+
+    def __init__(self, max_chars: int, max_items: int) -> None:
+        self.max_chars = max_chars
+        self.max_items = max_items
+        self.fields: list[TruncatedField] = []
+
+    def _record(self, owner_id: str, field: str, original: int, returned: int) -> None:
+        self.fields.append(
+            TruncatedField(owner_id=owner_id, field=field, original_length=original, returned_length=returned)
+        )
+
+    def text(self, owner_id: str, field: str, value: str) -> str:
+        if len(value) <= self.max_chars:
+            return value
+        self._record(owner_id, field, len(value), self.max_chars)
+        return value[: self.max_chars]
+
+    def items(self, owner_id: str, field: str, values: list[str]) -> list[str]:
+        if len(values) <= self.max_items:
+            return list(values)
+        self._record(owner_id, field, len(values), self.max_items)
+        return list(values[: self.max_items])
+
+    def texts(self, owner_id: str, field: str, values: list[str]) -> list[str]:
+        """A list of texts: at most max_items items, each at most max_chars characters."""
+        return [self.text(owner_id, f"{field}[{i}]", v) for i, v in enumerate(self.items(owner_id, field, values))]
+
+
+def _entity(row: dict[str, Any], cutter: FieldCutter, *, query: str, seed_rank: int | None) -> GraphSearchEntity:
+    is_seed = seed_rank is not None
+    match = ("exact" if row["name"] == query else "substring") if is_seed else "neighbour"
+    return GraphSearchEntity(
+        id=row["id"],
+        name=row["name"],
+        type=row["type"],
+        description=cutter.text(row["id"], "description", row["description"]),
+        attributes=cutter.texts(row["id"], "attributes", row["attributes"]),
+        source_chunk_ids=cutter.items(row["id"], "source_chunk_ids", row["source_chunk_ids"]),
+        is_seed=is_seed,
+        seed_rank=seed_rank,
+        match=match,
+    )
+
+
+def _relationship(row: dict[str, Any], cutter: FieldCutter) -> GraphSearchRelationship:
+    return GraphSearchRelationship(
+        **{key: row[key] for key in ("id", "source_id", "source_name", "target_id", "target_name", "type", "weight")},
+        description=cutter.text(row["id"], "description", row["description"]),
+        source_chunk_ids=cutter.items(row["id"], "source_chunk_ids", row["source_chunk_ids"]),
+    )
+
+
+def build_response(request: GraphSearchRequest, result: dict[str, Any], cutter: FieldCutter) -> GraphSearchResponse:
+    """Shape the store's groups into the response: entities and relationships once each, cuts recorded."""
+    groups = result["groups"]
+    entities: dict[str, GraphSearchEntity] = {}
+    # Seeds first, so a seed that is also another seed's neighbour keeps its rank.
+    for rank, group in enumerate(groups, start=1):
+        entities[group["seed"]["id"]] = _entity(group["seed"], cutter, query=request.query, seed_rank=rank)
+    relationships: dict[str, GraphSearchRelationship] = {}
+    rows_returned = 0
+    for group in groups:
+        rows_returned += max(1, len(group["pairs"]))
+        for pair in group["pairs"]:
+            neighbour = pair["neighbour"]
+            if neighbour["id"] not in entities:
+                entities[neighbour["id"]] = _entity(neighbour, cutter, query=request.query, seed_rank=None)
+            if pair["relationship"]["id"] not in relationships:
+                relationships[pair["relationship"]["id"]] = _relationship(pair["relationship"], cutter)
+    rows_total = result["rows_total"]
+    candidates_matched = result["candidates_matched"]
+    truncation = Truncation(
+        results_truncated=rows_returned < rows_total,
+        rows_returned=rows_returned,
+        rows_total=rows_total,
+        candidates_truncated=len(groups) < candidates_matched,
+        candidates_matched=candidates_matched,
+        candidates_returned=len(groups),
+        fields_truncated=bool(cutter.fields),
+        fields=cutter.fields,
+    )
+    return GraphSearchResponse(
+        kb=request.kb,
+        query=request.query,
+        entities=list(entities.values()),
+        relationships=list(relationships.values()),
+        truncation=truncation,
+    )
+
+
+def parse_request(
+    kb: str, query: str, *, max_seeds: int | None = None, max_rows: int | None = None
+) -> GraphSearchRequest:
+    """The validated request, or the project's errors: InvalidIdentifierError, InvalidQueryError."""
+    validate_kb_id(kb)
+    try:
+        return GraphSearchRequest(kb=kb, query=query, max_seeds=max_seeds, max_rows=max_rows)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise InvalidQueryError(f"invalid graph search request: {problems}") from exc
+
+
+async def graph_search(
+    store: Neo4jStore,
+    settings: Settings,
+    kb: str,
+    query: str,
+    *,
+    max_seeds: int | None = None,
+    max_rows: int | None = None,
+) -> GraphSearchResponse:
+    """Run the bounded one-hop graph search on one knowledge base.
+
+    Before any query: InvalidIdentifierError for a bad kb id, InvalidQueryError for a blank or too long
+    query or out-of-range caps. Then KnowledgeBaseNotFoundError, GraphDisabledError (a
+    BackendUnavailableError) or BackendUnavailableError. A kb without any match gives an empty response.
+    """
+    request = parse_request(kb, query, max_seeds=max_seeds, max_rows=max_rows)
+    seeds_cap = request.max_seeds or settings.graph_search_max_seeds
+    rows_cap = request.max_rows or settings.graph_search_max_rows
+    result = await GraphSearchStore(store).one_hop(request.kb, request.query, max_seeds=seeds_cap, max_rows=rows_cap)
+    cutter = FieldCutter(settings.graph_search_max_field_chars, settings.graph_search_max_list_items)
+    response = build_response(request, result, cutter)
+    if response.truncation.results_truncated:
+        log.warning(
+            "graph search in kb %s cut at max_rows=%d: %d of %d rows returned",
+            request.kb,
+            rows_cap,
+            response.truncation.rows_returned,
+            response.truncation.rows_total,
+        )
+    return response

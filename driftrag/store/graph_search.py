@@ -1,0 +1,88 @@
+"""Reads of the bounded one-hop graph search, and the switches that decide what it may return.
+
+`GraphSearchStore.one_hop` runs one read-only statement; shaping, field truncation and the response
+model live in `driftrag.search.graph_search`. The admin writes are here because they change what the
+search treats as a valid source: a disabled chunk stops vouching for the entities and relationships
+extracted from it, and a disabled graph makes the search refuse (callers answer 503, not "no match").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from driftrag.errors import GraphDisabledError, InvalidIdentifierError, KnowledgeBaseNotFoundError
+from driftrag.store.cypher import graph_search as cy
+from driftrag.store.identifiers import validate_kb_id, validate_node_id
+from driftrag.store.neo4j_store import Neo4jStore
+
+_WRITE_BATCH = 1000
+
+
+def _validate_chunk_ids(chunk_ids: Iterable[str]) -> list[str]:
+    """Distinct `chunk-…` ids in first-seen order; anything else is refused before any query."""
+    ids = list(dict.fromkeys(validate_node_id(chunk_id) for chunk_id in chunk_ids))
+    wrong_kind = [chunk_id for chunk_id in ids if not chunk_id.startswith("chunk-")]
+    if wrong_kind:
+        raise InvalidIdentifierError(f"not chunk ids: {', '.join(map(repr, wrong_kind[:5]))}")
+    return ids
+
+
+class GraphSearchStore:
+    """Bounded one-hop reads of one knowledge base, plus the chunk and graph switches."""
+
+    def __init__(self, store: Neo4jStore) -> None:
+        self._store = store
+
+    async def graph_enabled(self, kb: str) -> bool:
+        """Whether the kb's graph may be searched; raises KnowledgeBaseNotFoundError for an unknown kb."""
+        rows = await self._store.read(cy.MATCH_KB_GRAPH_STATUS, kb=validate_kb_id(kb))
+        if not rows:
+            raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
+        return bool(rows[0]["graph_enabled"])
+
+    async def one_hop(self, kb: str, query: str, *, max_seeds: int, max_rows: int) -> dict[str, Any]:
+        """Seeds matching `query` and their valid one-hop neighbourhoods, capped.
+
+        Returns `candidates_matched` (valid entities whose name contains `query`), `rows_total` (rows of
+        the first `max_seeds` seeds: one per valid relationship of a seed, or one for a seed without any)
+        and `groups`: per kept seed in rank order, `seed` and its `pairs` of `relationship` and
+        `neighbour`, at most `max_rows` pairs in all. Source ids are already filtered to valid chunks.
+
+        Raises KnowledgeBaseNotFoundError, GraphDisabledError or BackendUnavailableError.
+        """
+        if max_seeds < 1 or max_rows < 1:
+            raise ValueError("max_seeds and max_rows must be at least 1")
+        if not await self.graph_enabled(kb):
+            raise GraphDisabledError(
+                f"the graph of knowledge base {kb!r} is disabled, so graph search cannot answer; "
+                f"re-enable it with `driftrag graph-enable --kb {kb}` (or GraphSearchStore.set_graph_enabled)"
+            )
+        # `query` is the name of read()'s statement argument, so the text travels as $needle.
+        rows = await self._store.read(cy.MATCH_ONE_HOP, kb=kb, needle=query, max_seeds=max_seeds, max_rows=max_rows)
+        return rows[0]
+
+    # --- admin writes ------------------------------------------------------------------------------
+
+    async def set_chunks_enabled(self, kb: str, chunk_ids: Iterable[str], enabled: bool) -> int:
+        """Enable or disable chunks of a kb; returns how many of the (distinct) ids exist in the kb.
+
+        Ids must look like `chunk-<token>` (validate_node_id). Unknown ids are ignored, so compare the
+        result with the number of ids to detect them. Raises KnowledgeBaseNotFoundError for an unknown kb.
+        """
+        validate_kb_id(kb)
+        ids = _validate_chunk_ids(chunk_ids)
+        await self.graph_enabled(kb)  # only for the KnowledgeBaseNotFoundError
+        matched = 0
+        for start in range(0, len(ids), _WRITE_BATCH):
+            rows = await self._store.write(
+                cy.SET_CHUNKS_ENABLED, kb=kb, ids=ids[start : start + _WRITE_BATCH], enabled=enabled
+            )
+            matched += rows[0]["matched"]
+        return matched
+
+    async def set_graph_enabled(self, kb: str, enabled: bool) -> None:
+        """Allow or refuse graph search on a kb; raises KnowledgeBaseNotFoundError for an unknown kb."""
+        rows = await self._store.write(cy.SET_GRAPH_ENABLED, kb=validate_kb_id(kb), enabled=enabled)
+        if not rows or rows[0]["matched"] == 0:
+            raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")

@@ -1,0 +1,436 @@
+"""The bounded one-hop graph search against the real Neo4j, on small purpose-built graphs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from driftrag.errors import (
+    BackendUnavailableError,
+    GraphDisabledError,
+    InvalidIdentifierError,
+    InvalidQueryError,
+    KnowledgeBaseNotFoundError,
+)
+from driftrag.ingestion.models import Chunk, MergedEntity, MergedRelationship, SourceDocument, stable_hash
+from driftrag.search.graph_search import GraphSearchResponse, graph_search
+from driftrag.settings import Settings
+from driftrag.store import Neo4jStore
+from driftrag.store.documents import DocumentWriter
+from driftrag.store.graph import GraphStore
+from driftrag.store.graph_search import GraphSearchStore
+
+CLI = Path(sys.executable).parent / "driftrag"
+# Two documents: tests delete the second one, or disable single chunks.
+DOCUMENTS = {"document-one": ["chunk-1a", "chunk-1b"], "document-two": ["chunk-2a"]}
+
+
+def entity(name: str, *sources: str, descriptions: Sequence[str] = ("a description",)) -> MergedEntity:
+    return MergedEntity(
+        id=f"entity-{stable_hash(name)}",
+        name=name,
+        normalised_name=name.lower(),
+        type="THING",
+        descriptions=list(descriptions),
+        source_chunk_ids=list(sources or ["chunk-1a"]),
+    )
+
+
+def relate(source: MergedEntity, target: MergedEntity, *sources: str, weight: float = 1.0) -> MergedRelationship:
+    return MergedRelationship(
+        id=f"relationship-{stable_hash(source.id, target.id)}",
+        source_id=source.id,
+        target_id=target.id,
+        descriptions=[f"{source.name} knows {target.name}"],
+        weight=weight,
+        source_chunk_ids=list(sources or ["chunk-1a"]),
+    )
+
+
+async def write_graph(
+    store: Neo4jStore, kb: str, entities: Sequence[MergedEntity], relationships: Sequence[MergedRelationship] = ()
+) -> None:
+    """The kb node, two documents with their chunks, then the entity layer (batched by GraphStore)."""
+    writer = DocumentWriter(store)
+    for document_id, chunk_ids in DOCUMENTS.items():
+        document = SourceDocument(id=document_id, kb=kb, title=document_id, text="x", content_hash=document_id)
+        chunks = [
+            Chunk(id=chunk_id, document_id=document_id, index=i, text=chunk_id, n_tokens=1, start_char=0, end_char=1)
+            for i, chunk_id in enumerate(chunk_ids)
+        ]
+        await writer.upsert_document(document, chunks)
+    await GraphStore(store).replace_entity_layer(kb, entities, relationships)
+
+
+@pytest.fixture
+async def schema(store: Neo4jStore) -> None:
+    # The (kb, id) constraints back the source-validity lookups.
+    await store.ensure_schema(384)
+
+
+def names(response: GraphSearchResponse, *, seeds: bool | None = None) -> list[str]:
+    return [e.name for e in response.entities if seeds is None or e.is_seed == seeds]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- seeds ------------------------------------------------------------------------------------------
+
+
+async def test_seeds_are_ordered_exact_then_shorter_then_alphabetical(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    names_in_graph = ["White Rabbit", "B Rabbit", "Rabbit hole", "A Rabbit", "Rabbits", "Rabbit", "rabbit", "RABBIT"]
+    entities = [entity(name) for name in names_in_graph]
+    alice = entity("Alice")
+    await write_graph(store, kb, [*entities, alice], [relate(alice, entities[5])])
+
+    response = await graph_search(store, neo4j_settings, kb, "Rabbit")
+
+    assert names(response, seeds=True) == ["Rabbit", "Rabbits", "A Rabbit", "B Rabbit", "Rabbit hole", "White Rabbit"]
+    assert [e.seed_rank for e in response.entities if e.is_seed] == [1, 2, 3, 4, 5, 6]
+    assert [e.match for e in response.entities] == ["exact"] + ["substring"] * 5 + ["neighbour"]
+    assert names(response, seeds=False) == ["Alice"]
+    assert response.entities[-1].seed_rank is None
+    assert response.truncation.model_dump() == {
+        "results_truncated": False,
+        "rows_returned": 6,
+        "rows_total": 6,
+        "candidates_truncated": False,
+        "candidates_matched": 6,
+        "candidates_returned": 6,
+        "fields_truncated": False,
+        "fields": [],
+    }
+    [relationship] = response.relationships
+    assert (relationship.source_name, relationship.target_name) == ("Alice", "Rabbit")
+    assert relationship.source_chunk_ids == ["chunk-1a"]
+
+
+async def test_matching_is_case_sensitive_and_stays_in_its_kb(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    await write_graph(store, kb, [entity("rabbit stew"), entity("Rabbit"), entity("RABBIT")])
+    await write_graph(store, f"{kb}-other", [entity("rabbit pie")])
+
+    assert names(await graph_search(store, neo4j_settings, kb, "rabbit")) == ["rabbit stew"]
+    assert names(await graph_search(store, neo4j_settings, kb, "RABBIT")) == ["RABBIT"]
+    assert names(await graph_search(store, neo4j_settings, kb, "Stew")) == []
+
+
+async def test_seeds_are_capped_with_exact_markers(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    await write_graph(store, kb, [entity(f"Card {i:03d}") for i in range(250)])
+
+    response = await graph_search(store, neo4j_settings, kb, "Card")
+
+    assert names(response) == [f"Card {i:03d}" for i in range(200)]
+    assert all(e.is_seed and not response.relationships for e in response.entities)
+    truncation = response.truncation
+    assert (truncation.candidates_matched, truncation.candidates_returned, truncation.candidates_truncated) == (
+        250,
+        200,
+        True,
+    )
+    assert (truncation.rows_total, truncation.rows_returned, truncation.results_truncated) == (200, 200, False)
+
+    small = await graph_search(store, neo4j_settings, kb, "Card", max_seeds=5)
+    assert names(small) == [f"Card {i:03d}" for i in range(5)]
+    assert (small.truncation.candidates_matched, small.truncation.candidates_returned) == (250, 5)
+
+
+async def test_rows_are_capped_keeping_the_best_seeds_neighbourhoods(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    hub, hubble = entity("Hub"), entity("Hubble")
+    leaves = [entity(f"Leaf {i:04d}") for i in range(2100)]
+    # Weights cycle so that the kept rows must be the heaviest, ties broken by relationship id.
+    relationships = [relate(hub, leaf, weight=float(i % 7)) for i, leaf in enumerate(leaves)]
+    relationships += [relate(leaves[i], hubble) for i in range(3)]
+    started = time.monotonic()
+    await write_graph(store, kb, [hub, hubble, *leaves], relationships)
+    assert time.monotonic() - started < 60
+
+    with caplog.at_level(logging.WARNING, logger="driftrag.search.graph_search"):
+        response = await graph_search(store, neo4j_settings, kb, "Hub")
+
+    assert response.truncation.model_dump(exclude={"fields"}) == {
+        "results_truncated": True,
+        "rows_returned": 2000,
+        "rows_total": 2103,
+        "candidates_truncated": True,
+        "candidates_matched": 2,
+        "candidates_returned": 1,
+        "fields_truncated": False,
+    }
+    assert names(response, seeds=True) == ["Hub"]
+    assert len(response.relationships) == 2000 and len(response.entities) == 2001
+    expected = sorted(relationships[:2100], key=lambda r: (-r.weight, r.id))[:2000]
+    assert [r.id for r in response.relationships] == [r.id for r in expected]
+    assert "cut at max_rows=2000: 2000 of 2103 rows" in caplog.text
+
+    # Room for one more row: the second seed comes in with its heaviest relationship only.
+    wider = await graph_search(store, neo4j_settings, kb, "Hub", max_rows=2101)
+    assert names(wider, seeds=True) == ["Hub", "Hubble"]
+    assert (wider.truncation.rows_returned, wider.truncation.rows_total) == (2101, 2103)
+    assert wider.truncation.candidates_returned == 2 and not wider.truncation.candidates_truncated
+
+
+async def test_entity_without_relationships_and_shared_relationships_appear_once(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    mad, march, lonely = entity("Mad Hatter"), entity("March Hare"), entity("Lonely Hatter")
+    shared = relate(mad, march, weight=3)
+    await write_graph(store, kb, [mad, march, lonely], [shared])
+
+    hatters = await graph_search(store, neo4j_settings, kb, "Hatter")
+    assert names(hatters, seeds=True) == ["Mad Hatter", "Lonely Hatter"]
+    assert [r.id for r in hatters.relationships] == [shared.id]
+    assert hatters.truncation.rows_returned == 2
+
+    both = await graph_search(store, neo4j_settings, kb, "M")  # both ends are seeds: one relationship, two rows
+    assert names(both) == ["Mad Hatter", "March Hare"] and all(e.is_seed for e in both.entities)
+    assert [r.id for r in both.relationships] == [shared.id]
+    assert (both.truncation.rows_returned, both.truncation.rows_total) == (2, 2)
+
+
+# --- source validation ------------------------------------------------------------------------------
+
+
+async def test_deleted_sources_hide_entities_and_relationships(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    queen = entity("Queen", "chunk-1a", "chunk-2a")
+    knave = entity("Knave", "chunk-2a")
+    king = entity("King", "chunk-1b")
+    await write_graph(
+        store, kb, [queen, knave, king], [relate(queen, knave, "chunk-1a"), relate(king, queen, "chunk-2a")]
+    )
+    before = await graph_search(store, neo4j_settings, kb, "Queen")
+    assert names(before) == ["Queen", "Knave", "King"]
+
+    await GraphStore(store).delete_document(kb, "document-two")  # no rebuild: the search must check itself
+
+    after = await graph_search(store, neo4j_settings, kb, "Queen")
+    assert names(after) == ["Queen"]
+    assert after.entities[0].source_chunk_ids == ["chunk-1a"]
+    assert after.relationships == []
+    assert (await graph_search(store, neo4j_settings, kb, "Knave")).entities == []
+    assert names(await graph_search(store, neo4j_settings, kb, "King")) == ["King"]
+
+
+async def test_disabled_chunk_hides_an_entity_until_enabled_again(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    cat, alice = entity("Cheshire Cat", "chunk-1b"), entity("Alice", "chunk-1a")
+    await write_graph(store, kb, [cat, alice], [relate(alice, cat, "chunk-1a")])
+    switches = GraphSearchStore(store)
+
+    assert await switches.set_chunks_enabled(kb, ["chunk-1b", "chunk-1b", "chunk-missing"], False) == 1
+    assert names(await graph_search(store, neo4j_settings, kb, "Cat")) == []
+    assert names(await graph_search(store, neo4j_settings, kb, "Alice")) == ["Alice"]  # not as a neighbour either
+
+    assert await switches.set_chunks_enabled(kb, ["chunk-1b"], True) == 1
+    assert names(await graph_search(store, neo4j_settings, kb, "Cat")) == ["Cheshire Cat", "Alice"]
+
+
+async def test_relationship_vanishes_when_its_sources_are_disabled(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    duchess, cook = entity("Duchess", "chunk-1a"), entity("Cook", "chunk-1a")
+    await write_graph(store, kb, [duchess, cook], [relate(duchess, cook, "chunk-1b", "chunk-2a")])
+    switches = GraphSearchStore(store)
+
+    await switches.set_chunks_enabled(kb, ["chunk-1b"], False)
+    partly = await graph_search(store, neo4j_settings, kb, "Duchess")
+    assert partly.relationships[0].source_chunk_ids == ["chunk-2a"]
+
+    await switches.set_chunks_enabled(kb, ["chunk-2a"], False)
+    gone = await graph_search(store, neo4j_settings, kb, "Duchess")
+    assert names(gone) == ["Duchess"] and gone.relationships == []
+    assert gone.truncation.rows_returned == 1
+
+
+async def test_chunk_switch_refuses_bad_ids_and_unknown_kbs(store: Neo4jStore, kb: str, schema: None) -> None:
+    await write_graph(store, kb, [entity("Dodo")])
+    switches = GraphSearchStore(store)
+    for bad in (["chunk-1a'}) DETACH DELETE c //"], ["entity-abc"], [""]):
+        with pytest.raises(InvalidIdentifierError):
+            await switches.set_chunks_enabled(kb, bad, False)
+    with pytest.raises(KnowledgeBaseNotFoundError):
+        await switches.set_chunks_enabled(f"{kb}-absent", ["chunk-1a"], False)
+    assert await switches.set_chunks_enabled(kb, [], False) == 0
+
+
+# --- hostile input and field bounds ------------------------------------------------------------------
+
+ODD_NAME = 'O\'Brien "the" `tick` .*[](){}$x\\ Straße 🐇'
+HOSTILE_QUERIES = [
+    "'",
+    '"',
+    "`",
+    "\\",
+    ".*",
+    "[a-z]+",
+    "(",
+    ")",
+    "}) MATCH (n) DETACH DELETE n //",
+    "$kb",
+    "x" * 10_240,
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+async def test_hostile_queries_are_plain_substrings(
+    query: str, store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    await write_graph(store, kb, [entity(ODD_NAME), entity("Plain")])
+
+    response = await graph_search(store, neo4j_settings, kb, query)
+
+    assert names(response) == ([ODD_NAME] if query in ODD_NAME else [])
+    assert response.query == query
+    assert names(await graph_search(store, neo4j_settings, kb, "Plain")) == ["Plain"]  # nothing was touched
+
+
+async def test_unicode_and_literal_regex_characters_match(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    await write_graph(store, kb, [entity(ODD_NAME), entity("Plain")])
+    for query in ("🐇", "Straße", ".*[](){}", "`tick`", 'O\'Brien "the"'):
+        assert names(await graph_search(store, neo4j_settings, kb, query)) == [ODD_NAME]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t", "x" * 16_385])
+async def test_blank_or_huge_queries_fail_validation_before_any_query(query: str, tmp_path: Path) -> None:
+    settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    async with Neo4jStore.from_settings(settings) as unreachable:
+        with pytest.raises(InvalidQueryError, match="query: "):
+            await graph_search(unreachable, settings, "kb", query)
+        with pytest.raises(InvalidIdentifierError):
+            await graph_search(unreachable, settings, "bad kb'", "Alice")
+
+
+async def test_long_fields_are_cut_with_markers(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    descriptions = ["d" * 50, "short", "e" * 21]
+    wordy = entity("Wordy", "chunk-1a", "chunk-1b", "chunk-2a", descriptions=descriptions)
+    await write_graph(store, kb, [wordy])
+    settings = neo4j_settings.model_copy(update={"graph_search_max_field_chars": 20, "graph_search_max_list_items": 2})
+
+    response = await graph_search(store, settings, kb, "Wordy")
+
+    [found] = response.entities
+    assert found.description == "d" * 20
+    assert found.attributes == ["d" * 20, "short"]
+    assert found.source_chunk_ids == ["chunk-1a", "chunk-1b"]
+    markers = [(f.owner_id, f.field, f.original_length, f.returned_length) for f in response.truncation.fields]
+    assert markers == [
+        (wordy.id, "description", 50, 20),
+        (wordy.id, "attributes", 3, 2),
+        (wordy.id, "attributes[0]", 50, 20),
+        (wordy.id, "source_chunk_ids", 3, 2),
+    ]
+    assert response.truncation.fields_truncated and not response.truncation.results_truncated
+
+
+# --- errors distinct from "no match" -----------------------------------------------------------------
+
+
+async def test_empty_result_unknown_kb_and_disabled_graph_are_distinct(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    await write_graph(store, kb, [entity("Dormouse")])
+    empty = await graph_search(store, neo4j_settings, kb, "Gryphon")
+    assert empty.entities == [] and empty.truncation.candidates_matched == 0
+
+    with pytest.raises(KnowledgeBaseNotFoundError):
+        await graph_search(store, neo4j_settings, f"{kb}-absent", "Dormouse")
+
+    switches = GraphSearchStore(store)
+    await switches.set_graph_enabled(kb, False)
+    with pytest.raises(GraphDisabledError) as raised:
+        await graph_search(store, neo4j_settings, kb, "Dormouse")
+    assert isinstance(raised.value, BackendUnavailableError)
+    assert f"driftrag graph-enable --kb {kb}" in str(raised.value)
+
+    await switches.set_graph_enabled(kb, True)
+    assert names(await graph_search(store, neo4j_settings, kb, "Dormouse")) == ["Dormouse"]
+    with pytest.raises(KnowledgeBaseNotFoundError):
+        await switches.set_graph_enabled(f"{kb}-absent", False)
+
+
+async def test_unreachable_neo4j_raises_instead_of_answering_empty(tmp_path: Path) -> None:
+    settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    # The driver's managed transactions retry for 30 s by default; no retry keeps the test fast.
+    driver = neo4j.AsyncGraphDatabase.driver(settings.bolt_uri, auth=("neo4j", "x"), max_transaction_retry_time=0)
+    async with Neo4jStore(settings, driver) as unreachable:
+        with pytest.raises(BackendUnavailableError):
+            await graph_search(unreachable, settings, "kb", "Alice")
+
+
+# --- CLI ---------------------------------------------------------------------------------------------
+
+
+def run_cli(*args: str, uri: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "NEO4J_URI": uri,
+        "DRIFTRAG_HOME": str(home),
+        "DRIFTRAG_CONNECT_RETRIES": "1",
+        "DRIFTRAG_CONNECT_RETRY_DELAY_S": "0",
+    }
+    return subprocess.run([str(CLI), *args], env=env, cwd=home, capture_output=True, text=True, timeout=120)
+
+
+async def test_cli_prints_json_and_switches_chunks(
+    store: Neo4jStore, kb: str, neo4j_uri: str, tmp_path: Path, schema: None
+) -> None:
+    cat, alice = entity("Cheshire Cat", "chunk-1b"), entity("Alice", "chunk-1a")
+    await write_graph(store, kb, [cat, alice], [relate(alice, cat, "chunk-1a")])
+
+    found = run_cli("graph-search", "Cat", "--kb", kb, "--max-rows", "5", uri=neo4j_uri, home=tmp_path)
+    assert found.returncode == 0, found.stderr
+    response = GraphSearchResponse.model_validate(json.loads(found.stdout))
+    assert names(response) == ["Cheshire Cat", "Alice"] and response.truncation.rows_returned == 1
+
+    disabled = run_cli("chunk", "disable", "chunk-1b", "chunk-9z", "--kb", kb, "--json", uri=neo4j_uri, home=tmp_path)
+    assert disabled.returncode == 0, disabled.stderr
+    assert json.loads(disabled.stdout) == {"kb": kb, "enabled": False, "requested": 2, "matched": 1}
+    hidden = run_cli("graph-search", "Cat", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    assert json.loads(hidden.stdout)["entities"] == []
+    enabled = run_cli("chunk", "enable", "chunk-1b", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    assert enabled.returncode == 0 and "enabled 1 chunk(s)" in enabled.stdout
+
+    graph_off = run_cli("graph-disable", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    assert graph_off.returncode == 0, graph_off.stderr
+    refused = run_cli("graph-search", "Cat", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    assert refused.returncode == 3 and "graph-enable" in refused.stderr
+    assert run_cli("graph-enable", "--kb", kb, uri=neo4j_uri, home=tmp_path).returncode == 0
+
+    blank = run_cli("graph-search", "  ", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    assert blank.returncode == 2 and "non-whitespace" in blank.stderr
+    unknown = run_cli("graph-search", "Cat", "--kb", f"{kb}-absent", uri=neo4j_uri, home=tmp_path)
+    assert unknown.returncode == 1 and "does not exist" in unknown.stderr
+
+
+def test_cli_exits_3_when_neo4j_is_unreachable(tmp_path: Path) -> None:
+    result = run_cli("graph-search", "Alice", "--kb", "kb", uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    assert result.returncode == 3
+    assert "unreachable" in result.stderr and result.stdout == ""

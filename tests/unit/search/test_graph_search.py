@@ -1,0 +1,132 @@
+"""The pure parts of graph search: request validation, field cuts, and shaping the store's rows."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from driftrag.errors import InvalidIdentifierError, InvalidQueryError
+from driftrag.search.graph_search import (
+    MAX_QUERY_CHARS,
+    FieldCutter,
+    GraphSearchRequest,
+    GraphSearchResponse,
+    build_response,
+    parse_request,
+)
+
+
+def entity_row(entity_id: str, name: str, **overrides) -> dict:
+    row = {
+        "id": entity_id,
+        "name": name,
+        "type": "PERSON",
+        "description": f"about {name}",
+        "attributes": [f"about {name}"],
+        "source_chunk_ids": ["chunk-1"],
+    }
+    return {**row, **overrides}
+
+
+def relationship_row(rel_id: str, source: dict, target: dict) -> dict:
+    return {
+        "id": rel_id,
+        "source_id": source["id"],
+        "source_name": source["name"],
+        "target_id": target["id"],
+        "target_name": target["name"],
+        "type": "KNOWS",
+        "description": "they meet",
+        "weight": 2.0,
+        "source_chunk_ids": ["chunk-1"],
+    }
+
+
+@pytest.mark.parametrize("query", ["", " ", "\t\n", "x" * (MAX_QUERY_CHARS + 1)])
+def test_blank_or_oversized_queries_are_refused(query: str) -> None:
+    with pytest.raises(ValidationError):
+        GraphSearchRequest(kb="kb", query=query)
+
+
+@pytest.mark.parametrize("kb", ["", "kb'", "a b", "x" * 65])
+def test_bad_kb_ids_are_refused(kb: str) -> None:
+    with pytest.raises(ValidationError, match="invalid knowledge base id"):
+        GraphSearchRequest(kb=kb, query="Alice")
+
+
+def test_queries_are_kept_as_given() -> None:
+    request = GraphSearchRequest(kb="kb", query=" Rabbit", max_seeds=3)
+    assert request.query == " Rabbit" and request.max_seeds == 3 and request.max_rows is None
+    with pytest.raises(ValidationError):
+        GraphSearchRequest(kb="kb", query="Alice", max_rows=0)
+
+
+def test_parse_request_raises_the_project_errors() -> None:
+    with pytest.raises(InvalidQueryError, match="query: Value error, the query must contain"):
+        parse_request("kb", "  ")
+    with pytest.raises(InvalidQueryError, match="max_seeds"):
+        parse_request("kb", "Alice", max_seeds=0)
+    with pytest.raises(InvalidIdentifierError):
+        parse_request("kb'", "Alice")
+    assert parse_request("kb", "Alice", max_rows=7).max_rows == 7
+
+
+def test_field_cutter_records_each_cut() -> None:
+    cutter = FieldCutter(max_chars=5, max_items=2)
+    assert cutter.text("e1", "description", "short") == "short"
+    assert cutter.text("e1", "description", "longer text") == "longe"
+    assert cutter.texts("e1", "attributes", ["abcdefg", "ok", "dropped"]) == ["abcde", "ok"]
+    assert cutter.items("e1", "source_chunk_ids", ["a", "b"]) == ["a", "b"]
+    assert [(f.field, f.original_length, f.returned_length) for f in cutter.fields] == [
+        ("description", 11, 5),
+        ("attributes", 3, 2),
+        ("attributes[0]", 7, 5),
+    ]
+
+
+def test_build_response_dedups_and_keeps_seed_ranks() -> None:
+    alice, rabbit, hatter = entity_row("e-a", "Alice"), entity_row("e-r", "Rabbit"), entity_row("e-h", "Hatter")
+    shared = relationship_row("r-1", alice, rabbit)
+    result = {
+        "candidates_matched": 3,
+        "rows_total": 4,
+        "groups": [
+            # Alice's neighbour Rabbit is itself the second seed: it must stay a seed.
+            {"seed": alice, "pairs": [{"relationship": shared, "neighbour": rabbit}]},
+            {
+                "seed": rabbit,
+                "pairs": [
+                    {"relationship": shared, "neighbour": alice},
+                    {"relationship": relationship_row("r-2", rabbit, hatter), "neighbour": hatter},
+                ],
+            },
+        ],
+    }
+    request = GraphSearchRequest(kb="kb", query="Alice")
+
+    response = build_response(request, result, FieldCutter(max_chars=100, max_items=10))
+
+    assert [(e.name, e.is_seed, e.seed_rank, e.match) for e in response.entities] == [
+        ("Alice", True, 1, "exact"),
+        ("Rabbit", True, 2, "substring"),
+        ("Hatter", False, None, "neighbour"),
+    ]
+    assert [r.id for r in response.relationships] == ["r-1", "r-2"]
+    assert response.truncation.model_dump() == {
+        "results_truncated": True,
+        "rows_returned": 3,
+        "rows_total": 4,
+        "candidates_truncated": True,
+        "candidates_matched": 3,
+        "candidates_returned": 2,
+        "fields_truncated": False,
+        "fields": [],
+    }
+    assert GraphSearchResponse.model_validate_json(response.model_dump_json()) == response
+
+
+def test_a_seed_without_relationships_is_one_row() -> None:
+    result = {"candidates_matched": 1, "rows_total": 1, "groups": [{"seed": entity_row("e-d", "Dodo"), "pairs": []}]}
+    response = build_response(GraphSearchRequest(kb="kb", query="Do"), result, FieldCutter(100, 10))
+    assert [e.match for e in response.entities] == ["substring"]
+    assert response.truncation.rows_returned == 1 and not response.truncation.results_truncated
