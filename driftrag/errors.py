@@ -45,3 +45,7 @@ class GraphDisabledError(BackendUnavailableError):
 
 class InvalidQueryError(DriftRAGError, ValueError):
     """A question or search string cannot be searched (empty, too long)."""
+
+
+class CommunityNotFoundError(DriftRAGError):
+    """No community with this id exists in the knowledge base."""

@@ -1,7 +1,8 @@
 """A hard per-query budget on model calls and prompt tokens.
 
-The budget is checked before a call is sent (its prompt tokens are counted locally), so a query can
-never exceed it; a call that would is refused with `BudgetExhausted`. Capacity can be held back for a
+The budget is checked before a call is sent, on its prompt tokens counted locally (cl100k), so a query
+never exceeds it; a call that would is refused with `BudgetExhausted`. After the call, the tokens the
+provider reports replace the local count in the figures (they may differ slightly). Capacity can be held back for a
 later step (DRIFT keeps one call for its reduce) and released just before that step runs.
 """
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from driftrag.errors import BackendUnavailableError, InvalidQueryError, ModelError
+from driftrag.errors import BackendUnavailableError, GraphDisabledError, InvalidQueryError, ModelError
 from driftrag.providers.embeddings import aembed_queries
 from driftrag.search.budget import BudgetExhausted
 from driftrag.search.deps import QueryDeps
@@ -24,6 +24,7 @@ from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, I
 from driftrag.search.drift.primer import reports_context
 from driftrag.search.local import local_search
 from driftrag.search.models import AnswerPayload, Source
+from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.search import SearchStore
 
@@ -74,10 +75,20 @@ class DriftSearch:
 
     async def hyde(self) -> None:
         started = time.monotonic()
+        # Unknown kb and disabled graph fail here, before any model call, with their own errors.
+        if not await self._retrying(lambda: GraphSearchStore(self.deps.store).graph_enabled(self.kb)):
+            raise GraphDisabledError(
+                f"the graph of knowledge base {self.kb!r} is disabled; enable it with "
+                f"`driftrag graph-enable --kb {self.kb}`"
+            )
         template = await self._retrying(lambda: self.search_store.top_rated_report(self.kb))
         if template is None:
             self.hyde_text = self.question
             self.notes.append("no community reports in this knowledge base: HyDE used the question as is")
+        elif not self.tasks.extractive and self.budget.remaining_calls < 2:
+            # The primer and the reduce matter more than HyDE: a tiny budget keeps its calls for them.
+            self.hyde_text = self.question
+            self.notes.append("call budget too small for HyDE: searched the reports with the question")
         else:
             try:
                 self.hyde_text = await self._retrying(
@@ -106,7 +117,7 @@ class DriftSearch:
         await self.emit(
             DriftProgress(
                 phase="communities",
-                message=f"{len(self.communities)} community reports rated above {settings.drift_min_community_rating:g}",
+                message=f"{len(self.communities)} reports rated above {settings.drift_min_community_rating:g}",
                 total=len(self.communities),
             )
         )
@@ -124,7 +135,9 @@ class DriftSearch:
             context = reports_context(self.communities, settings.local_context_tokens)
             cap = max(settings.drift_followups_per_answer, settings.drift_followups_per_round)
             try:
-                payload = await self._retrying(lambda: self.tasks.primer.prime(self.question, context, max_follow_ups=cap))
+                payload = await self._retrying(
+                    lambda: self.tasks.primer.prime(self.question, context, max_follow_ups=cap)
+                )
             except BudgetExhausted:
                 payload = AnswerPayload(answer="", score=0)
                 self.notes.append("budget exhausted before the primer")
@@ -176,7 +189,7 @@ class DriftSearch:
         self.intermediate.extend(answers)
         next_round: list[FollowUp] = []
         if depth < self.settings.drift_max_depth and answers:
-            proposals = [p for answer in answers for p in await self._proposals(answer)]
+            proposals = await self._proposals(*answers)
             next_round = self._select(proposals, depth=depth + 1, per_answer=self.settings.drift_followups_per_answer)
         self._time(f"depth-{depth}", started)
         await self.emit(
@@ -269,7 +282,9 @@ class DriftSearch:
             follow_up_queries=result.follow_up_queries,
             citations=result.source_ids,
         )
-        return self._intermediate(follow_up.id, depth, follow_up.query, payload, result.context.ids(), follow_up.parent_id)
+        return self._intermediate(
+            follow_up.id, depth, follow_up.query, payload, result.context.ids(), follow_up.parent_id
+        )
 
     def _within_budget(self, selected: Sequence[FollowUp]) -> list[FollowUp]:
         """Each local search costs one call: the searches past the calls left are not started."""
@@ -278,10 +293,19 @@ class DriftSearch:
             self._set_status(follow_up, "over_budget")
         return list(selected[:room])
 
-    async def _proposals(self, answer: IntermediateAnswer) -> list[Proposal]:
-        queries = [q for q in dict.fromkeys(q.strip() for q in answer.follow_up_queries) if q]
-        vectors = await aembed_queries(self.deps.embedder, queries)
-        return [Proposal(query=q, parent_id=answer.id, vector=v) for q, v in zip(queries, vectors, strict=True)]
+    async def _proposals(self, *answers: IntermediateAnswer) -> list[Proposal]:
+        """The answers' follow-up queries with their embeddings, all in one embedding request."""
+        pairs = [
+            (answer.id, query)
+            for answer in answers
+            for query in dict.fromkeys(q.strip() for q in answer.follow_up_queries)
+            if query
+        ]
+        vectors = await aembed_queries(self.deps.embedder, [query for _, query in pairs])
+        return [
+            Proposal(query=query, parent_id=parent, vector=vector)
+            for (parent, query), vector in zip(pairs, vectors, strict=True)
+        ]
 
     def _select(self, proposals: Sequence[Proposal], *, depth: int, per_answer: int) -> list[FollowUp]:
         nodes = select_follow_ups(

@@ -1,0 +1,60 @@
+"""One graph per module for the query tests, ingested by the deterministic test LLM."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from driftrag.providers import Providers, build_providers
+from driftrag.settings import Settings
+from driftrag.store import Neo4jStore
+from driftrag.store.graph import GraphStore
+from tests.fakes.harbor_corpus import DescriptiveChatModel
+from tests.integration.ingestion.conftest import SMALL_CHUNKS, Ingestor
+
+
+@pytest.fixture(scope="module")
+def search_settings(neo4j_settings: Settings) -> Settings:
+    return neo4j_settings.model_copy(update={**SMALL_CHUNKS, "max_cluster_size": 4})
+
+
+@pytest.fixture(scope="module")
+def search_providers(search_settings: Settings) -> Providers:
+    return build_providers(search_settings)
+
+
+@pytest.fixture(scope="module")
+async def module_store(neo4j_settings: Settings) -> AsyncIterator[Neo4jStore]:
+    async with Neo4jStore.from_settings(neo4j_settings) as connected:
+        await connected.connect()
+        yield connected
+
+
+async def ingested_kb(store: Neo4jStore, settings: Settings, providers: Providers) -> str:
+    kb = f"test-search-{uuid.uuid4().hex[:10]}"
+    run = await Ingestor(settings=settings, store=store, providers=providers).run(kb, DescriptiveChatModel())
+    assert run.result.failed_chunks == [] and run.result.counts.reports > 0
+    return kb
+
+
+@pytest.fixture(scope="module")
+async def graph_kb(
+    module_store: Neo4jStore, search_settings: Settings, search_providers: Providers
+) -> AsyncIterator[str]:
+    """One graph for the read-only tests of a module."""
+    kb = await ingested_kb(module_store, search_settings, search_providers)
+    yield kb
+    await GraphStore(module_store).delete_kb(kb)
+
+
+@pytest.fixture(scope="module")
+async def graph_ids(module_store: Neo4jStore, graph_kb: str) -> dict[str, set[str]]:
+    graph = GraphStore(module_store)
+    return {
+        "chunk": {row["id"] for row in await graph.chunks(graph_kb)},
+        "entity": {row["id"] for row in await graph.entities(graph_kb)},
+        "relationship": {row["id"] for row in await graph.relationships(graph_kb)},
+        "community": {row["id"] for row in await graph.communities(graph_kb)},
+    }

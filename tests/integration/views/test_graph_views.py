@@ -1,0 +1,363 @@
+"""Graph views read from the real Neo4j: kb and community scopes, the node cap, disabled sources, the CLI.
+
+The graph, written through the store APIs (three chunks, all enabled unless a test disables one; no
+relationship stores a PMI unless a test says so, as on graphs written before relationships had one):
+
+    Alice   chunk-1a 1b 2a     Alice -> Rabbit  KNOWS       1a 1b   weight 16
+    Rabbit  chunk-1a 1b        Alice -> Cat     KNOWS       1b      weight 4
+    Cat     chunk-1b           Alice -> Queen   KNOWS       2a      weight 3
+    Queen   chunk-2a           Rabbit -> Cat    KNOWS       1b 2a   weight 12
+    Hatter  chunk-2a           Queen -- Hatter  RELATED_TO  2a      weight 5
+    Lonely  chunk-1a           Alice -> Ghost   KNOWS       1a      (Ghost has no valid source)
+    Ghost   chunk-gone         Cat -> Hatter    KNOWS       gone    (no valid source)
+
+Communities: community-0-0 {Alice, Rabbit, Cat, Lonely} with child community-1-0 {Rabbit, Cat};
+community-0-1 {Queen, Hatter, Ghost}.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from driftrag.errors import CommunityNotFoundError, InvalidIdentifierError, KnowledgeBaseNotFoundError
+from driftrag.ingestion.models import (
+    Chunk,
+    Community,
+    CommunityReport,
+    MergedEntity,
+    MergedRelationship,
+    SourceDocument,
+    stable_hash,
+)
+from driftrag.store import Neo4jStore
+from driftrag.store.documents import DocumentWriter
+from driftrag.store.graph import GraphStore
+from driftrag.store.graph_search import GraphSearchStore
+from driftrag.store.views import GraphView, GraphViewStore
+from driftrag.views import render_mermaid
+
+CLI = Path(sys.executable).parent / "driftrag"
+DOCUMENTS = {"document-one": ["chunk-1a", "chunk-1b"], "document-two": ["chunk-2a"]}
+SOURCES = {
+    "Alice": ["chunk-1a", "chunk-1b", "chunk-2a"],
+    "Rabbit": ["chunk-1a", "chunk-1b"],
+    "Cat": ["chunk-1b"],
+    "Queen": ["chunk-2a"],
+    "Hatter": ["chunk-2a"],
+    "Lonely": ["chunk-1a"],
+    "Ghost": ["chunk-gone"],
+}
+PMI_FIELD = "pmi" in MergedRelationship.model_fields
+
+
+def eid(name: str) -> str:
+    return f"entity-{stable_hash(name)}"
+
+
+def rid(source: str, target: str) -> str:
+    return f"relationship-{stable_hash(source, target)}"
+
+
+def relationship(
+    source: str, target: str, sources: Sequence[str], weight: float, type_: str = "KNOWS", **extra
+) -> MergedRelationship:
+    return MergedRelationship(
+        id=rid(source, target),
+        source_id=eid(source),
+        target_id=eid(target),
+        type=type_,
+        descriptions=[f"{source} and {target}"],
+        weight=weight,
+        source_chunk_ids=list(sources),
+        **extra,
+    )
+
+
+def relationships(**extra_by_pair) -> list[MergedRelationship]:
+    rows = [
+        ("Alice", "Rabbit", ["chunk-1a", "chunk-1b"], 16, "KNOWS"),
+        ("Alice", "Cat", ["chunk-1b"], 4, "KNOWS"),
+        ("Alice", "Queen", ["chunk-2a"], 3, "KNOWS"),
+        ("Rabbit", "Cat", ["chunk-1b", "chunk-2a"], 12, "KNOWS"),
+        ("Queen", "Hatter", ["chunk-2a"], 5, "RELATED_TO"),
+        ("Alice", "Ghost", ["chunk-1a"], 5, "KNOWS"),
+        ("Cat", "Hatter", ["chunk-gone"], 5, "KNOWS"),
+    ]
+    return [
+        relationship(s, t, sources, weight, type_, **extra_by_pair.get(f"{s}-{t}", {}))
+        for s, t, sources, weight, type_ in rows
+    ]
+
+
+async def write_graph(store: Neo4jStore, kb: str, rels: Sequence[MergedRelationship] | None = None) -> None:
+    writer = DocumentWriter(store)
+    for document_id, chunk_ids in DOCUMENTS.items():
+        document = SourceDocument(id=document_id, kb=kb, title=document_id, text="x", content_hash=document_id)
+        chunks = [
+            Chunk(id=chunk_id, document_id=document_id, index=i, text=chunk_id, n_tokens=1, start_char=0, end_char=1)
+            for i, chunk_id in enumerate(chunk_ids)
+        ]
+        await writer.upsert_document(document, chunks)
+    entities = [
+        MergedEntity(id=eid(name), name=name, normalised_name=name.lower(), type="CHARACTER", source_chunk_ids=sources)
+        for name, sources in SOURCES.items()
+    ]
+    graph = GraphStore(store)
+    await graph.replace_entity_layer(kb, entities, relationships() if rels is None else rels)
+    communities = [
+        Community(
+            id="community-0-0",
+            level=0,
+            child_ids=["community-1-0"],
+            entity_ids=[eid(n) for n in ("Alice", "Rabbit", "Cat", "Lonely")],
+        ),
+        Community(id="community-1-0", level=1, parent_id="community-0-0", entity_ids=[eid("Rabbit"), eid("Cat")]),
+        Community(id="community-0-1", level=0, entity_ids=[eid(n) for n in ("Queen", "Hatter", "Ghost")]),
+    ]
+    report = CommunityReport(community_id="community-0-0", level=0, title="Alice and the Rabbit", summary="", rating=5)
+    finest = {eid(n): "community-0-0" for n in ("Alice", "Lonely")}
+    finest |= {eid(n): "community-1-0" for n in ("Rabbit", "Cat")}
+    finest |= {eid(n): "community-0-1" for n in ("Queen", "Hatter")}
+    await graph.replace_communities(kb, communities, {"community-0-0": report}, {}, finest)
+
+
+@pytest.fixture
+async def schema(store: Neo4jStore) -> None:
+    await store.ensure_schema(384)  # the (kb, id) constraints back the source lookups
+
+
+@pytest.fixture
+async def graph_kb(store: Neo4jStore, kb: str, schema: None) -> str:
+    await write_graph(store, kb)
+    return kb
+
+
+def by_name(view: GraphView) -> dict[str, dict]:
+    return {e.name: e.model_dump() for e in view.entities}
+
+
+def edges(view: GraphView) -> dict[tuple[str, str], dict]:
+    names = {e.id: e.name for e in view.entities}
+    return {(names[r.source_id], names[r.target_id]): r.model_dump() for r in view.relationships}
+
+
+# --- reads ---------------------------------------------------------------------------------------
+
+
+async def test_kb_view_keeps_only_entities_and_relationships_with_valid_sources(
+    store: Neo4jStore, graph_kb: str
+) -> None:
+    view = await GraphViewStore(store).read_view(graph_kb)
+
+    entities = by_name(view)
+    assert sorted(entities) == ["Alice", "Cat", "Hatter", "Lonely", "Queen", "Rabbit"]
+    assert {name: (e["degree"], e["mentions"]) for name, e in entities.items()} == {
+        "Alice": (3, 3),
+        "Rabbit": (2, 2),
+        "Cat": (2, 1),
+        "Queen": (2, 1),
+        "Hatter": (1, 1),
+        "Lonely": (0, 1),
+    }
+    assert entities["Alice"]["type"] == "CHARACTER"
+    assert sorted(edges(view)) == [
+        ("Alice", "Cat"),
+        ("Alice", "Queen"),
+        ("Alice", "Rabbit"),
+        ("Queen", "Hatter"),
+        ("Rabbit", "Cat"),
+    ]
+    assert (view.entities_total, view.relationships_total, view.truncated) == (6, 5, False)
+    assert [e.id for e in view.entities] == sorted(e.id for e in view.entities)
+
+
+async def test_pmi_falls_back_to_chunk_counts_when_not_stored(store: Neo4jStore, graph_kb: str) -> None:
+    rels = edges(await GraphViewStore(store).read_view(graph_kb))
+
+    # log2(n_ab * N / (n_a * n_b)) with N = 3 enabled chunks.
+    assert rels["Rabbit", "Cat"]["pmi"] == pytest.approx(math.log2(2 * 3 / (2 * 1)))
+    assert rels["Queen", "Hatter"]["pmi"] == pytest.approx(math.log2(3))
+    assert rels["Alice", "Rabbit"]["pmi"] == pytest.approx(0.0)
+    assert all(r["pmi_estimated"] for r in rels.values())
+    rabbit_cat = rels["Rabbit", "Cat"]
+    assert (rabbit_cat["weight"], rabbit_cat["source_chunks"], rabbit_cat["listed_source_chunks"]) == (12.0, 2, 2)
+    assert rels["Queen", "Hatter"]["type"] == "RELATED_TO"
+
+
+@pytest.mark.skipif(not PMI_FIELD, reason="MergedRelationship has no pmi field yet")
+async def test_a_stored_pmi_is_used_as_is(store: Neo4jStore, kb: str, schema: None) -> None:
+    await write_graph(store, kb, relationships(**{"Alice-Rabbit": {"pmi": 2.5}}))
+
+    rels = edges(await GraphViewStore(store).read_view(kb))
+
+    assert (rels["Alice", "Rabbit"]["pmi"], rels["Alice", "Rabbit"]["pmi_estimated"]) == (2.5, False)
+    # Relationships written without one (older graphs) still fall back, each on its own.
+    assert rels["Queen", "Hatter"]["pmi_estimated"] is True
+
+
+async def test_community_view_holds_its_members_and_the_relationships_between_them(
+    store: Neo4jStore, graph_kb: str
+) -> None:
+    views = GraphViewStore(store)
+
+    top = await views.read_view(graph_kb, community_id="community-0-0")
+    assert (top.community_id, top.community_level, top.community_title) == ("community-0-0", 0, "Alice and the Rabbit")
+    assert sorted(by_name(top)) == ["Alice", "Cat", "Lonely", "Rabbit"]
+    # Alice -> Queen leaves the community, so it is not shown and does not count in degrees.
+    assert sorted(edges(top)) == [("Alice", "Cat"), ("Alice", "Rabbit"), ("Rabbit", "Cat")]
+    assert {name: e["degree"] for name, e in by_name(top).items()} == {"Alice": 2, "Rabbit": 2, "Cat": 2, "Lonely": 0}
+
+    child = await views.read_view(graph_kb, community_id="community-1-0")
+    assert sorted(by_name(child)) == ["Cat", "Rabbit"] and child.community_title is None
+    assert sorted(edges(child)) == [("Rabbit", "Cat")]
+
+    other = await views.read_view(graph_kb, community_id="community-0-1")
+    assert sorted(by_name(other)) == ["Hatter", "Queen"]  # Ghost has no valid source
+    assert sorted(edges(other)) == [("Queen", "Hatter")]
+
+
+async def test_the_cap_keeps_the_highest_degree_entities_and_says_so(store: Neo4jStore, graph_kb: str) -> None:
+    view = await GraphViewStore(store).read_view(graph_kb, max_nodes=2)
+
+    # Alice (degree 3), then Rabbit: degree 2 like Cat and Queen, but more mentions.
+    assert sorted(by_name(view)) == ["Alice", "Rabbit"]
+    assert sorted(edges(view)) == [("Alice", "Rabbit")]
+    assert (view.truncated, view.max_nodes, view.entities_total, view.relationships_total) == (True, 2, 6, 5)
+    assert by_name(view)["Alice"]["degree"] == 3  # degree in the scope, not in the cut picture
+    assert "%% cut: only the 2 highest-degree of 6 entities are shown" in render_mermaid(view)
+
+    uncut = await GraphViewStore(store).read_view(graph_kb, max_nodes=6)
+    assert not uncut.truncated and len(uncut.entities) == 6
+
+
+async def test_disabled_chunks_stop_vouching_for_entities_and_relationships(store: Neo4jStore, graph_kb: str) -> None:
+    switches = GraphSearchStore(store)
+    assert await switches.set_chunks_enabled(graph_kb, ["chunk-2a"], False) == 1
+
+    view = await GraphViewStore(store).read_view(graph_kb)
+
+    assert sorted(by_name(view)) == ["Alice", "Cat", "Lonely", "Rabbit"]
+    assert by_name(view)["Alice"]["mentions"] == 2
+    rels = edges(view)
+    assert sorted(rels) == [("Alice", "Cat"), ("Alice", "Rabbit"), ("Rabbit", "Cat")]
+    assert (rels["Rabbit", "Cat"]["source_chunks"], rels["Rabbit", "Cat"]["listed_source_chunks"]) == (1, 2)
+    assert rels["Rabbit", "Cat"]["pmi"] == pytest.approx(0.0)  # log2(1 * 2 / (2 * 1)): N is now 2 chunks
+    community = await GraphViewStore(store).read_view(graph_kb, community_id="community-0-1")
+    assert community.entities == [] and community.entities_total == 0
+
+    await switches.set_chunks_enabled(graph_kb, ["chunk-2a"], True)
+    assert len((await GraphViewStore(store).read_view(graph_kb)).entities) == 6
+
+
+async def test_a_kb_without_entities_gives_an_empty_view(store: Neo4jStore, kb: str, schema: None) -> None:
+    await write_graph(store, kb, rels=[])
+    await GraphStore(store).replace_entity_layer(kb, [], [])
+
+    view = await GraphViewStore(store).read_view(kb)
+
+    assert (view.entities, view.relationships, view.entities_total) == ([], [], 0)
+
+
+async def test_unknown_or_malformed_ids_are_refused(store: Neo4jStore, graph_kb: str) -> None:
+    views = GraphViewStore(store)
+
+    with pytest.raises(KnowledgeBaseNotFoundError):
+        await views.read_view(f"{graph_kb}-absent")
+    with pytest.raises(CommunityNotFoundError):
+        await views.read_view(graph_kb, community_id="community-9-9")
+    for bad_kb in ("bad kb", "x' OR 1=1 //", ""):
+        with pytest.raises(InvalidIdentifierError):
+            await views.read_view(bad_kb)
+    for bad_community in ("entity-abc", "community-$x", "community-0-0}) DETACH DELETE"):
+        with pytest.raises(InvalidIdentifierError):
+            await views.read_view(graph_kb, community_id=bad_community)
+    with pytest.raises(ValueError):
+        await views.read_view(graph_kb, max_nodes=0)
+
+
+# --- CLI ---------------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_cli(*args: str, uri: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "NEO4J_URI": uri,
+        "DRIFTRAG_HOME": str(home),
+        "DRIFTRAG_CONNECT_RETRIES": "1",
+        "DRIFTRAG_CONNECT_RETRY_DELAY_S": "0",
+    }
+    return subprocess.run([str(CLI), *args], env=env, cwd=home, capture_output=True, text=True, timeout=120)
+
+
+async def test_cli_prints_mermaid_and_writes_html_and_graphml(graph_kb: str, neo4j_uri: str, tmp_path: Path) -> None:
+    kb = graph_kb
+    mermaid = run_cli("graph", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    assert mermaid.returncode == 0, mermaid.stderr
+    assert mermaid.stdout.startswith("graph TD\n")
+    for name in ("Alice", "Rabbit", "Cat", "Queen", "Hatter", "Lonely"):
+        assert f'["{name}"]' in mermaid.stdout
+    [alice_node] = re.findall(r'(n\d+)\["Alice"\]', mermaid.stdout)
+    assert mermaid.stdout.endswith(f"  class {alice_node} hub\n")  # the only entity of degree >= 3
+
+    cut = run_cli("graph", "--kb", kb, "--community", "community-0-0", "--max-nodes", "1", uri=neo4j_uri, home=tmp_path)
+    assert cut.returncode == 0, cut.stderr
+    assert '["Alice"]' in cut.stdout and '["Rabbit"]' not in cut.stdout
+    assert "%% cut:" in cut.stdout and "note:" in cut.stderr
+
+    page = tmp_path / "graph.html"
+    html = run_cli("graph", "--kb", kb, "--html", str(page), uri=neo4j_uri, home=tmp_path)
+    assert html.returncode == 0, html.stderr
+    text = page.read_text(encoding="utf-8")
+    assert "http://" not in text and "https://" not in text and "<script" not in text
+    assert all(f">{name}</text>" in text for name in ("Alice", "Rabbit", "Lonely"))
+
+    export = tmp_path / "graph.graphml"
+    graphml = run_cli("graph", "--kb", kb, "--graphml", str(export), uri=neo4j_uri, home=tmp_path)
+    assert graphml.returncode == 0, graphml.stderr
+    ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
+    root = ET.parse(export).getroot()
+    assert len(root.findall("g:graph/g:node", ns)) == 6 and len(root.findall("g:graph/g:edge", ns)) == 5
+
+    as_json = run_cli("graph", "--kb", kb, "--community", "community-1-0", "--json", uri=neo4j_uri, home=tmp_path)
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert sorted(e["name"] for e in report["view"]["entities"]) == ["Cat", "Rabbit"]
+    [weight] = report["measures"]["edges"].values()
+    assert 1 <= weight["weight"] <= 10
+
+
+async def test_cli_errors_have_meaningful_exit_codes(graph_kb: str, neo4j_uri: str, tmp_path: Path) -> None:
+    unknown_kb = run_cli("graph", "--kb", f"{graph_kb}-absent", uri=neo4j_uri, home=tmp_path)
+    assert unknown_kb.returncode == 1 and "does not exist" in unknown_kb.stderr
+    unknown_community = run_cli("graph", "--kb", graph_kb, "--community", "community-9-9", uri=neo4j_uri, home=tmp_path)
+    assert unknown_community.returncode == 1 and "community-9-9" in unknown_community.stderr
+    assert "Traceback" not in unknown_kb.stderr + unknown_community.stderr
+
+    for usage in (
+        ["--kb", "bad kb"],
+        ["--kb", graph_kb, "--community", "entity-x"],
+        ["--kb", graph_kb, "--html", "a.html", "--graphml", "b.graphml"],
+        ["--kb", graph_kb, "--html", str(tmp_path / "missing" / "a.html")],
+    ):
+        result = run_cli("graph", *usage, uri=neo4j_uri, home=tmp_path)
+        assert result.returncode == 2, (usage, result.stderr)
+
+    unreachable = run_cli("graph", "--kb", graph_kb, uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    assert unreachable.returncode == 3 and unreachable.stdout == ""

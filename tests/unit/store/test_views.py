@@ -1,0 +1,49 @@
+"""The pure parts of the graph-view store: the fallback PMI and the view summary."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from driftrag.store.views import GraphView, ViewRelationship, fallback_pmi
+
+
+def test_fallback_pmi_is_log2_of_observed_over_expected_co_occurrence() -> None:
+    # P(a,b) = 2/16, P(a) = 2/16, P(b) = 4/16 -> log2((2/16) / (2/16 * 4/16)) = log2(4)
+    assert fallback_pmi(2, 2, 4, 16) == 2.0
+    # Together less often than chance: negative.
+    assert fallback_pmi(1, 8, 8, 16) == -2.0
+    assert math.isclose(fallback_pmi(3, 3, 3, 3), 0.0)
+
+
+@pytest.mark.parametrize("counts", [(0, 1, 1, 5), (1, 0, 1, 5), (1, 1, 0, 5), (1, 1, 1, 0)])
+def test_fallback_pmi_without_counts_is_zero(counts: tuple[int, int, int, int]) -> None:
+    assert fallback_pmi(*counts) == 0.0
+
+
+def test_mean_strength_divides_by_every_listed_source() -> None:
+    relationship = ViewRelationship(
+        id="relationship-x",
+        source_id="entity-a",
+        target_id="entity-b",
+        weight=12,
+        pmi=0.0,
+        pmi_estimated=True,
+        source_chunks=1,  # one of the two sources disabled: the stored weight still sums both strengths
+        listed_source_chunks=2,
+    )
+    assert relationship.mean_strength == 6.0
+
+
+def test_describe_says_what_was_cut() -> None:
+    view = GraphView(kb="k", entities_total=40, relationships_total=90, max_nodes=10, truncated=True)
+
+    assert view.describe() == (
+        "kb k, the whole graph: 0 of 40 entities, 0 of 90 relationships; "
+        "cut to the 10 highest-degree entities (max_nodes)"
+    )
+    assert (
+        "community community-0-1"
+        in GraphView(kb="k", community_id="community-0-1", entities_total=0, relationships_total=0).describe()
+    )
