@@ -193,23 +193,25 @@ def _ingestion_deps(settings: Settings, store):
 @app.command("ingest")
 def ingest(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Text or markdown files (UTF-8).")],
+    paths: Annotated[list[Path], typer.Argument(help="Text or markdown files (UTF-8), or folders of them.")],
     kb: KbOption,
     as_json: JsonOption = False,
 ) -> None:
-    """Ingest files into a knowledge base: chunks, entities, relationships, communities, reports, vectors."""
+    """Ingest files or folders into a knowledge base: chunks, entities, relationships, communities, reports, vectors."""
     from rich.progress import Progress as Bar
 
+    from driftrag.ingestion.loading import collect_paths
     from driftrag.ingestion.run import IngestRequest
     from driftrag.store import Neo4jStore
     from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress, IngestStart
 
     async def action():
         settings = Settings()
+        files = collect_paths(paths)
         async with Neo4jStore.from_settings(settings) as store:
             deps = _ingestion_deps(settings, store)
             await store.connect()
-            handler = IngestionWorkflow(deps).run(start_event=IngestStart(request=IngestRequest(kb=kb, paths=paths)))
+            handler = IngestionWorkflow(deps).run(start_event=IngestStart(request=IngestRequest(kb=kb, paths=files)))
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 tasks: dict[str, int] = {}
                 async for event in handler.stream_events():
@@ -442,6 +444,318 @@ def graph_enable(ctx: typer.Context, kb: KbOption) -> None:
 def graph_disable(ctx: typer.Context, kb: KbOption) -> None:
     """Refuse graph search on a knowledge base (it answers 'backend unavailable', exit code 3)."""
     _switch_graph(ctx, kb, False)
+
+
+# --- graph views ------------------------------------------------------------------------------------
+
+_VIEW_DEFAULT_MAX_NODES = 100
+
+
+def _valid_community(community: str | None) -> str | None:
+    """Refuse a malformed community id before anything connects."""
+    from driftrag.store import validate_node_id
+
+    if community is None:
+        return None
+    try:
+        validate_node_id(community)
+    except DriftRAGError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if not community.startswith("community-"):
+        raise typer.BadParameter(f"not a community id: {community!r}")
+    return community
+
+
+@app.command("graph")
+def graph_view_command(
+    ctx: typer.Context,
+    kb: KbOption,
+    community: Annotated[
+        str | None,
+        typer.Option(
+            "--community", help="Show only this community's entities (community-…).", callback=_valid_community
+        ),
+    ] = None,
+    mermaid: Annotated[
+        bool, typer.Option("--mermaid", help="Print Mermaid `graph TD` to stdout (the default).")
+    ] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained HTML page (inline SVG) to this file.")
+    ] = None,
+    graphml: Annotated[Path | None, typer.Option("--graphml", help="Write GraphML to this file.")] = None,
+    max_nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-nodes",
+            min=0,
+            help=f"Keep the N highest-degree entities; 0 = all (default: {_VIEW_DEFAULT_MAX_NODES} for Mermaid "
+            "and HTML, all for GraphML and --json).",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the view (entities, relationships, weights) as JSON.")
+    ] = False,
+) -> None:
+    """Graph view of a kb or a community: Mermaid (stdout), HTML or GraphML; weight = 0.6 PMI + 0.4 strength, 1-10."""
+    from rich.markup import escape as escape_markup
+
+    from driftrag.store import Neo4jStore
+    from driftrag.store.views import GraphViewStore
+
+    chosen = [
+        name
+        for name, on in (("--mermaid", mermaid), ("--html", html), ("--graphml", graphml), ("--json", as_json))
+        if on
+    ]
+    if len(chosen) > 1:
+        err_console.print(f"[red]error:[/red] choose one output, not {' and '.join(chosen)}", highlight=False)
+        raise typer.Exit(2)
+    target = html or graphml
+    if target is not None and not target.parent.is_dir():
+        missing = escape_markup(repr(str(target.parent)))
+        err_console.print(f"[red]error:[/red] no directory {missing} to write the file in", highlight=False)
+        raise typer.Exit(2)
+    if max_nodes is None:
+        max_nodes = 0 if graphml or as_json else _VIEW_DEFAULT_MAX_NODES
+
+    async def action():
+        async with Neo4jStore.from_settings(Settings()) as store:
+            await store.connect()
+            return await GraphViewStore(store).read_view(kb, community_id=community, max_nodes=max_nodes or None)
+
+    view = _arun(ctx, action)
+    from driftrag import views
+
+    measures = views.measure(view)
+    if as_json:
+        report = views.GraphViewReport(view=view, measures=measures)
+        typer.echo(report.model_dump_json(indent=2))
+        return
+    if target is None:
+        # typer.echo, not rich: labels hold brackets that rich would read as markup.
+        typer.echo(views.render_mermaid(view, measures), nl=False)
+        if view.truncated:
+            err_console.print(f"note: {view.describe()}; --max-nodes 0 shows all", highlight=False)
+        return
+    text = views.render_html(view, measures) if html else views.render_graphml(view, measures)
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        reason = escape_markup(f"cannot write {str(target)!r}: {exc.strerror or exc}")
+        err_console.print(f"[red]error:[/red] {reason}", highlight=False)
+        raise typer.Exit(1) from None
+    typer.echo(f"wrote {target}: {view.describe()}")
+
+
+# --- evaluation --------------------------------------------------------------------------------------
+
+eval_app = typer.Typer(help="Research evaluation: run methods on a question set, judge answers, report.")
+app.add_typer(eval_app, name="eval")
+
+ResultsOption = Annotated[Path, typer.Option("--results", help="Results folder of `driftrag eval run`.")]
+BudgetOption = Annotated[
+    int | None,
+    typer.Option(
+        "--budget", min=1, help="Context tokens every method is cut to (default: DRIFTRAG_LOCAL_CONTEXT_TOKENS)."
+    ),
+]
+
+
+def _methods_option(text: str | None) -> str | None:
+    from driftrag.eval.methods import parse_methods
+
+    if text is None:
+        return None
+    try:
+        return ",".join(parse_methods(text))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _aa_option(text: str | None) -> str | None:
+    if text is not None and text.strip().lower() == "none":
+        return "none"
+    return _methods_option(text)
+
+
+def _row_bar(bar, label: str):
+    task = bar.add_task(label, total=None)
+
+    def advance(_row, done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return advance
+
+
+@eval_app.command("run")
+def eval_run(
+    ctx: typer.Context,
+    kb: KbOption,
+    questions: Annotated[Path, typer.Option("--questions", help="Question set (JSONL).")],
+    out: Annotated[Path, typer.Option("--out", help="Results folder; an existing run there is resumed.")],
+    methods: Annotated[
+        str, typer.Option("--methods", help="Comma-separated: drift, local, basic, entity.", callback=_methods_option)
+    ] = "drift,local,basic,entity",
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs of each question and method.")] = 1,
+    budget: BudgetOption = None,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors/--keep-errors", help="Run again the rows that recorded an error.")
+    ] = True,
+    as_json: JsonOption = False,
+) -> None:
+    """Run each method on each question (one JSONL row each, resumable) and write a summary."""
+    from rich.progress import Progress as Bar
+
+    from driftrag.eval.methods import parse_methods
+    from driftrag.eval.runner import ensure_kb_has_chunks, run_eval, summary_lines
+    from driftrag.providers import build_providers
+    from driftrag.search.deps import QueryDeps
+    from driftrag.store import Neo4jStore
+
+    async def action():
+        settings = Settings()
+        providers = build_providers(settings)
+        async with Neo4jStore.from_settings(settings) as store:
+            await store.connect()
+            await ensure_kb_has_chunks(store, kb)
+            deps = QueryDeps.from_providers(settings, store, providers)
+            with Bar(console=err_console, transient=True, disable=as_json) as bar:
+                return await run_eval(
+                    deps,
+                    kb,
+                    questions,
+                    parse_methods(methods),
+                    out,
+                    repeats=repeats,
+                    mode=providers.mode,
+                    mode_description=providers.describe(),
+                    budget_tokens=budget,
+                    retry_errors=retry_errors,
+                    progress=_row_bar(bar, "questions x methods"),
+                )
+
+    summary = _arun(ctx, action)
+    _emit(summary, as_json, "\n".join(summary_lines(summary, out)))
+
+
+@eval_app.command("report")
+def eval_report(
+    ctx: typer.Context, results: ResultsOption, budget: BudgetOption = None, as_json: JsonOption = False
+) -> None:
+    """Write report.md (tables), metrics.json and plots/ into the results folder (no model needed)."""
+    from driftrag.eval.report import build_report
+
+    outcome = _run(ctx, lambda: build_report(results, budget or Settings().local_context_tokens))
+    text = f"wrote {outcome.report}, {outcome.metrics} and {len(outcome.plots)} plots"
+    _emit(outcome, as_json, text + (f" ({outcome.plots_note})" if outcome.plots_note else ""))
+
+
+@eval_app.command("judge")
+def eval_judge(
+    ctx: typer.Context,
+    results: ResultsOption,
+    methods: Annotated[
+        str | None, typer.Option("--methods", help="Methods to compare (default: the run's).", callback=_methods_option)
+    ] = None,
+    trials: Annotated[int, typer.Option("--trials", min=2, help="Judgments per question and pair (even).")] = 2,
+    aa: Annotated[
+        str | None,
+        typer.Option(
+            "--aa",
+            help="Methods judged against themselves (A/A check of the judge); 'none' for none (default: the first).",
+            callback=_aa_option,
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """LLM-as-judge pairwise comparison of the answers, counterbalanced; needs a model (OPENAI_API_KEY)."""
+    from rich.progress import Progress as Bar
+
+    from driftrag.eval.judge_run import judge_results
+    from driftrag.eval.methods import parse_methods
+    from driftrag.providers import build_providers
+
+    if trials % 2:
+        err_console.print("[red]error:[/red] --trials must be even: half the trials show each answer first")
+        raise typer.Exit(2)
+    aa_methods = None if aa is None else [] if aa == "none" else parse_methods(aa)
+
+    async def action():
+        settings = Settings()
+        providers = build_providers(settings)
+        with Bar(console=err_console, transient=True, disable=as_json) as bar:
+            return await judge_results(
+                providers.model_client,
+                results,
+                max_tokens=settings.answer_max_tokens,
+                concurrency=settings.llm_concurrency,
+                methods=parse_methods(methods) if methods else None,
+                trials=trials,
+                aa_methods=aa_methods,
+                progress=_row_bar(bar, "judgments"),
+            )
+
+    summary = _arun(ctx, action)
+    _emit(
+        summary, as_json, f"{summary.judgments} judgments ({summary.failed} failed); `driftrag eval report` shows them"
+    )
+
+
+@eval_app.command("generate")
+def eval_generate(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", help="Question set to write (JSONL).")],
+    kb: Annotated[
+        str | None, typer.Option("--kb", help="Describe the corpus by this kb's top community reports.")
+    ] = None,
+    description: Annotated[str | None, typer.Option("--description", help="Describe the corpus yourself.")] = None,
+    personas: Annotated[int, typer.Option("--personas", min=1)] = 5,
+    tasks: Annotated[int, typer.Option("--tasks", min=1, help="Tasks per persona.")] = 5,
+    questions: Annotated[int, typer.Option("--questions", min=1, help="Questions per task.")] = 5,
+    question_type: Annotated[str, typer.Option("--type", help="local, multi-hop or global.")] = "global",
+    id_prefix: Annotated[str, typer.Option("--id-prefix")] = "gen-",
+    as_json: JsonOption = False,
+) -> None:
+    """Draft questions with a model (personas x tasks x questions); needs a model (OPENAI_API_KEY)."""
+    from driftrag.eval.generate import generate_questions, kb_description
+    from driftrag.eval.questions import QUESTION_TYPES, dump_questions
+    from driftrag.providers import build_providers
+    from driftrag.store import Neo4jStore
+
+    if (kb is None) == (description is None):
+        err_console.print("[red]error:[/red] give either --kb or --description")
+        raise typer.Exit(2)
+    if question_type not in QUESTION_TYPES:
+        err_console.print(f"[red]error:[/red] --type must be one of {', '.join(QUESTION_TYPES)}")
+        raise typer.Exit(2)
+    kb = _valid_kb(kb) if kb is not None else None
+
+    async def action():
+        settings = Settings()
+        providers = build_providers(settings)
+        text = description or ""
+        if kb is not None:
+            async with Neo4jStore.from_settings(settings) as store:
+                await store.connect()
+                text = await kb_description(store, kb, settings.local_context_tokens)
+        return await generate_questions(
+            providers.model_client,
+            text,
+            personas=personas,
+            tasks=tasks,
+            questions=questions,
+            question_type=question_type,  # type: ignore[arg-type]
+            id_prefix=id_prefix,
+            max_tokens=settings.answer_max_tokens,
+            concurrency=settings.llm_concurrency,
+        )
+
+    generated = _arun(ctx, action)
+    out.write_text(dump_questions(generated.items), encoding="utf-8")
+    origins = out.with_suffix(".origins.json")
+    origins.write_text(generated.model_dump_json(indent=2, exclude={"items"}) + "\n", encoding="utf-8")
+    text = f"wrote {len(generated.items)} draft questions to {out} (personas and tasks in {origins})"
+    _emit(generated, as_json, text + (f"; {len(generated.failures)} failed calls" if generated.failures else ""))
 
 
 def main() -> None:

@@ -55,6 +55,31 @@ def document_from_text(text: str, kb: str, title: str, *, path: str | None = Non
     )
 
 
+TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown"})
+
+
+def collect_paths(paths: list[Path]) -> list[Path]:
+    """Files as given; folders expanded to their `.txt`/`.md` files (recursively, sorted, hidden ones skipped)."""
+    collected: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise InputError(f"{path}: no such file or folder")
+        if not path.is_dir():
+            collected.append(path)
+            continue
+        found = sorted(
+            file
+            for file in path.rglob("*")
+            if file.is_file()
+            and file.suffix.lower() in TEXT_SUFFIXES
+            and not any(part.startswith(".") for part in file.relative_to(path).parts)
+        )
+        if not found:
+            raise InputError(f"{path}: folder holds no {'/'.join(sorted(TEXT_SUFFIXES))} file")
+        collected.extend(found)
+    return list(dict.fromkeys(collected))
+
+
 def load_document(path: str | Path, kb: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceDocument:
     """Read a UTF-8 text file (any extension) as a document. Blocking: call via `asyncio.to_thread`."""
     file = Path(path)

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from driftrag.errors import DriftRAGError
@@ -87,3 +89,30 @@ def test_document_from_text_any_extension_text(tmp_path):
     path.write_text("name,role\nAlice,girl\n", encoding="utf-8")
     assert load_document(path, "kb").text.startswith("name,role")
     assert document_from_text("Hi\r\n", "kb", "t").text == "Hi\n"
+
+
+def test_folders_expand_to_their_text_files_sorted_and_files_stay(tmp_path: Path) -> None:
+    from driftrag.ingestion.loading import collect_paths
+
+    folder = tmp_path / "corpus"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "b.md").write_text("b")
+    (folder / "a.txt").write_text("a")
+    (folder / "sub" / "c.md").write_text("c")
+    (folder / "image.png").write_bytes(b"\x89PNG")
+    (folder / ".hidden").mkdir()
+    (folder / ".hidden" / "d.md").write_text("d")
+    single = tmp_path / "notes.rst"
+    single.write_text("x")
+    assert collect_paths([folder, single, folder / "a.txt"]) == [
+        folder / "a.txt",
+        folder / "b.md",
+        folder / "sub" / "c.md",
+        single,
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="holds no"):
+        collect_paths([empty])
+    with pytest.raises(InputError, match="no such file"):
+        collect_paths([tmp_path / "missing"])
