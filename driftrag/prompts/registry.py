@@ -25,6 +25,14 @@ TASK_PLACEHOLDERS: Mapping[str, frozenset[str]] = MappingProxyType(
         "repair_json": frozenset({"error", "schema"}),
         "summarize_descriptions": frozenset({"name", "descriptions", "max_words"}),
         "community_report": frozenset({"schema", "context", "max_words"}),
+        "query_entities": frozenset({"schema", "question"}),
+        "local_answer": frozenset({"schema", "question", "context", "max_follow_ups"}),
+        "drift_hyde": frozenset({"question", "template"}),
+        "drift_primer": frozenset({"schema", "question", "reports", "max_follow_ups"}),
+        "drift_reduce": frozenset({"schema", "question", "answers"}),
+        "judge_pairwise": frozenset({"schema", "question", "answer_1", "answer_2"}),
+        "generate_personas": frozenset({"schema", "summary", "n_personas", "n_tasks"}),
+        "generate_questions": frozenset({"schema", "summary", "persona", "task", "n_questions"}),
     }
 )
 TEMPLATE_SUFFIX = ".txt"

@@ -29,6 +29,7 @@ class Source(_Model):
     text: str
     score: float | None = Field(default=None, description="Retrieval score (similarity, rank weight) if any.")
     origin: str = Field(default="", description="How it was found: vector, entity:<name>, neighbour, community…")
+    rating: float | None = Field(default=None, description="Community reports: the report's rating, 0-10.")
 
 
 class SearchContext(_Model):

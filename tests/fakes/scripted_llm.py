@@ -10,11 +10,23 @@ by reading the prompt, never by a model:
 - description summaries: the listed descriptions joined with "; ";
 - community reports: valid report JSON citing every id of the context (plus `extra_citations`).
 
-It counts calls per task in `calls` and keeps every request in `requests`. `misbehave` maps a
-substring of a chunk's text to a failure mode for that chunk: "truncated" (JSON cut short),
-"prose" (prose and a code fence around the JSON), "wrong_types" (strings for numbers, out-of-range
-strength, missing names and descriptions), "invalid" (never JSON), "invalid_once" (invalid first,
-valid on the re-ask).
+It also answers the five query tasks (`driftrag.search.llm_tasks`), again only from the prompt:
+
+- query entities: capitalised multi-word spans of the question, then single capitalised words that
+  do not start a sentence;
+- answer and DRIFT primer: the first sentence of each of the (at most 3) context items sharing the
+  most words with the question, citing their ids (plus `extra_citations`); score = 100 x shared words
+  / question words; follow-ups "What is the role of <name>?" for capitalised spans of the context
+  absent from the question, as many as the prompt's "at most N follow-up queries" allows;
+- HyDE: the template report with the question prepended;
+- reduce: the intermediate answers joined, citing the ids of their "Sources" lines (plus `extra_citations`).
+
+It counts calls per task in `calls` ("names", "answer", "hyde", "primer", "reduce" for the query
+tasks) and keeps every request in `requests`. `misbehave` maps a substring of a chunk's text to a
+failure mode for that chunk: "truncated" (JSON cut short), "prose" (prose and a code fence around
+the JSON), "wrong_types" (strings for numbers, out-of-range strength, missing names and
+descriptions), "invalid" (never JSON), "invalid_once" (invalid first, valid on the re-ask).
+`query_misbehave` maps a query task name to "invalid", "invalid_once" or "prose" likewise.
 """
 
 from __future__ import annotations
@@ -38,6 +50,21 @@ REPAIR_MARK = "Your previous answer could not be used"
 SUMMARY_MARK = "You write one comprehensive description"
 REPORT_MARK = "You write a report on one community"
 MODES = frozenset({"truncated", "prose", "wrong_types", "invalid", "invalid_once"})
+# First lines of the query templates.
+QUERY_MARKS = {
+    "names": "You list the entities a question names",
+    "answer": "You answer a question from a context of sources",
+    "hyde": "You write a hypothetical community report",
+    "primer": "You give a first answer to a question from the top community reports",
+    "reduce": "You combine intermediate answers into one final answer",
+}
+QUERY_MODES = frozenset({"invalid", "invalid_once", "prose"})
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]+)\b")
+_ITEM_HEAD = re.compile(r"^\[([A-Za-z0-9_-]+)\]")
+_FOLLOW_UP_CAP = re.compile(r"at most (\d+) follow-up quer")
+_NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]")
 
 
 @dataclass(frozen=True)
@@ -83,10 +110,14 @@ class ScriptedChatModel:
         glean_new_rounds: int = 0,
         extra_citations: Sequence[str] = (),
         invalid_reports: bool = False,
+        query_misbehave: Mapping[str, str] | None = None,
     ) -> None:
         unknown = set((misbehave or {}).values()) - MODES
+        unknown |= set((query_misbehave or {}).values()) - QUERY_MODES
+        unknown |= {f"task {task}" for task in query_misbehave or {} if task not in QUERY_MARKS}
         if unknown:
             raise ValueError(f"unknown misbehaviour modes {sorted(unknown)}")
+        self.query_misbehave = dict(query_misbehave or {})
         self.misbehave = dict(misbehave or {})
         self.glean_new_rounds = glean_new_rounds
         self.extra_citations = list(extra_citations)
@@ -113,8 +144,12 @@ class ScriptedChatModel:
     @staticmethod
     def _task(messages: list[dict[str, str]]) -> str:
         last, first = messages[-1]["content"], messages[0]["content"]
-        if REPAIR_MARK in last:
+        # A question may quote any phrase: query prompts are told apart by their first line only.
+        query_task = next((task for task, mark in QUERY_MARKS.items() if first.startswith(mark)), None)
+        if len(messages) > 1 and REPAIR_MARK in last:
             return "repair"
+        if query_task is not None:
+            return query_task
         if GLEAN_MARK in last:
             return "glean"
         if CHUNK_OPEN in last and EXTRACT_MARK in first:
@@ -157,6 +192,11 @@ class ScriptedChatModel:
         return json.dumps(graph)
 
     def _answer_repair(self, messages: list[dict[str, str]]) -> str:
+        query_task = self._task(messages[:1])
+        if query_task in QUERY_MARKS:
+            if self.query_misbehave.get(query_task) == "invalid":
+                return "Still no JSON, sorry."
+            return getattr(self, f"_query_{query_task}")(messages[0]["content"])
         if REPORT_MARK in messages[0]["content"]:
             return self._answer_report(messages)
         text = self._chunk_text(messages)
@@ -197,3 +237,127 @@ class ScriptedChatModel:
             "citations": ids + self.extra_citations,
         }
         return json.dumps(report)
+
+    # --- query tasks -------------------------------------------------------------------------------
+
+    def _misbehaving(self, messages: list[dict[str, str]], task: str) -> str:
+        mode = self.query_misbehave.get(task)
+        if mode in ("invalid", "invalid_once"):
+            return "I would rather answer in prose."
+        text = getattr(self, f"_query_{task}")(messages[0]["content"])
+        if mode == "prose":
+            return f"Here is my answer:\n```json\n{text}\n```\nHope it helps."
+        return text
+
+    def _answer_names(self, messages: list[dict[str, str]]) -> str:
+        return self._misbehaving(messages, "names")
+
+    def _answer_answer(self, messages: list[dict[str, str]]) -> str:
+        return self._misbehaving(messages, "answer")
+
+    def _answer_primer(self, messages: list[dict[str, str]]) -> str:
+        return self._misbehaving(messages, "primer")
+
+    def _answer_reduce(self, messages: list[dict[str, str]]) -> str:
+        return self._misbehaving(messages, "reduce")
+
+    def _answer_hyde(self, messages: list[dict[str, str]]) -> str:
+        prompt = messages[0]["content"]
+        return f"{_between(prompt, 'QUESTION')}\n\n{_between(prompt, 'TEMPLATE')}"
+
+    @staticmethod
+    def _query_names(prompt: str) -> str:
+        return json.dumps({"names": question_entity_names(_between(prompt, "QUESTION"))})
+
+    def _query_answer_like(self, prompt: str) -> str:
+        question, context = _between(prompt, "QUESTION"), _between(prompt, "CONTEXT")
+        cap = _FOLLOW_UP_CAP.search(prompt)
+        payload = scripted_answer(question, context, int(cap.group(1)) if cap else 0)
+        payload["citations"] += self.extra_citations
+        return json.dumps(payload)
+
+    def _query_answer(self, prompt: str) -> str:
+        return self._query_answer_like(prompt)
+
+    def _query_primer(self, prompt: str) -> str:
+        return self._query_answer_like(prompt)
+
+    def _query_reduce(self, prompt: str) -> str:
+        answers = _between(prompt, "ANSWERS")
+        texts, ids = [], []
+        for block in answers.split("\n\n"):
+            lines = block.strip().splitlines()
+            if not lines or not _ITEM_HEAD.match(lines[0]):
+                continue
+            body = [line for line in lines[1:] if not line.startswith("Sources:")]
+            texts.append(" ".join(body).strip())
+            for line in lines[1:]:
+                if line.startswith("Sources:"):
+                    ids += _NODE_ID.findall(line)
+        answer = "\n\n".join(t for t in texts if t) or "No intermediate answer."
+        return json.dumps({"answer": answer, "citations": list(dict.fromkeys(ids)) + self.extra_citations})
+
+
+def _between(prompt: str, name: str) -> str:
+    opening, closing = f"<<<{name}>>>", f"<<<END_{name}>>>"
+    if opening not in prompt:
+        return ""
+    return prompt.split(opening, 1)[1].split(closing, 1)[0].strip()
+
+
+def question_entity_names(question: str) -> list[str]:
+    """Capitalised multi-word spans, then single capitalised words that do not start a sentence."""
+    spans = list(dict.fromkeys(_SPAN.findall(question)))
+    starts = {m.start(1) for m in _SENTENCE_START.finditer(question)}
+    covered = [(m.start(), m.end()) for m in _SPAN.finditer(question)]
+    singles = [
+        m.group()
+        for m in _CAPITALISED.finditer(question)
+        if m.start() not in starts and not any(a <= m.start() < b for a, b in covered)
+    ]
+    return list(dict.fromkeys(spans + singles))
+
+
+def context_items(context: str) -> list[tuple[str, str, str]]:
+    """(id, title, body) of each item of a rendered context: a `[id] title` line and the lines under it."""
+    items: list[tuple[str, str, list[str]]] = []
+    for line in context.splitlines():
+        head = _ITEM_HEAD.match(line)
+        if head:
+            items.append((head.group(1), line[head.end() :].strip(), []))
+        elif line.startswith("## "):
+            items.append(("", "", []))
+        elif items:
+            items[-1][2].append(line)
+    return [(item_id, title, "\n".join(lines).strip()) for item_id, title, lines in items if item_id]
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text) if len(w) > 2}
+
+
+def scripted_answer(question: str, context: str, max_follow_ups: int) -> dict:
+    """Answer payload from the items sharing the most words with the question (see module docstring)."""
+    wanted = _words(question)
+    scored = [
+        (len(wanted & _words(f"{title} {body}")), i, item_id, body)
+        for i, (item_id, title, body) in enumerate(context_items(context))
+    ]
+    best = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))[:3]
+    if best:
+        sentences = []
+        for _, _, item_id, body in best:
+            flat = " ".join(line.strip() for line in body.splitlines() if line.strip() and not line.startswith("#"))
+            sentences.append(f"{_SENTENCE.split(flat, 1)[0].strip()} [{item_id}]")
+        answer = " ".join(sentences)
+    else:
+        answer = "The context does not answer the question."
+    score = round(100 * best[0][0] / len(wanted)) if best and wanted else 0
+    asked = set(_SPAN.findall(question))
+    names = [n for n in dict.fromkeys(_SPAN.findall(context)) if n not in asked and n not in question]
+    return {
+        "answer": answer,
+        "score": min(score, 100),
+        "follow_up_queries": [f"What is the role of {name}?" for name in names][: max(max_follow_ups, 0)],
+        "citations": [item_id for _, _, item_id, _ in best],
+    }

@@ -1,0 +1,259 @@
+"""Context building within a token budget: the generic assembler and the local-search context.
+
+A context is made of sections, each with a share of the budget and ranked items (a section may have
+several parts, each rendered under its own heading: local search's graph section has entities, then
+relationships). Assembly:
+
+1. Headings are paid for first. Each section then takes its items in rank order while they fit its
+   share; an item that does not fit is skipped, so a smaller one after it can still be taken. An
+   item may carry a short form (a community's title and summary) used when its full text does not fit.
+2. Unused budget flows: whatever the sections left of their shares is offered to the sections again,
+   in `overflow_order`, each going down its ranked list again: items shown by their short form get
+   their full text back if the room allows, skipped items are taken if they now fit. For local search
+   the order is text, then entities/relationships, then communities, so a context with few source
+   chunks spends the rest on more relationships (neighbours) and reports.
+3. The rendered text is counted once more (tokens can merge across item boundaries) and the items
+   taken last are dropped until it fits, so `n_tokens <= budget_tokens` always holds.
+
+Every item is rendered headed by its id in square brackets (`[chunk-…] title`), which is what answers
+cite. Tokens are cl100k tokens, counted locally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from driftrag.providers.usage import cl100k_tokenizer
+from driftrag.search.models import SearchContext, Source
+from driftrag.store.search import ChunkRow, CommunityRow, RelationshipRow, community_source
+
+_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    source: Source
+    short_text: str | None = None
+
+
+@dataclass(frozen=True)
+class ContextPart:
+    heading: str
+    items: Sequence[ContextItem]
+
+
+@dataclass(frozen=True)
+class ContextSection:
+    name: str
+    share: float
+    parts: Sequence[ContextPart]
+
+
+@dataclass
+class _Taken:
+    order: int
+    source: Source
+    block: str
+    tokens: int
+
+
+@dataclass
+class _Fill:
+    section: ContextSection
+    candidates: list[tuple[int, int, ContextItem]]
+    taken: dict[tuple[int, int], _Taken] = field(default_factory=dict)
+    next_index: int = 0
+
+
+def render_item(source: Source) -> str:
+    """`[id] title` then the text; the title is left out when the text already starts with it."""
+    head = f"[{source.id}]"
+    if source.title and not source.text.startswith(source.title):
+        head += f" {source.title}"
+    return f"{head}\n{source.text}".strip()
+
+
+def assemble_context(
+    sections: Sequence[ContextSection], budget_tokens: int, *, overflow_order: Sequence[str] = ()
+) -> SearchContext:
+    """Fill the sections within `budget_tokens` (see the module docstring for the rules)."""
+    tokenize = cl100k_tokenizer()
+    counted: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        if text not in counted:
+            counted[text] = len(tokenize(text))
+        return counted[text]
+
+    fills = [
+        _Fill(section, [(p, i, item) for p, part in enumerate(section.parts) for i, item in enumerate(part.items)])
+        for section in sections
+    ]
+    headings = [f"## {part.heading}" for s in sections for part in s.parts if part.items]
+    available = max(budget_tokens - sum(count(h) + 1 for h in headings), 0)
+    order = 0
+
+    def fill(state: _Fill, room: int) -> int:
+        """Take untaken items in rank order while they fit `room`; return what is left of it."""
+        nonlocal order
+        for part_index, item_index, item in state.candidates:
+            key = (part_index, item_index)
+            held = state.taken.get(key)
+            if held is not None and held.source.text == item.source.text:
+                continue
+            # An item shown by its short form gets its full text back when the room allows.
+            texts = [item.source.text] + ([item.short_text] if item.short_text and held is None else [])
+            for text in texts:
+                source = item.source.model_copy(update={"text": text})
+                block = render_item(source)
+                tokens = count(block) + 1  # + the blank line between items
+                cost = tokens - (held.tokens if held is not None else 0)
+                if cost <= room:
+                    state.taken[key] = _Taken(held.order if held is not None else order, source, block, tokens)
+                    order += held is None
+                    room -= cost
+                    break
+        return room
+
+    leftover = 0
+    for state in fills:
+        share = max(0, int(available * state.section.share))
+        leftover += fill(state, share)
+    by_name = {state.section.name: state for state in fills}
+    for name in overflow_order:
+        if name in by_name:
+            leftover = fill(by_name[name], leftover)
+
+    while True:
+        text, sources = _render(fills)
+        n_tokens = count(text)
+        if n_tokens <= budget_tokens:
+            break
+        last = max((t for s in fills for t in s.taken.values()), key=lambda t: t.order)
+        for state in fills:
+            state.taken = {k: t for k, t in state.taken.items() if t is not last}
+    tokens_by_kind: dict[str, int] = {}
+    for state in fills:
+        for taken in state.taken.values():
+            tokens_by_kind[taken.source.kind] = tokens_by_kind.get(taken.source.kind, 0) + taken.tokens
+    return SearchContext(
+        text=text, n_tokens=n_tokens, budget_tokens=budget_tokens, sources=sources, tokens_by_kind=tokens_by_kind
+    )
+
+
+def _render(fills: Sequence[_Fill]) -> tuple[str, list[Source]]:
+    blocks: list[str] = []
+    sources: list[Source] = []
+    for state in fills:
+        for part_index, part in enumerate(state.section.parts):
+            taken = [state.taken[(part_index, i)] for i in range(len(part.items)) if (part_index, i) in state.taken]
+            if not taken:
+                continue
+            blocks.append(f"## {part.heading}")
+            blocks += [t.block for t in taken]
+            sources += [t.source for t in taken]
+    return _SEPARATOR.join(blocks), sources
+
+
+# --- sources of the local context -------------------------------------------------------------------------
+
+
+def chunk_source(row: ChunkRow, *, origin: str, score: float | None = None) -> Source:
+    return Source(id=row.id, kind="chunk", title=row.title, text=row.text, score=score, origin=origin)
+
+
+def relationship_source(row: RelationshipRow, *, origin: str) -> Source:
+    title = f"{row.source} -> {row.target}"
+    kind = f" ({row.type}, weight {row.weight:g})" if row.type else f" (weight {row.weight:g})"
+    return Source(
+        id=row.id,
+        kind="relationship",
+        title=title,
+        text=f"{title}{kind}: {row.description}".strip(),
+        score=row.weight,
+        origin=origin,
+    )
+
+
+def community_short_text(row: CommunityRow) -> str:
+    rating = f"\nRating: {row.rating:g}" if row.rating is not None else ""
+    return f"# {row.title}\n\n{row.summary}{rating}".strip()
+
+
+def local_context(
+    entities: Sequence[Source],
+    relationships: Sequence[RelationshipRow],
+    neighbour_relationships: Sequence[RelationshipRow],
+    chunks: Sequence[ChunkRow],
+    communities: Sequence[CommunityRow],
+    *,
+    budget_tokens: int,
+    text_proportion: float,
+    community_proportion: float,
+) -> SearchContext:
+    """The context of a local search from its top entities (ranked) and what the graph holds on them.
+
+    Shares: source chunks `text_proportion`, community reports `community_proportion`, entities and
+    relationships the rest (if the two proportions add up to more than 1 they are scaled to sum to 1).
+    Ranking: chunks by how many of the entities they mention, then by the best entity's rank;
+    communities by rating, then by how many of the entities they contain; relationships among the
+    entities by weight, then relationships to outside neighbours by weight. Overflow order: text,
+    entities/relationships, communities.
+    """
+    text_share, community_share = max(text_proportion, 0.0), max(community_proportion, 0.0)
+    if text_share + community_share > 1:
+        total = text_share + community_share
+        text_share, community_share = text_share / total, community_share / total
+    graph_share = max(1.0 - text_share - community_share, 0.0)
+    rank = {entity.id: i for i, entity in enumerate(entities)}
+    ranked_chunks = sorted(
+        chunks, key=lambda c: (-len(c.entity_ids), min((rank.get(e, len(rank)) for e in c.entity_ids), default=0), c.id)
+    )
+    ranked_communities = sorted(communities, key=lambda c: (-(c.rating or 0.0), -c.n_entities, c.id))
+    among = sorted(relationships, key=lambda r: (-r.weight, r.id))
+    outside = sorted(neighbour_relationships, key=lambda r: (-r.weight, r.id))
+    sections = [
+        ContextSection(
+            "graph",
+            graph_share,
+            [
+                ContextPart("Entities", [ContextItem(e) for e in entities]),
+                ContextPart(
+                    "Relationships",
+                    [ContextItem(relationship_source(r, origin="among")) for r in among]
+                    + [ContextItem(relationship_source(r, origin="neighbour")) for r in outside],
+                ),
+            ],
+        ),
+        ContextSection(
+            "text",
+            text_share,
+            [
+                ContextPart(
+                    "Sources",
+                    [
+                        ContextItem(chunk_source(c, origin=f"mentions:{len(c.entity_ids)}", score=len(c.entity_ids)))
+                        for c in ranked_chunks
+                    ],
+                )
+            ],
+        ),
+        ContextSection(
+            "communities",
+            community_share,
+            [
+                ContextPart(
+                    "Community reports",
+                    [
+                        ContextItem(
+                            community_source(c, score=float(c.n_entities), origin="membership"),
+                            short_text=community_short_text(c),
+                        )
+                        for c in ranked_communities
+                    ],
+                )
+            ],
+        ),
+    ]
+    return assemble_context(sections, budget_tokens, overflow_order=("text", "graph", "communities"))

@@ -1,0 +1,243 @@
+"""LLM implementations of the query tasks (`driftrag.search.tasks`), on top of any `ChatModel`.
+
+Each JSON task shows its pydantic schema in the prompt, parses the answer with `json_repair`
+(`extract_json_object`), coerces what is easy to coerce, and validates with the same model. An answer
+that cannot be used is re-asked once with the parse error appended (a changed request, so a response
+cache cannot replay it); a second unusable answer raises `ModelError`. Citations are kept only when
+the cited id was shown to the model (in the `citations` list or inline as `[id]` in the answer).
+
+Question, context and template travel between `<<<NAME>>>` / `<<<END_NAME>>>` lines; those markers
+are removed from the values first, so a hostile question cannot close its section early.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from driftrag.errors import ModelError
+from driftrag.ingestion.extraction import InvalidModelOutput, extract_json_object, json_schema
+from driftrag.ingestion.tasks import ChatModel
+from driftrag.prompts.registry import PromptRegistry
+from driftrag.search.drift.models import IntermediateAnswer
+from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
+from driftrag.search.tasks import QueryTasks
+from driftrag.settings import Settings
+
+MAX_ATTEMPTS = 2
+_MARKER = re.compile(r"<<<(?:END_)?[A-Z_]+>>>")
+_NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+T = TypeVar("T")
+
+
+class EntityNames(BaseModel):
+    """The JSON protocol of the query-entity namer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    names: list[str] = Field(default_factory=list, description="Entity names as written in the source text.")
+
+
+def delimit(name: str, text: str) -> str:
+    """`text` between `<<<NAME>>>` and `<<<END_NAME>>>` lines, with any such marker removed from it."""
+    return f"<<<{name}>>>\n{_MARKER.sub('', text).strip()}\n<<<END_{name}>>>"
+
+
+def _turn(role: str, content: str) -> dict[str, str]:
+    return {"role": role, "content": content}
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _strings(values: Iterable[Any]) -> list[str]:
+    out = []
+    for value in values:
+        if isinstance(value, dict):
+            value = value.get("name") or value.get("query") or value.get("id")
+        if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value).strip():
+            out.append(str(value).strip())
+    return list(dict.fromkeys(out))
+
+
+def _score(value: Any) -> int:
+    if value is None:
+        return AnswerPayload.model_fields["score"].default
+    match = _NUMBER.search(str(value))
+    if isinstance(value, bool) or match is None:
+        raise InvalidModelOutput(f"score {value!r} is not a number")
+    return min(100, max(0, round(float(match.group()))))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(_text(v) for v in value)
+    return "" if value is None else str(value).strip()
+
+
+def cited_ids(answer: str, citations: Iterable[str], citable: set[str]) -> list[str]:
+    """Ids cited in the list or inline in the answer, in that order, kept only when citable."""
+    mentioned = [*citations, *_NODE_ID.findall(answer)]
+    return [i for i in dict.fromkeys(mentioned) if i in citable]
+
+
+def parse_answer(raw: str, citable: set[str], max_follow_ups: int) -> AnswerPayload:
+    obj = extract_json_object(raw)
+    answer = _text(obj.get("answer"))
+    if not answer:
+        raise InvalidModelOutput('the JSON object has no "answer" text')
+    try:
+        return AnswerPayload(
+            answer=answer,
+            score=_score(obj.get("score")),
+            follow_up_queries=_strings(_as_list(obj.get("follow_up_queries")))[: max(max_follow_ups, 0)],
+            citations=cited_ids(answer, _strings(_as_list(obj.get("citations"))), citable),
+        )
+    except ValidationError as exc:
+        raise InvalidModelOutput(f"the answer does not match the schema: {exc.errors()[:3]}") from exc
+
+
+def parse_reduced(raw: str, citable: set[str]) -> ReducedAnswer:
+    obj = extract_json_object(raw)
+    answer = _text(obj.get("answer"))
+    if not answer:
+        raise InvalidModelOutput('the JSON object has no "answer" text')
+    return ReducedAnswer(answer=answer, citations=cited_ids(answer, _strings(_as_list(obj.get("citations"))), citable))
+
+
+def parse_names(raw: str) -> list[str]:
+    obj = extract_json_object(raw)
+    value = obj.get("names", obj.get("entities"))
+    if value is None:
+        raise InvalidModelOutput('the JSON object has no "names"')
+    try:
+        return EntityNames(names=_strings(_as_list(value))).names
+    except ValidationError as exc:
+        raise InvalidModelOutput(f"the names do not match the schema: {exc.errors()[:3]}") from exc
+
+
+def render_answers(answers: Sequence[IntermediateAnswer]) -> str:
+    """Intermediate answers for the reduce, each headed by its id, with the sources it cites."""
+    blocks = []
+    for item in answers:
+        sources = ", ".join(f"[{source_id}]" for source_id in item.source_ids) or "none"
+        blocks.append(
+            f"[{item.id}] (score {item.score}) Query: {item.query}\n{item.answer.strip()}\nSources: {sources}"
+        )
+    return "\n\n".join(blocks)
+
+
+class _JsonAsker:
+    """One prompt, a JSON answer parsed by `parse`, one re-ask with the error if it is unusable."""
+
+    def __init__(self, chat: ChatModel, prompts: PromptRegistry, max_tokens: int) -> None:
+        self.chat = chat
+        self.prompts = prompts
+        self.max_tokens = max_tokens
+
+    async def ask(self, task: str, prompt: str, schema: str, parse: Callable[[str], T]) -> T:
+        messages = [_turn("user", prompt)]
+        raw, error = "", ""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            raw = (await self.chat.chat(messages, json_mode=True, max_tokens=self.max_tokens)).text
+            try:
+                return parse(raw)
+            except InvalidModelOutput as exc:
+                error = str(exc)
+                if attempt < MAX_ATTEMPTS:
+                    repair = self.prompts.render("repair_json", error=error, schema=schema)
+                    messages = [*messages, _turn("assistant", raw), _turn("user", repair)]
+        raise ModelError(f"{task}: no usable answer after {MAX_ATTEMPTS} attempts: {error}; last output: {raw[:300]!r}")
+
+
+class LLMQueryEntityNamer:
+    def __init__(self, asker: _JsonAsker) -> None:
+        self._asker = asker
+
+    async def entity_names(self, question: str) -> list[str]:
+        schema = json_schema(EntityNames)
+        prompt = self._asker.prompts.render("query_entities", schema=schema, question=delimit("QUESTION", question))
+        return await self._asker.ask("query entities", prompt, schema, parse_names)
+
+
+class LLMContextAnswerer:
+    def __init__(self, asker: _JsonAsker) -> None:
+        self._asker = asker
+
+    async def answer(self, question: str, context: SearchContext, *, max_follow_ups: int = 0) -> AnswerPayload:
+        schema = json_schema(AnswerPayload)
+        prompt = self._asker.prompts.render(
+            "local_answer",
+            schema=schema,
+            question=delimit("QUESTION", question),
+            context=delimit("CONTEXT", context.text),
+            max_follow_ups=str(max(max_follow_ups, 0)),
+        )
+        citable = context.ids()
+        return await self._asker.ask("answer", prompt, schema, lambda raw: parse_answer(raw, citable, max_follow_ups))
+
+
+class LLMHydeWriter:
+    def __init__(self, asker: _JsonAsker) -> None:
+        self._asker = asker
+
+    async def hypothetical_report(self, question: str, template: str) -> str:
+        prompt = self._asker.prompts.render(
+            "drift_hyde", question=delimit("QUESTION", question), template=delimit("TEMPLATE", template)
+        )
+        result = await self._asker.chat.chat([_turn("user", prompt)], max_tokens=self._asker.max_tokens)
+        # An empty report would search with nothing: the question itself is the better probe.
+        return result.text.strip() or question
+
+
+class LLMDriftPrimer:
+    def __init__(self, asker: _JsonAsker) -> None:
+        self._asker = asker
+
+    async def prime(self, question: str, reports: SearchContext, *, max_follow_ups: int) -> AnswerPayload:
+        schema = json_schema(AnswerPayload)
+        prompt = self._asker.prompts.render(
+            "drift_primer",
+            schema=schema,
+            question=delimit("QUESTION", question),
+            reports=delimit("CONTEXT", reports.text),
+            max_follow_ups=str(max(max_follow_ups, 0)),
+        )
+        citable = reports.ids()
+        return await self._asker.ask("primer", prompt, schema, lambda raw: parse_answer(raw, citable, max_follow_ups))
+
+
+class LLMDriftReducer:
+    def __init__(self, asker: _JsonAsker) -> None:
+        self._asker = asker
+
+    async def reduce(self, question: str, answers: Sequence[IntermediateAnswer]) -> ReducedAnswer:
+        schema = json_schema(ReducedAnswer)
+        prompt = self._asker.prompts.render(
+            "drift_reduce",
+            schema=schema,
+            question=delimit("QUESTION", question),
+            answers=delimit("ANSWERS", render_answers(answers)),
+        )
+        citable = {source_id for item in answers for source_id in item.source_ids}
+        return await self._asker.ask("reduce", prompt, schema, lambda raw: parse_reduced(raw, citable))
+
+
+def llm_query_tasks(chat: ChatModel, prompts: PromptRegistry, settings: Settings) -> QueryTasks:
+    """The five query tasks asking `chat`; answers are capped at `answer_max_tokens`."""
+    asker = _JsonAsker(chat, prompts, settings.answer_max_tokens)
+    return QueryTasks(
+        namer=LLMQueryEntityNamer(asker),
+        answerer=LLMContextAnswerer(asker),
+        hyde=LLMHydeWriter(asker),
+        primer=LLMDriftPrimer(asker),
+        reducer=LLMDriftReducer(asker),
+        extractive=False,
+    )

@@ -1,0 +1,76 @@
+"""Local search: the question's nearest entities, and what the graph holds on them, answered from.
+
+    result = await local_search(deps, "alice", "What does the Hatter think of Time?")
+
+Query embedding → top `local_top_k_entities` valid entities → (in parallel) the enabled chunks that
+mention them, the reported communities they belong to, the relationships among them and to their
+neighbours → a context within `local_context_tokens` (see `driftrag.search.context.local_context`) →
+an answer citing the ids of that context. DRIFT calls `local_search` for each follow-up with a
+vector it embedded in a batch, its own tasks and its budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from driftrag.search.basic import QueryRun
+from driftrag.search.budget import QueryBudget
+from driftrag.search.context import local_context
+from driftrag.search.deps import QueryDeps
+from driftrag.search.models import SearchContext, SearchResult
+from driftrag.search.tasks import QueryTasks
+from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.search import SearchStore
+
+# Candidates read per kind: more than any budget of a few thousand tokens can hold, bounded anyway.
+MAX_CANDIDATE_CHUNKS = 50
+MAX_CANDIDATE_COMMUNITIES = 30
+MAX_CANDIDATE_RELATIONSHIPS = 100
+
+
+async def build_local_context(deps: QueryDeps, kb: str, question_vector: Sequence[float]) -> SearchContext:
+    settings = deps.settings
+    store = SearchStore(deps.store)
+    kb = validate_kb_id(kb)
+    entities = await store.search_entities(kb, question_vector, settings.local_top_k_entities)
+    ids = [entity.id for entity in entities]
+    chunks, communities, among, outside = await asyncio.gather(
+        store.entity_chunks(kb, ids, MAX_CANDIDATE_CHUNKS, order="mentions"),
+        store.entity_communities(kb, ids, MAX_CANDIDATE_COMMUNITIES),
+        store.relationships_among(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
+        store.neighbour_relationships(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
+    )
+    return local_context(
+        entities,
+        among,
+        outside,
+        chunks,
+        communities,
+        budget_tokens=settings.local_context_tokens,
+        text_proportion=settings.local_text_proportion,
+        community_proportion=settings.local_community_proportion,
+    )
+
+
+async def retrieve_local(
+    deps: QueryDeps, kb: str, question: str, question_vector: Sequence[float] | None = None
+) -> SearchContext:
+    """The local context of a question, embedding it unless its vector is given."""
+    vector = question_vector if question_vector is not None else await deps.embedder.aget_query_embedding(question)
+    return await build_local_context(deps, kb, vector)
+
+
+async def local_search(
+    deps: QueryDeps,
+    kb: str,
+    question: str,
+    *,
+    question_vector: Sequence[float] | None = None,
+    max_follow_ups: int = 0,
+    tasks: QueryTasks | None = None,
+    budget: QueryBudget | None = None,
+) -> SearchResult:
+    run = QueryRun(deps, kb, question, tasks, budget)
+    context = await retrieve_local(deps, run.kb, question, question_vector)
+    return await run.answer("local", context, max_follow_ups=max_follow_ups)

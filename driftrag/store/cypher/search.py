@@ -1,0 +1,130 @@
+"""Query-time reads of the basic, local and entity searches and of DRIFT.
+
+Validity: a chunk is searchable unless it is disabled (`enabled = false`; a missing flag counts as
+enabled). An entity is valid while at least one enabled chunk MENTIONS it, a relationship while at
+least one of its `source_chunk_ids` is an enabled chunk of the kb. Vector hits arrive as ids from
+`QUERY_VECTOR_INDEX`; the statements below keep the valid ones and read what the context shows.
+"""
+
+# --- details of vector hits ---------------------------------------------------------------------------
+
+MATCH_ENABLED_CHUNKS = """
+UNWIND $ids AS id
+MATCH (c:__Chunk__ {kb: $kb, id: id})
+WHERE coalesce(c.enabled, true)
+OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
+RETURN c.id AS id, c.text AS text, coalesce(d.title, '') AS title
+"""
+
+MATCH_VALID_ENTITIES = """
+UNWIND $ids AS id
+MATCH (e:__Entity__ {kb: $kb, id: id})
+WHERE EXISTS { MATCH (c:__Chunk__)-[:MENTIONS]->(e) WHERE c.kb = $kb AND coalesce(c.enabled, true) }
+RETURN e.id AS id, e.name AS name, coalesce(e.type, '') AS type,
+       coalesce(e.summary, e.description, '') AS description
+"""
+
+MATCH_RATED_COMMUNITIES = """
+UNWIND $ids AS id
+MATCH (c:__Community__ {kb: $kb, id: id})
+WHERE c.full_content IS NOT NULL AND c.rating > $min_rating
+RETURN c.id AS id, c.title AS title, coalesce(c.summary, '') AS summary, c.full_content AS full_content,
+       c.rating AS rating, c.level AS level, coalesce(c.size, 0) AS size
+"""
+
+# Ties: the larger community, then the smaller id, so the choice never depends on storage order.
+MATCH_TOP_RATED_COMMUNITY = """
+MATCH (c:__Community__ {kb: $kb})
+WHERE c.full_content IS NOT NULL AND c.rating IS NOT NULL
+RETURN c.id AS id, c.title AS title, coalesce(c.summary, '') AS summary, c.full_content AS full_content,
+       c.rating AS rating, c.level AS level, coalesce(c.size, 0) AS size
+ORDER BY c.rating DESC, size DESC, c.id ASC
+LIMIT 1
+"""
+
+# --- local context --------------------------------------------------------------------------------------
+
+# Enabled chunks mentioning the given entities (ranked list), with the entities each mentions and the
+# best rank among them. Local search wants the chunks that tie the most entities together first.
+MATCH_CHUNKS_BY_MENTIONS = """
+UNWIND range(0, size($ids) - 1) AS rank
+MATCH (e:__Entity__ {kb: $kb, id: $ids[rank]})<-[:MENTIONS]-(c:__Chunk__)
+WHERE c.kb = $kb AND coalesce(c.enabled, true)
+WITH c, collect(e.id) AS entity_ids, min(rank) AS best_rank
+ORDER BY size(entity_ids) DESC, best_rank ASC, c.id ASC
+LIMIT $limit
+OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
+RETURN c.id AS id, c.text AS text, coalesce(d.title, '') AS title, entity_ids, best_rank
+ORDER BY size(entity_ids) DESC, best_rank ASC, c.id ASC
+"""
+
+# The same rows, ranked by the best-ranked entity first (entity search: matched names before neighbours).
+MATCH_CHUNKS_BY_ENTITY_RANK = """
+UNWIND range(0, size($ids) - 1) AS rank
+MATCH (e:__Entity__ {kb: $kb, id: $ids[rank]})<-[:MENTIONS]-(c:__Chunk__)
+WHERE c.kb = $kb AND coalesce(c.enabled, true)
+WITH c, collect(e.id) AS entity_ids, min(rank) AS best_rank
+ORDER BY best_rank ASC, size(entity_ids) DESC, c.id ASC
+LIMIT $limit
+OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
+RETURN c.id AS id, c.text AS text, coalesce(d.title, '') AS title, entity_ids, best_rank
+ORDER BY best_rank ASC, size(entity_ids) DESC, c.id ASC
+"""
+
+# Every community the entities belong to: their finest community and its ancestors.
+MATCH_COMMUNITIES_OF_ENTITIES = """
+UNWIND $ids AS id
+MATCH (e:__Entity__ {kb: $kb, id: id})-[:IN_COMMUNITY]->(:__Community__)-[:IN_COMMUNITY*0..]->(c:__Community__)
+WHERE c.full_content IS NOT NULL
+WITH c, count(DISTINCT e) AS n_entities
+RETURN c.id AS id, c.title AS title, coalesce(c.summary, '') AS summary, c.full_content AS full_content,
+       c.rating AS rating, c.level AS level, coalesce(c.size, 0) AS size, n_entities
+ORDER BY coalesce(c.rating, 0.0) DESC, n_entities DESC, c.id ASC
+LIMIT $limit
+"""
+
+# Relationships with both ends among the given entities, or (`$inside = false`) exactly one end.
+MATCH_RELATIONSHIPS_OF_ENTITIES = """
+UNWIND $ids AS id
+MATCH (:__Entity__ {kb: $kb, id: id})-[r:RELATED]-(other:__Entity__)
+WHERE (other.id IN $ids) = $inside
+  AND any(cid IN coalesce(r.source_chunk_ids, [])
+          WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
+WITH DISTINCT r
+WITH r, startNode(r) AS s, endNode(r) AS t
+RETURN r.id AS id, s.id AS source_id, s.name AS source, t.id AS target_id, t.name AS target,
+       coalesce(r.type, '') AS type, coalesce(r.summary, r.description, '') AS description,
+       coalesce(r.weight, 0.0) AS weight
+ORDER BY weight DESC, id ASC
+LIMIT $limit
+"""
+
+# --- entity search ----------------------------------------------------------------------------------------
+
+# Case-sensitive substring match of any of the names; exact matches first, then shorter names.
+MATCH_ENTITIES_BY_NAME = """
+UNWIND $names AS needle
+MATCH (e:__Entity__ {kb: $kb})
+WHERE e.name CONTAINS needle
+  AND EXISTS { MATCH (c:__Chunk__)-[:MENTIONS]->(e) WHERE c.kb = $kb AND coalesce(c.enabled, true) }
+WITH e, max(CASE WHEN e.name = needle THEN 1 ELSE 0 END) AS exact
+RETURN e.id AS id, e.name AS name, coalesce(e.type, '') AS type,
+       coalesce(e.summary, e.description, '') AS description, exact = 1 AS exact
+ORDER BY exact DESC, size(e.name) ASC, e.name ASC, e.id ASC
+LIMIT $limit
+"""
+
+# One-hop neighbours of the given entities (ranked list) through valid relationships, closest to the
+# best-ranked entity first, then by the strongest relationship.
+MATCH_ENTITY_NEIGHBOURS = """
+UNWIND range(0, size($ids) - 1) AS rank
+MATCH (:__Entity__ {kb: $kb, id: $ids[rank]})-[r:RELATED]-(n:__Entity__)
+WHERE NOT n.id IN $ids
+  AND any(cid IN coalesce(r.source_chunk_ids, [])
+          WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
+WITH n, min(rank) AS via_rank, max(coalesce(r.weight, 0.0)) AS weight
+RETURN n.id AS id, n.name AS name, coalesce(n.type, '') AS type,
+       coalesce(n.summary, n.description, '') AS description, via_rank, weight
+ORDER BY via_rank ASC, weight DESC, n.name ASC, n.id ASC
+LIMIT $limit
+"""

@@ -1,0 +1,207 @@
+"""Query-time reads: vector searches over chunks, entities and community reports, and the graph reads
+behind local and entity search.
+
+Nothing here returns a disabled chunk, an entity no enabled chunk mentions, or a relationship none of
+whose source chunks is enabled (see `driftrag.store.cypher.search`). Vector searches filter after the
+index lookup, so they widen the lookup (x4 each time) until k valid hits are found or the kb has no more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, LiteralString
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from driftrag.search.models import Source
+from driftrag.store.cypher import schema as schema_cy
+from driftrag.store.cypher import search as cy
+from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.neo4j_store import Neo4jStore
+
+_MAX_VECTOR_FETCH = 10_000
+# Entity search: names longer than this cannot be entity names, and more than this many is an abuse.
+_MAX_NAME_CHARS = 200
+_MAX_NAMES = 64
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChunkRow(_Row):
+    id: str
+    title: str = Field(description="The chunk's document title.")
+    text: str
+    entity_ids: list[str] = Field(default_factory=list, description="Which of the given entities it mentions.")
+    best_rank: int = Field(default=0, description="Rank (in the given list) of the best entity it mentions.")
+
+
+class EntityRow(_Row):
+    id: str
+    name: str
+    type: str = ""
+    description: str = ""
+    exact: bool = False
+    via_rank: int | None = Field(default=None, description="Neighbours: rank of the entity they neighbour.")
+    weight: float | None = Field(default=None, description="Neighbours: weight of the strongest relationship.")
+
+
+class RelationshipRow(_Row):
+    id: str
+    source_id: str
+    source: str
+    target_id: str
+    target: str
+    type: str = ""
+    description: str = ""
+    weight: float = 0.0
+
+
+class CommunityRow(_Row):
+    id: str
+    title: str
+    summary: str = ""
+    full_content: str
+    rating: float | None = None
+    level: int = 0
+    size: int = 0
+    n_entities: int = Field(default=0, description="How many of the given entities it contains.")
+
+
+def community_source(row: CommunityRow, *, score: float | None = None, origin: str = "") -> Source:
+    return Source(
+        id=row.id,
+        kind="community",
+        title=row.title,
+        text=row.full_content,
+        score=score,
+        origin=origin,
+        rating=row.rating,
+    )
+
+
+class SearchStore:
+    """The reads of the query modes for one store; every method validates the kb id first."""
+
+    def __init__(self, store: Neo4jStore) -> None:
+        self._store = store
+
+    # --- vector searches ------------------------------------------------------------------------------
+
+    async def search_chunks(self, kb: str, vector: Sequence[float], k: int) -> list[Source]:
+        """Top-k enabled chunks by similarity, best first."""
+        hits = await self._valid_vector_hits(schema_cy.CHUNK_VECTOR_INDEX, kb, vector, k, cy.MATCH_ENABLED_CHUNKS)
+        return [
+            Source(id=row["id"], kind="chunk", title=row["title"], text=row["text"], score=score, origin="vector")
+            for row, score in hits
+        ]
+
+    async def search_entities(self, kb: str, vector: Sequence[float], k: int) -> list[Source]:
+        """Top-k entities by similarity of `name: summary`, skipping entities no enabled chunk mentions."""
+        hits = await self._valid_vector_hits(schema_cy.ENTITY_VECTOR_INDEX, kb, vector, k, cy.MATCH_VALID_ENTITIES)
+        return [
+            Source(
+                id=row["id"],
+                kind="entity",
+                title=row["name"],
+                text=f"{row['name']}: {row['description']}".strip(),
+                score=score,
+                origin="vector",
+            )
+            for row, score in hits
+        ]
+
+    async def search_communities(self, kb: str, vector: Sequence[float], k: int, min_rating: float) -> list[Source]:
+        """Top-k community reports rated above `min_rating`, by similarity; `rating` carries the rating."""
+        hits = await self._valid_vector_hits(
+            schema_cy.COMMUNITY_VECTOR_INDEX, kb, vector, k, cy.MATCH_RATED_COMMUNITIES, min_rating=float(min_rating)
+        )
+        return [community_source(CommunityRow.model_validate(row), score=score, origin="vector") for row, score in hits]
+
+    async def top_rated_report(self, kb: str) -> Source | None:
+        """The highest-rated report (ties: larger community, then smaller id), or None without reports."""
+        rows = await self._store.read(cy.MATCH_TOP_RATED_COMMUNITY, kb=validate_kb_id(kb))
+        return community_source(CommunityRow.model_validate(rows[0]), origin="top-rated") if rows else None
+
+    async def _valid_vector_hits(
+        self, index: str, kb: str, vector: Sequence[float], k: int, details: LiteralString, **params: Any
+    ) -> list[tuple[dict[str, Any], float]]:
+        validate_kb_id(kb)
+        if k < 1:
+            return []
+        query = [float(x) for x in vector]
+        fetch = k
+        while True:
+            hits = await self._store.query_vector_index(index, kb, query, fetch)
+            rows = await self._store.read(details, kb=kb, ids=[node_id for node_id, _ in hits], **params)
+            by_id = {row["id"]: row for row in rows}
+            kept = [(by_id[node_id], score) for node_id, score in hits if node_id in by_id]
+            # Fewer hits than asked means the kb has no more nodes in the index.
+            if len(kept) >= k or len(hits) < fetch or fetch >= _MAX_VECTOR_FETCH:
+                return kept[:k]
+            fetch = min(fetch * 4, _MAX_VECTOR_FETCH)
+
+    # --- local context ------------------------------------------------------------------------------------
+
+    async def entity_chunks(
+        self, kb: str, entity_ids: Sequence[str], limit: int, *, order: Literal["mentions", "rank"] = "mentions"
+    ) -> list[ChunkRow]:
+        """Enabled chunks mentioning the entities (a ranked list), at most `limit`.
+
+        `mentions`: most of the given entities first, then the best entity rank; `rank`: the best entity
+        rank first, then the number of entities. Ties by chunk id.
+        """
+        if not entity_ids or limit < 1:
+            return []
+        statement = cy.MATCH_CHUNKS_BY_MENTIONS if order == "mentions" else cy.MATCH_CHUNKS_BY_ENTITY_RANK
+        rows = await self._store.read(statement, kb=validate_kb_id(kb), ids=list(entity_ids), limit=limit)
+        return [ChunkRow.model_validate(row) for row in rows]
+
+    async def entity_communities(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[CommunityRow]:
+        """Reported communities the entities belong to (finest and ancestors), by rating then members."""
+        if not entity_ids or limit < 1:
+            return []
+        rows = await self._store.read(
+            cy.MATCH_COMMUNITIES_OF_ENTITIES, kb=validate_kb_id(kb), ids=list(entity_ids), limit=limit
+        )
+        return [CommunityRow.model_validate(row) for row in rows]
+
+    async def relationships_among(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[RelationshipRow]:
+        """Valid relationships with both ends among the entities, strongest first."""
+        return await self._relationships(kb, entity_ids, limit, inside=True)
+
+    async def neighbour_relationships(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[RelationshipRow]:
+        """Valid relationships from the entities to entities outside the list, strongest first."""
+        return await self._relationships(kb, entity_ids, limit, inside=False)
+
+    async def _relationships(
+        self, kb: str, entity_ids: Sequence[str], limit: int, *, inside: bool
+    ) -> list[RelationshipRow]:
+        if not entity_ids or limit < 1:
+            return []
+        rows = await self._store.read(
+            cy.MATCH_RELATIONSHIPS_OF_ENTITIES, kb=validate_kb_id(kb), ids=list(entity_ids), limit=limit, inside=inside
+        )
+        return [RelationshipRow.model_validate(row) for row in rows]
+
+    # --- entity search ---------------------------------------------------------------------------------
+
+    async def match_entity_names(self, kb: str, names: Sequence[str], limit: int) -> list[EntityRow]:
+        """Valid entities whose name contains one of `names` (case-sensitive): exact matches first,
+        then shorter names, then alphabetical. Blank and overlong names are ignored."""
+        validate_kb_id(kb)
+        needles = list(dict.fromkeys(n.strip() for n in names if n.strip() and len(n.strip()) <= _MAX_NAME_CHARS))
+        if not needles or limit < 1:
+            return []
+        rows = await self._store.read(cy.MATCH_ENTITIES_BY_NAME, kb=kb, names=needles[:_MAX_NAMES], limit=limit)
+        return [EntityRow.model_validate(row) for row in rows]
+
+    async def entity_neighbours(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[EntityRow]:
+        """One-hop neighbours through valid relationships: nearest to the best-ranked entity first."""
+        if not entity_ids or limit < 1:
+            return []
+        rows = await self._store.read(
+            cy.MATCH_ENTITY_NEIGHBOURS, kb=validate_kb_id(kb), ids=list(entity_ids), limit=limit
+        )
+        return [EntityRow.model_validate(row) for row in rows]
