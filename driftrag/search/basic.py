@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 
-from driftrag.errors import InvalidQueryError
+from driftrag.errors import GraphDisabledError, InvalidQueryError
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import QueryBudget
 from driftrag.search.context import ContextItem, ContextPart, ContextSection, assemble_context
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext, SearchMode, SearchResult, Source
 from driftrag.search.tasks import QueryTasks
+from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.search import SearchStore
 
@@ -36,6 +37,14 @@ class QueryRun:
         self.usage_start: Usage = deps.usage.snapshot()
         # Given tasks already spend from their own budget; `budget` only matters when tasks are built here.
         self.tasks = tasks if tasks is not None else deps.tasks(budget if budget is not None else deps.budget())
+
+    async def ensure_available(self, mode: SearchMode) -> None:
+        """An unknown kb is an error, not an empty answer; graph modes refuse a kb whose graph is disabled."""
+        if not await GraphSearchStore(self.deps.store).graph_enabled(self.kb) and mode != "basic":
+            raise GraphDisabledError(
+                f"the graph of knowledge base {self.kb!r} is disabled, so {mode} search cannot run; enable it "
+                f"with `driftrag graph-enable --kb {self.kb}` (basic search still works)"
+            )
 
     async def answer(self, mode: SearchMode, context: SearchContext, *, max_follow_ups: int = 0) -> SearchResult:
         """Answer from `context`; keep only cited ids that the context holds (none are invented)."""
@@ -79,4 +88,5 @@ async def basic_search(
     budget: QueryBudget | None = None,
 ) -> SearchResult:
     run = QueryRun(deps, kb, question, tasks, budget)
+    await run.ensure_available("basic")
     return await run.answer("basic", await retrieve_basic(deps, run.kb, question))

@@ -92,4 +92,5 @@ async def entity_search(
     budget: QueryBudget | None = None,
 ) -> SearchResult:
     run = QueryRun(deps, kb, question, tasks, budget)
+    await run.ensure_available("entity")
     return await run.answer("entity", await retrieve_entity(deps, run.kb, question, run.tasks.namer))

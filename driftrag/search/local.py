@@ -72,5 +72,6 @@ async def local_search(
     budget: QueryBudget | None = None,
 ) -> SearchResult:
     run = QueryRun(deps, kb, question, tasks, budget)
+    await run.ensure_available("local")
     context = await retrieve_local(deps, run.kb, question, question_vector)
     return await run.answer("local", context, max_follow_ups=max_follow_ups)

@@ -107,6 +107,7 @@ class SearchWorkflow(Workflow):
     async def retrieve(self, ctx: Context, ev: _Started) -> _Retrieved:
         run = ev.run
         with self._allowing():
+            await run.ensure_available(ev.mode)
             if ev.mode == "basic":
                 context = await retrieve_basic(self._deps, run.kb, run.question)
             elif ev.mode == "local":

@@ -78,8 +78,8 @@ class DriftSearch:
         # Unknown kb and disabled graph fail here, before any model call, with their own errors.
         if not await self._retrying(lambda: GraphSearchStore(self.deps.store).graph_enabled(self.kb)):
             raise GraphDisabledError(
-                f"the graph of knowledge base {self.kb!r} is disabled; enable it with "
-                f"`driftrag graph-enable --kb {self.kb}`"
+                f"the graph of knowledge base {self.kb!r} is disabled, so DRIFT search cannot run; enable it "
+                f"with `driftrag graph-enable --kb {self.kb}` (basic search still works)"
             )
         template = await self._retrying(lambda: self.search_store.top_rated_report(self.kb))
         if template is None:

@@ -1,4 +1,4 @@
-"""One graph per module for the query tests, ingested by the deterministic test LLM."""
+"""One graph per session for the query tests, ingested by the deterministic test LLM."""
 
 from __future__ import annotations
 
@@ -15,17 +15,17 @@ from tests.fakes.harbor_corpus import DescriptiveChatModel
 from tests.integration.ingestion.conftest import SMALL_CHUNKS, Ingestor
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def search_settings(neo4j_settings: Settings) -> Settings:
     return neo4j_settings.model_copy(update={**SMALL_CHUNKS, "max_cluster_size": 4})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def search_providers(search_settings: Settings) -> Providers:
     return build_providers(search_settings)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 async def module_store(neo4j_settings: Settings) -> AsyncIterator[Neo4jStore]:
     async with Neo4jStore.from_settings(neo4j_settings) as connected:
         await connected.connect()
@@ -39,17 +39,17 @@ async def ingested_kb(store: Neo4jStore, settings: Settings, providers: Provider
     return kb
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 async def graph_kb(
     module_store: Neo4jStore, search_settings: Settings, search_providers: Providers
 ) -> AsyncIterator[str]:
-    """One graph for the read-only tests of a module."""
+    """One graph for the query tests of the session (tests that switch parts off switch them back)."""
     kb = await ingested_kb(module_store, search_settings, search_providers)
     yield kb
     await GraphStore(module_store).delete_kb(kb)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 async def graph_ids(module_store: Neo4jStore, graph_kb: str) -> dict[str, set[str]]:
     graph = GraphStore(module_store)
     return {

@@ -307,3 +307,23 @@ async def test_the_workflow_retries_a_failed_step_as_configured(
     with pytest.raises(BudgetExhausted):
         await run_workflow(deps, "entity", graph_kb, HOSTILE[2])
     assert sum(chat.calls.values()) == 0
+
+
+async def test_unknown_kbs_and_disabled_graphs_fail_with_their_own_errors(
+    search_settings, module_store, search_providers, graph_kb, kb
+) -> None:
+    from driftrag.errors import GraphDisabledError, KnowledgeBaseNotFoundError
+
+    deps, chat = make_deps(search_settings, module_store, search_providers)
+    for mode in MODES:
+        with pytest.raises(KnowledgeBaseNotFoundError):
+            await run_mode(deps, mode, kb, MONASTERY_QUESTION)
+    await GraphSearchStore(module_store).set_graph_enabled(graph_kb, False)
+    try:
+        for mode in ("local", "entity"):
+            with pytest.raises(GraphDisabledError, match="basic search still works"):
+                await run_mode(deps, mode, graph_kb, MONASTERY_QUESTION)
+        assert (await run_mode(deps, "basic", graph_kb, MONASTERY_QUESTION)).context.sources
+    finally:
+        await GraphSearchStore(module_store).set_graph_enabled(graph_kb, True)
+    assert chat.calls == {"answer": 1}
