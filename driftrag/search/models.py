@@ -79,3 +79,8 @@ class SearchResult(_Model):
     def cited_sources(self) -> list[Source]:
         cited = set(self.source_ids)
         return [source for source in self.context.sources if source.id in cited]
+
+    def _repr_markdown_(self) -> str:
+        from driftrag.search.markdown import search_result_markdown
+
+        return search_result_markdown(self)

@@ -62,6 +62,11 @@ class DriftResult(_Model):
     seconds: float = 0.0
     seconds_by_phase: dict[str, float] = Field(default_factory=dict)
 
+    def _repr_markdown_(self) -> str:
+        from driftrag.search.markdown import drift_result_markdown
+
+        return drift_result_markdown(self)
+
 
 DriftPhase = Literal["hyde", "communities", "primer", "local_search", "depth", "reduce"]
 

@@ -1,0 +1,177 @@
+"""DRIFT and graph-search cost on the Alice graph, through a local simulated OpenAI server.
+
+Builds the Alice graph with the scripted test double behind the OpenAI-compatible test server (as
+`ingest_alice.py` does), then runs DRIFT questions with a fixed per-request latency and prints, per
+query and as medians: chat calls, prompt tokens, embedding requests, wall time against the sequential
+critical path of chat calls (HyDE + primer + rounds x local + reduce), the same path with the
+embedding requests that must wait in between, the non-model time, and graph-search p50/p95 latency.
+
+    .venv/bin/python benchmarks/query_alice.py [--latency 0.2] [--neo4j-uri bolt://...] [--graph-searches 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes and benchmarks
+
+from benchmarks.ingest_alice import ALICE, DIMENSION, ScriptedResponder
+from driftrag.ingestion.run import IngestionDeps, IngestRequest
+from driftrag.providers.factory import build_providers
+from driftrag.search.deps import QueryDeps
+from driftrag.search.drift.models import DriftResult
+from driftrag.search.graph_search import graph_search
+from driftrag.settings import Settings
+from driftrag.store.graph import GraphStore
+from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.workflows.drift import DriftStart, DriftWorkflow
+from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
+from tests.fakes.openai_server import FakeOpenAIServer
+
+KB = "bench-alice-query"
+QUESTIONS = [
+    "What happens at the Mad Tea-Party with the Hatter and the March Hare?",
+    "Who is put on trial at the end, and what is he accused of?",
+    "How does Alice change size, and what makes her grow or shrink?",
+    "What does the Cheshire Cat tell Alice about the people she will meet?",
+    "What story do the Mock Turtle and the Gryphon tell Alice?",
+]
+GRAPH_QUERIES = ["Alice", "Queen", "Hatter", "Rabbit", "Turtle", "Cat", "King", "Duchess", "Mouse", "a"]
+# Microsoft GraphRAG 3.3.0, one DRIFT query at 200 ms per call (/work/shared/DESIGN.md).
+MS_DRIFT = {"chat calls": 62, "prompt tokens": 674_000, "wall s": 30.0}
+
+
+async def run(args: argparse.Namespace) -> None:
+    responder = ScriptedResponder()
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-query-") as home,
+        FakeOpenAIServer(responder=responder, embedding_dimension=DIMENSION, latency_s=args.latency) as server,
+    ):
+        settings = Settings(
+            openai_api_key="bench",
+            openai_base_url=server.base_url,
+            llm_provider="openai",
+            neo4j_uri=args.neo4j_uri,
+            home=Path(home),
+            embedding_dimensions=DIMENSION,
+            llm_cache=False,
+        )
+        providers = build_providers(settings)
+        async with Neo4jStore.from_settings(settings) as store:
+            await store.connect()
+            await GraphStore(store).delete_kb(KB)
+            if any(index.dimensions != DIMENSION for index in await store.vector_indexes()):
+                raise SystemExit(f"the server's vector indexes are not {DIMENSION} d; use a fresh Neo4j")
+            try:
+                ingest = IngestionDeps.from_providers(settings, store, providers)
+                started = time.monotonic()
+                await IngestionWorkflow(ingest).run(
+                    start_event=IngestStart(request=IngestRequest(kb=KB, paths=[ALICE]))
+                )
+                print(f"Alice ingested in {time.monotonic() - started:.1f} s; {await GraphStore(store).counts(KB)}")
+                deps = QueryDeps.from_providers(settings, store, providers)
+                rows = [await one_query(deps, server, question, args.latency) for question in QUESTIONS]
+                latencies = await graph_search_latencies(store, settings, args.graph_searches)
+            finally:
+                await GraphStore(store).delete_kb(KB)
+    report(args, rows, latencies, settings)
+
+
+async def one_query(deps: QueryDeps, server: FakeOpenAIServer, question: str, latency: float) -> dict:
+    chat_before = len(server.requests_to("/v1/chat/completions"))
+    embed_before = len(server.requests_to("/v1/embeddings"))
+    started = time.monotonic()
+    result: DriftResult = await DriftWorkflow(deps).run(start_event=DriftStart(kb=KB, question=question))
+    wall = time.monotonic() - started
+    rounds = len({a.depth for a in result.intermediate if a.depth >= 1})
+    chat_path = 1 + 1 + rounds + 1  # HyDE, primer, one latency per parallel round, reduce
+    # Embeddings that must complete in between: question+HyDE, primer follow-ups, each round's follow-ups
+    # except the last one's.
+    embed_path = 1 + 1 + max(rounds - 1, 0)
+    return {
+        "question": question,
+        "chat": len(server.requests_to("/v1/chat/completions")) - chat_before,
+        "embed": len(server.requests_to("/v1/embeddings")) - embed_before,
+        "budget calls": result.llm_calls,
+        "prompt tokens": result.prompt_tokens,
+        "answers": len(result.intermediate),
+        "rounds": rounds,
+        "wall": wall,
+        "critical": chat_path * latency,
+        "critical+embed": (chat_path + embed_path) * latency,
+        "phases": result.seconds_by_phase,
+    }
+
+
+async def graph_search_latencies(store: Neo4jStore, settings: Settings, n: int) -> list[float]:
+    for query in GRAPH_QUERIES:  # warm-up: plan cache and page cache
+        await graph_search(store, settings, KB, query)
+    latencies = []
+    for i in range(n):
+        started = time.perf_counter()
+        await graph_search(store, settings, KB, GRAPH_QUERIES[i % len(GRAPH_QUERIES)])
+        latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+def _ratio(wall: float, path: float) -> float:
+    return wall / path if path > 0 else float("nan")
+
+
+def report(args, rows: list[dict], latencies: list[float], settings: Settings) -> None:
+    print(
+        f"latency {args.latency:g} s per request; depth {settings.drift_max_depth}, "
+        f"{settings.drift_followups_per_round} follow-ups/round, {settings.drift_num_workers} workers, "
+        f"budget {settings.drift_max_llm_calls} calls / {settings.drift_max_prompt_tokens:,} prompt tokens"
+    )
+    columns = [("chat", 4), ("emb", 4), ("ptok", 7), ("ans", 3), ("wall", 6), ("crit", 5), ("w/crit", 6)]
+    columns += [("w/c+e", 6), ("non-model", 9)]
+    header = " ".join(f"{name:>{width}}" for name, width in columns)
+    print(header + "  question")
+    for row in rows:
+        non_model = row["wall"] - row["critical+embed"]
+        print(
+            f"{row['chat']:>4} {row['embed']:>4} {row['prompt tokens']:>7,} {row['answers']:>3} {row['wall']:>6.2f} "
+            f"{row['critical']:>5.2f} {_ratio(row['wall'], row['critical']):>6.2f} "
+            f"{_ratio(row['wall'], row['critical+embed']):>6.2f} "
+            f"{non_model:>9.2f}  {row['question'][:60]}"
+        )
+    med = {key: statistics.median(row[key] for row in rows) for key in ("chat", "embed", "prompt tokens", "wall")}
+    ratio = statistics.median(_ratio(row["wall"], row["critical"]) for row in rows)
+    ratio_e = statistics.median(_ratio(row["wall"], row["critical+embed"]) for row in rows)
+    non_model = statistics.median(row["wall"] - row["critical+embed"] for row in rows)
+    print(
+        f"median: {med['chat']:g} chat calls, {med['embed']:g} embedding requests, {med['prompt tokens']:,.0f} prompt "
+        f"tokens, wall {med['wall']:.2f} s, wall/critical path {ratio:.2f} (with embeddings {ratio_e:.2f}), "
+        f"non-model time {non_model:.2f} s"
+    )
+    print("phases of the last query: " + "  ".join(f"{k} {v:.2f} s" for k, v in rows[-1]["phases"].items()))
+    ordered = sorted(latencies)
+    p50 = ordered[len(ordered) // 2]
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    print(
+        f"graph search ({len(latencies)} calls over {len(GRAPH_QUERIES)} names): "
+        f"p50 {p50 * 1000:.1f} ms  p95 {p95 * 1000:.1f} ms"
+    )
+    print("vs Microsoft GraphRAG 3.3.0, one DRIFT query at 200 ms per call:")
+    ours = {"chat calls": med["chat"], "prompt tokens": med["prompt tokens"], "wall s": med["wall"]}
+    for name, theirs in MS_DRIFT.items():
+        print(f"  {name:<14} ours {ours[name]:>10,.1f}  theirs {theirs:>10,.1f}  ours/theirs {ours[name] / theirs:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds the server waits per request")
+    parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17688")
+    parser.add_argument("--graph-searches", type=int, default=300)
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
