@@ -49,3 +49,15 @@ class InvalidQueryError(DriftRAGError, ValueError):
 
 class CommunityNotFoundError(DriftRAGError):
     """No community with this id exists in the knowledge base."""
+
+
+class UnknownCorpusError(DriftRAGError, ValueError):
+    """No corpus of this name is in the registry (`driftrag data list`)."""
+
+
+class ChecksumMismatchError(DriftRAGError):
+    """A corpus file (downloaded or given with --from) is not the pinned edition."""
+
+
+class DownloadUnavailableError(DriftRAGError):
+    """A corpus could not be downloaded: no network, the host unreachable, or an HTTP error."""

@@ -28,7 +28,7 @@ from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.search.models import SearchResult
 from driftrag.settings import Settings
-from driftrag.store.graph import GraphStore, KbCounts
+from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.neo4j_store import Neo4jStore, ServerInfo
 
@@ -128,6 +128,36 @@ class DriftRAG:
     async def set_chunks_enabled(self, kb: str, chunk_ids: Sequence[str], enabled: bool) -> int:
         """Disable (or re-enable) chunks as sources of every search; returns how many exist."""
         return await GraphSearchStore(self.store).set_chunks_enabled(kb, list(chunk_ids), enabled)
+
+    async def graph_enabled(self, kb: str) -> bool:
+        """Whether graph search may run on the kb; raises KnowledgeBaseNotFoundError for an unknown kb."""
+        return await GraphSearchStore(self.store).graph_enabled(kb)
+
+    async def set_graph_enabled(self, kb: str, enabled: bool) -> None:
+        """Allow or refuse graph search on the kb (refused searches raise GraphDisabledError)."""
+        await GraphSearchStore(self.store).set_graph_enabled(kb, enabled)
+
+    async def entities(self, kb: str) -> list[dict[str, Any]]:
+        """Every entity: id, name, type, descriptions, summary, source chunk ids."""
+        return await GraphStore(self.store).entities(kb)
+
+    async def relationships(self, kb: str) -> list[dict[str, Any]]:
+        """Every relationship: id, source and target ids, type, descriptions, summary, source chunk ids."""
+        return await GraphStore(self.store).relationships(kb)
+
+    async def communities(self, kb: str) -> list[dict[str, Any]]:
+        """Every community with its level, members and report (title, summary, rating, findings)."""
+        return await GraphStore(self.store).communities(kb)
+
+    async def graph_view(self, kb: str, *, community_id: str | None = None, max_nodes: int | None = None):
+        """The kb (or one community) as a `GraphView`: render with `driftrag.views` (Mermaid, HTML, GraphML)."""
+        from driftrag.store.views import GraphViewStore
+
+        return await GraphViewStore(self.store).read_view(kb, community_id=community_id, max_nodes=max_nodes)
+
+    async def failed_chunks(self, kb: str) -> list[FailedChunk]:
+        """Chunks whose extraction failed, with the reason."""
+        return await GraphStore(self.store).failed_chunks(kb)
 
     # --- queries --------------------------------------------------------------------------------------
 

@@ -1,0 +1,210 @@
+"""Load on the HTTP graph-search endpoint: N concurrent clients for S seconds against the Alice graph.
+
+Builds the Alice graph with the offline extractive ingestion (once: an existing kb with entities is
+reused unless --rebuild), starts `driftrag serve` in a subprocess with a fresh API key, then runs
+`--clients` concurrent `httpx.AsyncClient`s, each posting graph searches in a rotation of entity-name
+queries for `--duration` seconds, and prints throughput, p50/p90/p99 latency and the error count.
+Neo4j must be running (`driftrag neo4j start`, or NEO4J_URI / --neo4j-uri).
+
+    .venv/bin/python benchmarks/graph_search_load.py [--clients 20] [--duration 30] [--neo4j-uri bolt://...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from driftrag.api.auth import create_key
+from driftrag.errors import KnowledgeBaseNotFoundError
+from driftrag.facade import DriftRAG
+from driftrag.settings import Settings
+from driftrag.store.graph import KbCounts
+
+ALICE = Path(os.environ.get("DRIFTRAG_ALICE_PATH", "/work/shared/data/alice_in_wonderland.txt"))
+KB = "bench-alice-offline"
+# Entity names of the story, exact and partial; the ones without a match in the graph are dropped.
+CANDIDATE_QUERIES = [
+    "Alice", "Queen", "Hatter", "Rabbit", "White Rabbit", "Mock Turtle", "Gryphon", "Cheshire Cat", "King",
+    "Duchess", "Dormouse", "Caterpillar", "March Hare", "Mouse", "Bill", "Knave",
+]  # fmt: skip
+
+
+@dataclass
+class Tally:
+    latencies: list[float] = field(default_factory=list)
+    statuses: collections.Counter = field(default_factory=collections.Counter)
+    exceptions: collections.Counter = field(default_factory=collections.Counter)
+    response_bytes: int = 0
+
+    @property
+    def errors(self) -> int:
+        return sum(n for status, n in self.statuses.items() if status != 200) + sum(self.exceptions.values())
+
+
+async def ensure_alice_graph(settings: Settings, kb: str, rebuild: bool) -> tuple[KbCounts, float | None]:
+    """The kb's counts, ingesting Alice offline first when it is missing, empty, or --rebuild."""
+    rag = DriftRAG(settings)
+    await rag.connect(start_local=False)
+    try:
+        try:
+            counts = await rag.stats(kb)
+            exists = (await rag.graph_enabled(kb)) is not None
+        except KnowledgeBaseNotFoundError:
+            exists, counts = False, KbCounts()
+        if exists and counts.entities and not rebuild:
+            await rag.set_graph_enabled(kb, True)
+            return counts, None
+        if exists:
+            await rag.delete_kb(kb)
+        started = time.monotonic()
+        result = await rag.ingest(kb, paths=[ALICE])
+        return result.counts, time.monotonic() - started
+    finally:
+        await rag.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(env: dict[str, str], port: int, log_path: Path) -> subprocess.Popen:
+    log = log_path.open("w")
+    return subprocess.Popen(
+        [sys.executable, "-m", "driftrag", "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+
+
+def wait_ready(url: str, headers: dict[str, str], server: subprocess.Popen, log_path: Path) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server exited during start-up:\n{log_path.read_text()}")
+        try:
+            response = httpx.get(f"{url}/api/v1/system", headers=headers, timeout=10)
+            if response.json().get("graph_engine") == "Neo4j":
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit("the server did not answer within 180 s")
+
+
+async def pick_queries(url: str, kb: str, headers: dict[str, str]) -> list[tuple[str, int, int]]:
+    """(query, entities, relationships) of the candidates that match something."""
+    picked = []
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as client:
+        for query in CANDIDATE_QUERIES:
+            response = await client.post(f"/api/v1/knowledge-bases/{kb}/graph-search", json={"query": query})
+            response.raise_for_status()
+            body = response.json()
+            if body["entities"]:
+                picked.append((query, len(body["entities"]), len(body["relationships"])))
+    if not picked:
+        raise SystemExit(f"no candidate query matches an entity of kb {kb}")
+    return picked
+
+
+async def one_client(
+    url: str, path: str, headers: dict[str, str], queries: list[str], start: int, deadline: float, tally: Tally
+) -> None:
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as client:
+        turn = start
+        while time.monotonic() < deadline:
+            query = queries[turn % len(queries)]
+            turn += 1
+            began = time.monotonic()
+            try:
+                response = await client.post(path, json={"query": query})
+            except httpx.HTTPError as exc:
+                tally.exceptions[type(exc).__name__] += 1
+                continue
+            tally.latencies.append(time.monotonic() - began)
+            tally.statuses[response.status_code] += 1
+            tally.response_bytes += len(response.content)
+
+
+async def run_load(url: str, kb: str, headers: dict[str, str], queries: list[str], clients: int, seconds: float):
+    tally = Tally()
+    path = f"/api/v1/knowledge-bases/{kb}/graph-search"
+    started = time.monotonic()
+    deadline = started + seconds
+    await asyncio.gather(*(one_client(url, path, headers, queries, index, deadline, tally) for index in range(clients)))
+    return tally, time.monotonic() - started
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def report(tally: Tally, elapsed: float, clients: int, queries: list[tuple[str, int, int]]) -> None:
+    done = len(tally.latencies)
+    cuts = statistics.quantiles(tally.latencies, n=100, method="inclusive") if done >= 2 else [0.0] * 99
+    print(f"\nrotation ({len(queries)} queries): " + ", ".join(f"{q!r} {e}e/{r}r" for q, e, r in queries))
+    print(f"clients {clients}, {elapsed:.1f} s, {done} responses ({dict(tally.statuses)})")
+    print(f"throughput  {done / elapsed:.1f} req/s")
+    print(f"latency     p50 {_ms(cuts[49])}  p90 {_ms(cuts[89])}  p99 {_ms(cuts[98])}  max {_ms(max(tally.latencies))}")
+    print(f"errors      {tally.errors} (non-200 responses and transport errors: {dict(tally.exceptions) or 'none'})")
+    print(f"mean body   {tally.response_bytes / max(done, 1) / 1024:.1f} KiB")
+    print(f"machine     {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end (shared box)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--duration", type=float, default=30.0, help="Seconds of load.")
+    parser.add_argument("--kb", default=KB)
+    parser.add_argument("--neo4j-uri", default=None, help="Default: NEO4J_URI, else the local Neo4j.")
+    parser.add_argument("--rebuild", action="store_true", help="Ingest Alice again even if the kb exists.")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="graph-search-load-") as tmp:
+        home = Path(tmp)
+        settings = Settings(neo4j_uri=args.neo4j_uri, llm_provider="offline", home=home)
+        counts, ingest_s = asyncio.run(ensure_alice_graph(settings, args.kb, args.rebuild))
+        built = f"ingested offline in {ingest_s:.0f} s" if ingest_s is not None else "reused"
+        print(f"kb {args.kb} ({built}): {counts.entities} entities, {counts.relationships} relationships")
+
+        keys_file = home / "keys.json"
+        key, _ = create_key(keys_file, name="load", scopes=["read"], kbs=[args.kb])
+        env = {key_: value for key_, value in os.environ.items() if not key_.startswith(("DRIFTRAG_API_", "OPENAI_"))}
+        env.update(
+            NEO4J_URI=settings.bolt_uri,
+            DRIFTRAG_LLM_PROVIDER="offline",
+            DRIFTRAG_HOME=str(home),
+            DRIFTRAG_API_KEYS_FILE=str(keys_file),
+        )
+        port, log_path = _free_port(), home / "server.log"
+        url, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
+        server = start_server(env, port, log_path)
+        try:
+            wait_ready(url, headers, server, log_path)
+            picked = asyncio.run(pick_queries(url, args.kb, headers))
+            print(
+                f"load: {args.clients} clients x {args.duration:g} s on POST .../knowledge-bases/{args.kb}/graph-search"
+            )
+            tally, elapsed = asyncio.run(
+                run_load(url, args.kb, headers, [q for q, _, _ in picked], args.clients, args.duration)
+            )
+        finally:
+            server.send_signal(signal.SIGINT)
+            server.wait(timeout=60)
+        report(tally, elapsed, args.clients, picked)
+
+
+if __name__ == "__main__":
+    main()

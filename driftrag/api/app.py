@@ -1,0 +1,475 @@
+"""The HTTP API: the bounded graph-search contract, queries in every mode, and knowledge-base management.
+
+    app = create_app(DriftRAG(settings), ApiKeys.from_file(path))   # no I/O here
+    uvicorn.run(app, host="127.0.0.1", port=8000)                   # the lifespan connects and closes
+
+When Neo4j cannot be reached at start-up the server still starts: `/system` then says "Not Enabled",
+and every call that needs the graph answers 503 with Retry-After until Neo4j is back (never a 200 with
+an empty result).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request, Security
+from fastapi import Path as PathParam
+from fastapi.responses import Response
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from driftrag import __version__
+from driftrag.api.auth import ApiKeys, Principal, Scope
+from driftrag.api.errors import RETRY_AFTER_UNAVAILABLE_S, ApiError, install_error_handlers
+from driftrag.api.models import (
+    ChunkIdsBody,
+    ChunkSwitchResponse,
+    DeleteDocumentResponse,
+    DeleteKbResponse,
+    ErrorBody,
+    GraphSearchBody,
+    GraphSwitchBody,
+    GraphSwitchResponse,
+    IngestBody,
+    IngestResponse,
+    QueryBody,
+    QueryResponse,
+    StatsResponse,
+    SystemInfo,
+)
+from driftrag.errors import (
+    BackendUnavailableError,
+    InvalidIdentifierError,
+    UnsupportedServerError,
+)
+from driftrag.facade import DriftRAG
+from driftrag.ingestion.loading import InputError
+from driftrag.search.graph_search import GraphSearchResponse
+from driftrag.store.identifiers import KB_ID_PATTERN, validate_kb_id, validate_node_id
+from driftrag.store.neo4j_store import ServerInfo, check_server_version
+
+log = logging.getLogger("driftrag.api")
+
+API_PREFIX = "/api/v1"
+# /system answers within this, reachable or not.
+_PROBE_TIMEOUT_S = 3.0
+
+
+class Backend:
+    """The DriftRAG behind the API, whether its schema is in place, and the per-kb write locks."""
+
+    def __init__(self, rag: DriftRAG) -> None:
+        self.rag = rag
+        self._ready = False
+        self._lock = asyncio.Lock()
+        self._last_failure = float("-inf")
+        self._write_locks: dict[str, asyncio.Lock] = {}
+
+    async def start(self) -> None:
+        """Connect (with the configured retries, starting the local Neo4j if NEO4J_URI is unset).
+
+        An unreachable Neo4j does not stop the server: calls answer 503 until it is back. A server that
+        answers but cannot be used (too old, another embedding dimension) does.
+        """
+        try:
+            info = await self.rag.connect()
+        except BackendUnavailableError as exc:
+            self._last_failure = time.monotonic()
+            log.error("Neo4j is unreachable at start-up; graph calls answer 503 until it is back: %s", exc)
+            return
+        self._ready = True
+        log.info("connected to Neo4j %s (%s); model mode %s", info.version, info.edition, self.rag.mode)
+
+    async def ready(self) -> None:
+        """Make sure the server answered once and the schema exists; one quick try at most every few seconds."""
+        if self._ready:
+            return
+        async with self._lock:
+            if self._ready:
+                return
+            if time.monotonic() - self._last_failure < RETRY_AFTER_UNAVAILABLE_S:
+                raise BackendUnavailableError("Neo4j was unreachable moments ago")
+            try:
+                info = await self.rag.store.server_info()
+                check_server_version(info.version)
+                await self.rag.store.ensure_schema(self.rag.providers.embedding_dimension)
+            except BackendUnavailableError:
+                self._last_failure = time.monotonic()
+                raise
+            self._ready = True
+
+    async def probe(self) -> ServerInfo | None:
+        """The server's version now, or None when it cannot be reached or used."""
+        try:
+            info = await asyncio.wait_for(self.rag.store.server_info(), _PROBE_TIMEOUT_S)
+            check_server_version(info.version)
+            return info
+        except (TimeoutError, BackendUnavailableError, UnsupportedServerError) as exc:
+            log.info("Neo4j probe failed: %s", exc)
+            return None
+        except Exception as exc:  # the driver's own errors (auth, protocol): not reachable in any useful way
+            log.warning("Neo4j probe failed: %r", exc)
+            return None
+
+    def write_lock(self, kb: str) -> asyncio.Lock:
+        """One writer per kb: two ingestions (or an ingestion and a delete) would rebuild the same layers."""
+        return self._write_locks.setdefault(kb, asyncio.Lock())
+
+
+# --- authentication and authorisation ---------------------------------------------------------------------
+
+_bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <key>`")
+_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="`X-API-Key: <key>`")
+
+_UNAUTHORIZED_HEADERS = {"WWW-Authenticate": "Bearer"}
+
+
+def _backend(request: Request) -> Backend:
+    return request.app.state.backend
+
+
+def _keys(request: Request) -> ApiKeys:
+    return request.app.state.keys
+
+
+def authenticate(
+    keys: Annotated[ApiKeys, Depends(_keys)],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    header_key: Annotated[str | None, Security(_api_key_header)],
+) -> Principal:
+    """401 without a key, with an unknown key, or with two different keys."""
+    presented = {key for key in (bearer.credentials if bearer else None, header_key) if key}
+    if len(presented) > 1:
+        raise ApiError(401, "unauthorized", "two different API keys were sent; send one", _UNAUTHORIZED_HEADERS)
+    principal = keys.authenticate(next(iter(presented), None))
+    if principal is None:
+        detail = (
+            "invalid API key" if presented else "missing API key: send `Authorization: Bearer <key>` or `X-API-Key`"
+        )
+        raise ApiError(401, "unauthorized", detail, _UNAUTHORIZED_HEADERS)
+    return principal
+
+
+KbPath = Annotated[
+    str,
+    PathParam(
+        description="Knowledge base id: 1-64 of A-Z a-z 0-9 _ -, starting with a letter or digit.",
+        json_schema_extra={"pattern": KB_ID_PATTERN.pattern},
+    ),
+]
+
+
+def _require(scope: Scope):
+    """A dependency giving the validated kb id once the key may use it with `scope` (401, 422, 403)."""
+
+    def authorised_kb(kb: KbPath, principal: Annotated[Principal, Depends(authenticate)]) -> str:
+        validate_kb_id(kb)
+        if not principal.has_scope(scope):
+            raise ApiError(403, "forbidden", f"the API key {principal.name!r} lacks the {scope!r} scope")
+        if not principal.may_use(kb):
+            raise ApiError(403, "forbidden", f"the API key {principal.name!r} may not use knowledge base {kb!r}")
+        return kb
+
+    return authorised_kb
+
+
+ReadKb = Annotated[str, Depends(_require("read"))]
+ManageKb = Annotated[str, Depends(_require("manage"))]
+
+
+# --- responses ------------------------------------------------------------------------------------------
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    descriptions = {
+        401: "No API key, or an unknown one.",
+        403: "The key may not use this knowledge base, or lacks the scope.",
+        404: "No such knowledge base (or document).",
+        422: "Invalid input; `problems` says where.",
+        502: "The language model failed after its retries.",
+        503: "Neo4j is unreachable, or the graph of the kb is disabled. Retry after `Retry-After` seconds.",
+    }
+    responses: dict[int | str, dict[str, Any]] = {
+        status: {"model": ErrorBody, "description": descriptions[status]} for status in statuses
+    }
+    if 503 in responses:
+        responses[503]["headers"] = {
+            "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}
+        }
+    return responses
+
+
+def _json(model: Any) -> Response:
+    # Serialised once: the response model is for the OpenAPI document; re-validating a 2000-row answer costs.
+    return Response(content=model.model_dump_json(), media_type="application/json")
+
+
+# --- routes ---------------------------------------------------------------------------------------------
+
+router = APIRouter(prefix=API_PREFIX)
+BackendDep = Annotated[Backend, Depends(_backend)]
+
+
+async def _system(backend: Backend, keys: ApiKeys) -> SystemInfo:
+    info = await backend.probe()
+    return SystemInfo(
+        version=__version__,
+        graph_engine="Neo4j" if info is not None else "Not Enabled",
+        graph_engine_version=info.version if info is not None else None,
+        model_mode=backend.rag.mode,  # type: ignore[arg-type]
+        auth="none" if keys.insecure else "api-key",
+    )
+
+
+@router.get(
+    "/system",
+    response_model=SystemInfo,
+    tags=["system"],
+    summary="Version, graph engine and model mode",
+    responses=_errors(401),
+)
+async def system(
+    backend: BackendDep, keys: Annotated[ApiKeys, Depends(_keys)], _: Annotated[Principal, Depends(authenticate)]
+) -> SystemInfo:
+    """`graph_engine` is "Neo4j" when the server answers now and "Not Enabled" when it cannot be reached."""
+    return await _system(backend, keys)
+
+
+@router.post(
+    "/knowledge-bases/{kb}/graph-search",
+    response_model=GraphSearchResponse,
+    tags=["search"],
+    summary="Bounded one-hop graph search",
+    responses=_errors(401, 403, 404, 422, 503),
+)
+async def graph_search(kb: ReadKb, body: GraphSearchBody, backend: BackendDep) -> Response:
+    """Entities whose name contains `query` (case-sensitive) and their one-hop neighbourhoods.
+
+    Read-only, no model call. Seeds: exact match first, then shorter names, then alphabetical, at most
+    `max_seeds`; rows cut at `max_rows` keeping the best seeds' neighbourhoods. Entities and relationships
+    whose source chunks were all deleted or disabled are left out. `truncation` says what was cut.
+    A kb without any match answers 200 with empty lists; an unreachable Neo4j or a disabled graph, 503.
+    """
+    await backend.ready()
+    result = await backend.rag.graph_search(kb, body.query, max_seeds=body.max_seeds, max_rows=body.max_rows)
+    return _json(result)
+
+
+@router.post(
+    "/knowledge-bases/{kb}/query",
+    response_model=QueryResponse,
+    tags=["search"],
+    summary="Answer a question (drift, local, entity or basic)",
+    responses=_errors(401, 403, 404, 422, 502, 503),
+)
+async def query(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Response:
+    """The answer, DRIFT's intermediate answers, and every source (id, kind, title, text) it used.
+
+    In the offline mode answers are extractive and say so in their first line. `drift`, `local` and
+    `entity` read the graph, so they answer 503 when the kb's graph is disabled; `basic` does not.
+    """
+    await backend.ready()
+    # The search layer refuses an unknown kb (404) and, for the graph modes, a disabled graph (503).
+    result = await backend.rag.query(kb, body.question, mode=body.mode)
+    return _json(QueryResponse.from_result(result))
+
+
+@router.get(
+    "/knowledge-bases/{kb}/stats",
+    response_model=StatsResponse,
+    tags=["knowledge bases"],
+    summary="Counts of a knowledge base",
+    responses=_errors(401, 403, 404, 422, 503),
+)
+async def stats(kb: ReadKb, backend: BackendDep) -> StatsResponse:
+    await backend.ready()
+    rag = backend.rag
+    enabled = await rag.graph_enabled(kb)
+    return StatsResponse(
+        kb=kb, graph_enabled=enabled, counts=await rag.stats(kb), failed_chunks=await rag.failed_chunks(kb)
+    )
+
+
+@router.post(
+    "/knowledge-bases/{kb}/documents",
+    response_model=IngestResponse,
+    tags=["knowledge bases"],
+    summary="Ingest texts (manage)",
+    responses=_errors(401, 403, 422, 502, 503),
+)
+async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> IngestResponse:
+    """Chunk, extract, merge, cluster, report and embed; the kb is created if new. Answers when done.
+
+    A text already ingested under the same title is left as is; a changed text replaces its older version.
+    """
+    rag = backend.rag
+    max_bytes = int(rag.settings.max_file_mb * 1024 * 1024)
+    too_big = [doc.title for doc in body.texts if len(doc.text.encode("utf-8")) > max_bytes]
+    if too_big:
+        raise InputError(f"texts larger than {rag.settings.max_file_mb:g} MiB: {', '.join(map(repr, too_big[:5]))}")
+    await backend.ready()
+    async with backend.write_lock(kb):
+        result = await rag.ingest(kb, texts={doc.title: doc.text for doc in body.texts})
+    return IngestResponse(
+        kb=result.kb,
+        documents=result.documents,
+        counts=result.counts,
+        failed_chunks=result.failed_chunks,
+        usage=result.usage,
+        seconds_per_stage=result.seconds_per_stage,
+    )
+
+
+@router.delete(
+    "/knowledge-bases/{kb}/documents/{document_id}",
+    response_model=DeleteDocumentResponse,
+    tags=["knowledge bases"],
+    summary="Delete a document (manage)",
+    responses=_errors(401, 403, 404, 422, 502, 503),
+)
+async def delete_document(
+    kb: ManageKb,
+    document_id: Annotated[str, PathParam(description="A document id (document-…).")],
+    backend: BackendDep,
+) -> DeleteDocumentResponse:
+    """Its chunks go, and entities and relationships left without sources; the derived layers are rebuilt."""
+    validate_node_id(document_id)
+    if not document_id.startswith("document-"):
+        raise InvalidIdentifierError(f"not a document id: {document_id!r}")
+    await backend.ready()
+    rag = backend.rag
+    await rag.graph_enabled(kb)  # 404 for an unknown kb
+    async with backend.write_lock(kb):
+        if not any(row["id"] == document_id for row in await rag.documents(kb)):
+            raise ApiError(404, "document_not_found", f"no document {document_id!r} in knowledge base {kb!r}")
+        counts = await rag.delete_document(kb, document_id)
+    return DeleteDocumentResponse(kb=kb, document_id=document_id, counts=counts)
+
+
+@router.delete(
+    "/knowledge-bases/{kb}",
+    response_model=DeleteKbResponse,
+    tags=["knowledge bases"],
+    summary="Delete a knowledge base (manage)",
+    responses=_errors(401, 403, 404, 422, 503),
+)
+async def delete_kb(kb: ManageKb, backend: BackendDep) -> DeleteKbResponse:
+    await backend.ready()
+    rag = backend.rag
+    await rag.graph_enabled(kb)  # 404 for an unknown kb
+    async with backend.write_lock(kb):
+        await rag.delete_kb(kb)
+    return DeleteKbResponse(kb=kb)
+
+
+async def _switch_chunks(backend: Backend, kb: str, body: ChunkIdsBody, enabled: bool) -> ChunkSwitchResponse:
+    await backend.ready()
+    matched = await backend.rag.set_chunks_enabled(kb, body.chunk_ids, enabled)
+    return ChunkSwitchResponse(kb=kb, enabled=enabled, requested=len(set(body.chunk_ids)), matched=matched)
+
+
+@router.post(
+    "/knowledge-bases/{kb}/chunks/disable",
+    response_model=ChunkSwitchResponse,
+    tags=["knowledge bases"],
+    summary="Disable chunks as sources (manage)",
+    responses=_errors(401, 403, 404, 422, 503),
+)
+async def disable_chunks(kb: ManageKb, body: ChunkIdsBody, backend: BackendDep) -> ChunkSwitchResponse:
+    """Searches stop counting them as sources: entities and relationships left without any are not returned."""
+    return await _switch_chunks(backend, kb, body, False)
+
+
+@router.post(
+    "/knowledge-bases/{kb}/chunks/enable",
+    response_model=ChunkSwitchResponse,
+    tags=["knowledge bases"],
+    summary="Enable chunks again (manage)",
+    responses=_errors(401, 403, 404, 422, 503),
+)
+async def enable_chunks(kb: ManageKb, body: ChunkIdsBody, backend: BackendDep) -> ChunkSwitchResponse:
+    return await _switch_chunks(backend, kb, body, True)
+
+
+@router.put(
+    "/knowledge-bases/{kb}/graph",
+    response_model=GraphSwitchResponse,
+    tags=["knowledge bases"],
+    summary="Enable or disable the graph of a knowledge base (manage)",
+    responses=_errors(401, 403, 404, 422, 503),
+)
+async def switch_graph(kb: ManageKb, body: GraphSwitchBody, backend: BackendDep) -> GraphSwitchResponse:
+    """A disabled graph makes graph search and the graph-based query modes answer 503."""
+    await backend.ready()
+    await backend.rag.set_graph_enabled(kb, body.enabled)
+    return GraphSwitchResponse(kb=kb, graph_enabled=body.enabled)
+
+
+# --- the application ---------------------------------------------------------------------------------------
+
+
+def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True) -> FastAPI:
+    """The API over `rag`. No I/O here; with `manage_lifecycle` the lifespan connects and closes `rag`."""
+    backend = Backend(rag)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if manage_lifecycle:
+            await backend.start()
+        try:
+            yield
+        finally:
+            if manage_lifecycle:
+                await rag.close()
+
+    app = FastAPI(
+        title="driftrag",
+        version=__version__,
+        description=(
+            "GraphRAG on Neo4j: the bounded one-hop graph search, queries (DRIFT, local, entity, basic) and "
+            "knowledge-base management. Authenticate with an API key (`Authorization: Bearer <key>` or "
+            "`X-API-Key`); `read` keys search and query, `manage` keys also ingest, delete and switch."
+        ),
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+        # Operation ids are the handler names (`graph_search`, `query`…), which client generators turn into methods.
+        generate_unique_id_function=lambda route: route.name,
+    )
+    app.state.backend = backend
+    app.state.keys = keys
+    install_error_handlers(app)
+    app.include_router(router)
+
+    @app.get("/system", include_in_schema=False)
+    async def system_alias(
+        keys: Annotated[ApiKeys, Depends(_keys)], _: Annotated[Principal, Depends(authenticate)]
+    ) -> SystemInfo:
+        return await _system(backend, keys)
+
+    return app
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document of the app; it depends on the code only, not on settings or keys."""
+    from driftrag.settings import Settings
+
+    rag = DriftRAG(Settings(_env_file=None, llm_provider="offline"))  # no I/O: the driver connects lazily
+    try:
+        return create_app(rag, ApiKeys.insecure_no_auth()).openapi()
+    finally:
+        asyncio.run(rag.close())
+
+
+def render_openapi() -> str:
+    """The committed `docs/openapi.json`, byte for byte."""
+    return json.dumps(openapi_document(), indent=2, ensure_ascii=False) + "\n"
+
+
+__all__ = ["Backend", "create_app", "openapi_document", "render_openapi"]

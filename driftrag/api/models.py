@@ -1,0 +1,211 @@
+"""Request and response bodies of the HTTP API (the graph-search response is the search layer's own model)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from driftrag.ingestion.run import DocumentOutcome
+from driftrag.providers.usage import Usage
+from driftrag.search.drift.models import DriftResult, IntermediateAnswer
+from driftrag.search.graph_search import MAX_QUERY_CHARS, MAX_ROWS_LIMIT, MAX_SEEDS_LIMIT
+from driftrag.search.models import SearchMode, SearchResult, Source
+from driftrag.store.graph import FailedChunk, KbCounts
+
+MAX_QUESTION_CHARS = MAX_QUERY_CHARS
+MAX_TEXTS = 1000
+MAX_CHUNK_IDS = 10_000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must contain at least one non-whitespace character")
+    return value
+
+
+# Kept as given (a leading space can be meant), but a blank text would match or mean everything.
+NonBlank = Annotated[str, AfterValidator(_not_blank)]
+
+
+# --- errors -------------------------------------------------------------------------------------------
+
+
+class FieldProblem(_Model):
+    location: str = Field(description="Where the problem is, e.g. `body.query` or `path.kb`.")
+    message: str
+
+
+class ErrorBody(_Model):
+    """Every error answer has this shape; `code` is stable, `detail` is for people."""
+
+    code: str = Field(
+        description="unauthorized, forbidden, kb_not_found, document_not_found, not_found, method_not_allowed, "
+        "invalid_request, model_error, backend_unavailable, graph_disabled, internal_error",
+        examples=["kb_not_found"],
+    )
+    detail: str
+    problems: list[FieldProblem] = Field(default_factory=list, description="Per-field problems of a 422.")
+
+
+# --- graph search -------------------------------------------------------------------------------------
+
+
+class GraphSearchBody(_Model):
+    query: NonBlank = Field(
+        min_length=1, max_length=MAX_QUERY_CHARS, description="Case-sensitive substring of entity names."
+    )
+    max_seeds: int | None = Field(
+        default=None, ge=1, le=MAX_SEEDS_LIMIT, description="Seeds at most (default: the server's setting, 200)."
+    )
+    max_rows: int | None = Field(
+        default=None, ge=1, le=MAX_ROWS_LIMIT, description="Rows at most (default: the server's setting, 2000)."
+    )
+
+
+# --- query ----------------------------------------------------------------------------------------------
+
+
+class QueryBody(_Model):
+    question: NonBlank = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    mode: SearchMode = Field(default="drift", description="drift, local, entity or basic.")
+
+
+class QueryResponse(_Model):
+    """The answer of one query, whatever its mode, with every source it drew on."""
+
+    kb: str
+    mode: SearchMode
+    question: str
+    answer: str = Field(description="Markdown; cites sources by id in square brackets.")
+    extractive: bool = Field(description="True in the offline mode: sentences picked, not written by a model.")
+    cited_source_ids: list[str] = Field(description="Ids the answer cites; each is in `sources`.")
+    sources: list[Source] = Field(description="Every source the query used, once each, with its id and text.")
+    intermediate_answers: list[IntermediateAnswer] = Field(
+        description="DRIFT: the primer's and each follow-up search's answer; empty in the other modes."
+    )
+    follow_up_queries: list[str] = Field(description="Questions that would complete the answer (local modes).")
+    notes: list[str] = Field(description="What was skipped or cut, and why (DRIFT).")
+    usage: Usage
+    seconds: float
+
+    @classmethod
+    def from_result(cls, result: DriftResult | SearchResult) -> QueryResponse:
+        if isinstance(result, DriftResult):
+            return cls(
+                kb=result.kb,
+                mode="drift",
+                question=result.question,
+                answer=result.answer,
+                extractive=result.extractive,
+                cited_source_ids=result.source_ids,
+                sources=result.sources,
+                intermediate_answers=result.intermediate,
+                follow_up_queries=[],
+                notes=result.notes,
+                usage=result.usage,
+                seconds=result.seconds,
+            )
+        return cls(
+            kb=result.kb,
+            mode=result.mode,
+            question=result.question,
+            answer=result.answer,
+            extractive=result.extractive,
+            cited_source_ids=result.source_ids,
+            sources=result.context.sources,
+            intermediate_answers=[],
+            follow_up_queries=result.follow_up_queries,
+            notes=[],
+            usage=result.usage,
+            seconds=result.seconds,
+        )
+
+
+# --- system -------------------------------------------------------------------------------------------
+
+
+class SystemInfo(_Model):
+    name: Literal["driftrag"] = "driftrag"
+    version: str
+    api_version: Literal["v1"] = "v1"
+    graph_engine: Literal["Neo4j", "Not Enabled"] = Field(
+        description='"Neo4j" when the server answers now, "Not Enabled" when it cannot be reached.'
+    )
+    graph_engine_version: str | None = None
+    model_mode: Literal["offline", "openai"] = Field(
+        description="offline = extractive answers without a language model; openai = an OpenAI-compatible model."
+    )
+    auth: Literal["api-key", "none"] = Field(description='"none" only when started with --insecure-no-auth.')
+
+
+# --- manage ---------------------------------------------------------------------------------------------
+
+
+class TextDocument(_Model):
+    title: str = Field(min_length=1, max_length=512, description="Identifies the document across versions.")
+    text: NonBlank = Field(min_length=1)
+
+
+class IngestBody(_Model):
+    texts: list[TextDocument] = Field(min_length=1, max_length=MAX_TEXTS)
+
+    @field_validator("texts")
+    @classmethod
+    def _distinct_titles(cls, texts: list[TextDocument]) -> list[TextDocument]:
+        titles = [doc.title for doc in texts]
+        if len(set(titles)) != len(titles):
+            raise ValueError("titles must be distinct within one request")
+        return texts
+
+
+class IngestResponse(_Model):
+    kb: str
+    documents: list[DocumentOutcome]
+    counts: KbCounts
+    failed_chunks: list[FailedChunk] = Field(description="Chunks whose extraction failed; the rest was ingested.")
+    usage: Usage
+    seconds_per_stage: dict[str, float]
+
+
+class DeleteDocumentResponse(_Model):
+    kb: str
+    document_id: str
+    deleted: Literal[True] = True
+    counts: KbCounts = Field(description="The knowledge base after the deletion.")
+
+
+class DeleteKbResponse(_Model):
+    kb: str
+    deleted: Literal[True] = True
+
+
+class ChunkIdsBody(_Model):
+    chunk_ids: list[str] = Field(min_length=1, max_length=MAX_CHUNK_IDS, description="Chunk ids (chunk-…).")
+
+
+class ChunkSwitchResponse(_Model):
+    kb: str
+    enabled: bool
+    requested: int = Field(description="Distinct ids in the request.")
+    matched: int = Field(description="Of them, chunks that exist in the kb; the others were ignored.")
+
+
+class GraphSwitchBody(_Model):
+    enabled: bool
+
+
+class GraphSwitchResponse(_Model):
+    kb: str
+    graph_enabled: bool
+
+
+class StatsResponse(_Model):
+    kb: str
+    graph_enabled: bool
+    counts: KbCounts
+    failed_chunks: list[FailedChunk]

@@ -1,0 +1,118 @@
+"""Running the API: `driftrag serve` (uvicorn in the foreground) and `BackgroundServer` (tests, benchmarks,
+notebooks: uvicorn in a thread on a free port).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import threading
+import time
+from types import TracebackType
+
+import uvicorn
+from fastapi import FastAPI
+
+from driftrag.api.auth import ApiKeys
+from driftrag.errors import ConfigurationError
+from driftrag.settings import Settings
+
+log = logging.getLogger("driftrag.api")
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name could resolve anywhere
+
+
+def load_keys(settings: Settings, *, insecure_no_auth: bool) -> ApiKeys:
+    """The keys of `settings.api_keys_file`; without any, only `--insecure-no-auth` lets the server start."""
+    if insecure_no_auth:
+        if settings.api_keys_file is not None:
+            log.warning("--insecure-no-auth: the keys in %s are ignored", settings.api_keys_file)
+        return ApiKeys.insecure_no_auth()
+    if settings.api_keys_file is None:
+        raise ConfigurationError(
+            "no API keys configured, so the server does not start: create a key with "
+            "`driftrag api-key create --name NAME --scopes read --kbs '*' --file keys.json`, set "
+            "DRIFTRAG_API_KEYS_FILE=keys.json, or pass --insecure-no-auth for a local experiment"
+        )
+    return ApiKeys.from_file(settings.api_keys_file)
+
+
+def check_bind(host: str, *, insecure_no_auth: bool) -> None:
+    """Without authentication the server may only listen on the loopback interface."""
+    if insecure_no_auth and not _is_loopback(host):
+        raise ConfigurationError(
+            f"--insecure-no-auth binds only to 127.0.0.1 (or another loopback address), not {host!r}; "
+            "configure API keys to listen on other interfaces"
+        )
+
+
+def serve(settings: Settings, *, host: str, port: int, insecure_no_auth: bool, log_level: str = "info") -> None:
+    """Check keys and address, then run uvicorn until interrupted (the lifespan connects to Neo4j)."""
+    from driftrag.api.app import create_app
+    from driftrag.facade import DriftRAG
+
+    keys = load_keys(settings, insecure_no_auth=insecure_no_auth)
+    check_bind(host, insecure_no_auth=insecure_no_auth)
+    if insecure_no_auth:
+        log.warning("serving WITHOUT authentication on %s:%d (--insecure-no-auth)", host, port)
+    app = create_app(DriftRAG(settings), keys)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False, proxy_headers=False)
+
+
+class BackgroundServer:
+    """uvicorn serving `app` in a thread on 127.0.0.1 (a free port by default); a context manager.
+
+    with BackgroundServer(create_app(rag, keys)) as server:
+        httpx.get(f"{server.url}/api/v1/system", headers=...)
+    """
+
+    def __init__(
+        self,
+        app: FastAPI,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        start_timeout_s: float = 120.0,
+        log_level: str = "warning",
+    ) -> None:
+        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="driftrag-api", daemon=True)
+        self._host = host
+        self._start_timeout_s = start_timeout_s
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self.port}"
+
+    def start(self) -> BackgroundServer:
+        self._thread.start()
+        deadline = time.monotonic() + self._start_timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the API server stopped during start-up (see the log)")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the API server did not start within {self._start_timeout_s:g} s")
+            time.sleep(0.02)
+        # With port 0 the system chose one: read it from the listening socket.
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()

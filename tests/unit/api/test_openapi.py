@@ -1,0 +1,49 @@
+"""The committed OpenAPI document is the app's, byte for byte; and the CLI prints the same."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from driftrag.api.app import API_PREFIX, render_openapi
+
+ROOT = Path(__file__).resolve().parents[3]
+COMMITTED = ROOT / "docs" / "openapi.json"
+REGENERATE = "regenerate it: `driftrag api openapi > docs/openapi.json`"
+
+
+def test_the_committed_document_matches_the_code() -> None:
+    assert COMMITTED.read_text(encoding="utf-8") == render_openapi(), REGENERATE
+
+
+def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
+    document = json.loads(render_openapi())
+    operations = {
+        (method.upper(), path.removeprefix(API_PREFIX)) for path, item in document["paths"].items() for method in item
+    }
+    kb = "/knowledge-bases/{kb}"
+    assert operations == {
+        ("GET", "/system"),
+        ("POST", f"{kb}/graph-search"),
+        ("POST", f"{kb}/query"),
+        ("GET", f"{kb}/stats"),
+        ("POST", f"{kb}/documents"),
+        ("DELETE", f"{kb}/documents/{{document_id}}"),
+        ("DELETE", kb),
+        ("POST", f"{kb}/chunks/enable"),
+        ("POST", f"{kb}/chunks/disable"),
+        ("PUT", f"{kb}/graph"),
+    }
+    assert set(document["components"]["securitySchemes"]) == {"HTTPBearer", "APIKeyHeader"}
+    search = document["paths"][f"{API_PREFIX}{kb}/graph-search"]["post"]
+    assert {"401", "403", "404", "422", "503"} <= set(search["responses"])
+    assert "Retry-After" in search["responses"]["503"]["headers"]
+
+
+def test_the_cli_prints_the_document() -> None:
+    printed = subprocess.run(
+        [sys.executable, "-m", "driftrag", "api", "openapi"], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert printed.stdout == render_openapi()
