@@ -289,32 +289,46 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
     _emit(result, as_json, "\n".join(lines))
 
 
+DEMO_KB = "sample"
+DEMO_QUESTION = (
+    "Who made the light at Cinder Point Lighthouse fail, and why did Lady Maud Ferrers want the Lantern Charter "
+    "to disappear?"
+)
+
+
 @app.command("demo")
-def demo(ctx: typer.Context) -> None:
-    """The main job: local Neo4j, schema, then ingest + DRIFT on the bundled sample (offline by default)."""
-    from driftrag.local_neo4j import LocalNeo4j
-    from driftrag.providers import build_providers
-    from driftrag.store import Neo4jStore
+def demo(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Option("--question", help="The DRIFT question to ask.")] = DEMO_QUESTION,
+    as_json: JsonOption = False,
+) -> None:
+    """The main job: local Neo4j, ingest the bundled sample corpus, then a DRIFT answer with its sources."""
+    from driftrag.corpora import DATA_DIR
+    from driftrag.facade import DriftRAG
 
     settings = Settings()
-    if settings.neo4j_uri is None:
-        status = _run(ctx, lambda: LocalNeo4j(settings).start())
-        console.print(_describe(status), highlight=False)
 
-    async def action() -> str:
-        providers = build_providers(settings)
-        async with Neo4jStore.from_settings(settings) as store:
-            info = await store.connect()
-            await store.ensure_schema(providers.embedding_dimension)
-        return f"Neo4j {info.version} ready, schema in place; {providers.describe()}"
+    async def action():
+        async with DriftRAG(settings) as rag:
+            err_console.print(f"{rag.providers.describe()}", highlight=False)
+            with err_console.status("ingesting the sample corpus…", spinner="dots") as status:
+                ingested = await rag.ingest(
+                    DEMO_KB,
+                    paths=[DATA_DIR / "sample"],
+                    on_progress=lambda p: status.update(f"ingest {p.stage}: {p.done}/{p.total}"),
+                )
+            counts = ingested.counts
+            err_console.print(
+                f"kb {DEMO_KB}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
+                f"{counts.relationships} relationships, {counts.communities} communities",
+                highlight=False,
+            )
+            with err_console.status("DRIFT search…", spinner="dots") as status:
+                return await rag.drift(
+                    DEMO_KB, question, on_progress=lambda e: status.update(f"{e.phase}: {e.message[:100]}")
+                )
 
-    console.print(_arun(ctx, action), highlight=False)
-    console.print(
-        "Not built yet, so the demo stops here: the offline extractive model tasks and the bundled sample "
-        "corpus (issue 5), and the DRIFT query workflow (issue 4). With OPENAI_API_KEY set, "
-        "`driftrag ingest FILE --kb NAME` already builds the graph.",
-        highlight=False,
-    )
+    _print_result(_arun(ctx, action), as_json)
 
 
 # --- info -----------------------------------------------------------------------------------------
@@ -343,6 +357,61 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
     result = _run(ctx, action)
     _emit(result, as_json, f"{result.description}\nNeo4j: {result.neo4j_uri}")
+
+
+# --- query ----------------------------------------------------------------------------------------
+
+QUERY_MODES = ("drift", "local", "entity", "basic")
+
+
+def _valid_mode(mode: str) -> str:
+    if mode not in QUERY_MODES:
+        raise typer.BadParameter(f"choose one of {', '.join(QUERY_MODES)}")
+    return mode
+
+
+async def _answer(settings: Settings, kb: str, question: str, mode: str, on_progress=None):
+    from driftrag.facade import DriftRAG
+
+    async with DriftRAG(settings) as rag:
+        if mode == "drift":
+            return await rag.drift(kb, question, on_progress=on_progress)
+        return await rag.query(kb, question, mode=mode)
+
+
+def _print_result(result, as_json: bool) -> None:
+    from rich.markdown import Markdown
+
+    if as_json:
+        # Plain JSON: the answer, intermediate answers (DRIFT) and every source with its id and text.
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        console.print(Markdown(result._repr_markdown_()))
+
+
+@app.command("query")
+def query_command(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="The question.")],
+    kb: KbOption,
+    mode: Annotated[
+        str, typer.Option("--mode", help="drift | local | entity | basic.", callback=_valid_mode)
+    ] = "drift",
+    as_json: JsonOption = False,
+) -> None:
+    """Answer a question from a knowledge base; prints the answer with its sources (and DRIFT's follow-up tree)."""
+    settings = Settings()
+
+    async def action():
+        with err_console.status(f"{mode} search…", spinner="dots") as status:
+
+            def progress(event) -> None:
+                if not as_json:
+                    status.update(f"{event.phase}: {event.message[:100]}")
+
+            return await _answer(settings, kb, question, mode, progress)
+
+    _print_result(_arun(ctx, action), as_json)
 
 
 # --- graph search and its switches ------------------------------------------------------------------
@@ -756,6 +825,213 @@ def eval_generate(
     origins.write_text(generated.model_dump_json(indent=2, exclude={"items"}) + "\n", encoding="utf-8")
     text = f"wrote {len(generated.items)} draft questions to {out} (personas and tasks in {origins})"
     _emit(generated, as_json, text + (f"; {len(generated.failures)} failed calls" if generated.failures else ""))
+
+
+# --- data: public-domain corpora by name ---------------------------------------------------------------
+
+data_app = typer.Typer(help="Public-domain corpora by name: download with a pinned checksum, or copy a local file.")
+app.add_typer(data_app, name="data")
+
+
+def _sha256_option(text: str | None) -> str | None:
+    import re
+
+    if text is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", text):
+        raise typer.BadParameter("a SHA-256 is 64 hexadecimal digits")
+    return text.lower() if text else None
+
+
+@data_app.command("list")
+def data_list(as_json: JsonOption = False) -> None:
+    """Show the registered corpora: name, title, source (URL or shipped folder), pinned SHA-256, license."""
+    from driftrag.corpora import CORPORA
+
+    if as_json:
+        typer.echo("[" + ",".join(corpus.model_dump_json() for corpus in CORPORA) + "]")
+        return
+    for corpus in CORPORA:
+        lines = [f"{corpus.name:<8}{corpus.title}", f"{'':<8}source: {corpus.describe_source()}"]
+        if corpus.sha256:
+            lines.append(f"{'':<8}sha256: {corpus.sha256} ({corpus.size:,} bytes; {corpus.edition})")
+        lines.append(f"{'':<8}license: {corpus.license}")
+        typer.echo("\n".join(lines))
+
+
+@data_app.command("fetch")
+def data_fetch(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="A corpus from `driftrag data list` (alice, sample).")],
+    dest: Annotated[
+        Path | None, typer.Option("--dest", help="Folder to put it in (default: <DRIFTRAG_HOME>/corpora).")
+    ] = None,
+    source: Annotated[
+        Path | None,
+        typer.Option("--from", help="Use this local file instead of downloading; its checksum is checked too."),
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Download from this mirror instead; the checksum is still checked.")
+    ] = None,
+    sha256: Annotated[
+        str | None,
+        typer.Option(
+            "--sha256",
+            help="Accept this SHA-256 instead of the pinned one (another edition).",
+            callback=_sha256_option,
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Download a corpus (checksum verified; not again when present) and print its path on stdout.
+
+    Exit codes: 1 checksum mismatch or bad file, 2 unknown corpus, 3 no network (use --from PATH).
+    A shipped corpus (sample) prints its folder; with --dest it is copied there.
+    """
+    from rich.markup import escape as escape_markup
+
+    from driftrag import corpora
+    from driftrag.errors import DownloadUnavailableError, UnknownCorpusError
+
+    try:
+        corpus = corpora.get_corpus(name)
+    except UnknownCorpusError as exc:
+        err_console.print(f"[red]error:[/red] {escape_markup(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
+
+    try:
+        if corpus.bundled is not None and dest is not None and (source, url, sha256) == (None, None, None):
+            result = corpora.copy_shipped(corpus, dest)
+        else:
+            target = dest or corpora.default_dest(Settings().home)
+            result = corpora.fetch(corpus, dest=target, source=source, url=url, expected_sha256=sha256)
+    except DriftRAGError as exc:
+        if ctx.obj is not None and ctx.obj.debug:
+            raise
+        err_console.print(f"[red]error:[/red] {escape_markup(str(exc))}", highlight=False)
+        # No network is "backend unavailable" here: exit 3, as Neo4j outages are for the other commands.
+        raise typer.Exit(3 if isinstance(exc, DownloadUnavailableError) else 1) from None
+    if as_json:
+        typer.echo(result.model_dump_json())
+        return
+    err_console.print(escape_markup(result.describe()), highlight=False)
+    typer.echo(str(result.path))
+
+
+# --- HTTP API ------------------------------------------------------------------------------------------
+
+api_app = typer.Typer(help="The HTTP API's OpenAPI document.")
+api_key_app = typer.Typer(help="API keys of the HTTP API; the keys file stores only their SHA-256.")
+app.add_typer(api_app, name="api")
+app.add_typer(api_key_app, name="api-key")
+
+KeysFileOption = Annotated[Path | None, typer.Option("--file", help="The keys file (default: DRIFTRAG_API_KEYS_FILE).")]
+
+
+@app.command("serve")
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Address to bind (default: DRIFTRAG_API_HOST, 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option("--port", min=1, max=65535, help="Port to listen on (default: DRIFTRAG_API_PORT, 8000)."),
+    ] = None,
+    insecure_no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-no-auth",
+            help="Accept every request without a key (local experiments); only on 127.0.0.1 or another loopback.",
+        ),
+    ] = False,
+) -> None:
+    """Serve the HTTP API with uvicorn (docs at /api/v1/docs); refuses to start without API keys."""
+    from driftrag.api.server import serve as run_server
+
+    settings = Settings()
+    debug = ctx.obj is not None and ctx.obj.debug
+    _run(
+        ctx,
+        lambda: run_server(
+            settings,
+            host=host or settings.api_host,
+            port=port or settings.api_port,
+            insecure_no_auth=insecure_no_auth,
+            log_level="debug" if debug else "info",
+        ),
+    )
+
+
+@api_app.command("openapi")
+def api_openapi() -> None:
+    """Print the OpenAPI document of the HTTP API (`driftrag api openapi > docs/openapi.json`)."""
+    from driftrag.api.app import render_openapi
+
+    typer.echo(render_openapi(), nl=False)
+
+
+def _keys_file(file: Path | None) -> Path:
+    chosen = file or Settings().api_keys_file
+    if chosen is None:
+        err_console.print("[red]error:[/red] give --file or set DRIFTRAG_API_KEYS_FILE", highlight=False)
+        raise typer.Exit(2)
+    return chosen
+
+
+@api_key_app.command("create")
+def api_key_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Option("--name", help="Who or what uses the key (unique in the file).")],
+    scopes: Annotated[str, typer.Option("--scopes", help="read, manage or read,manage (manage implies read).")],
+    kbs: Annotated[str, typer.Option("--kbs", help="Comma-separated kb ids the key may use, or '*' for all.")],
+    file: KeysFileOption = None,
+) -> None:
+    """Create a key, store its SHA-256 in the keys file, and print the key once on stdout."""
+    from driftrag.api.auth import create_key, parse_kbs, parse_scopes
+
+    try:
+        scope_list, kb_list = parse_scopes(scopes), parse_kbs(kbs)
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    path = _keys_file(file)
+    key, entry = _run(ctx, lambda: create_key(path, name=name, scopes=scope_list, kbs=kb_list))
+    err_console.print(
+        f"created key {entry.name!r} (scopes {', '.join(entry.scopes)}; kbs {', '.join(entry.kbs)}) in {path}; "
+        "it is shown only now, keep it somewhere safe",
+        highlight=False,
+        markup=False,
+    )
+    typer.echo(key)
+
+
+@api_key_app.command("list")
+def api_key_list(ctx: typer.Context, file: KeysFileOption = None, as_json: JsonOption = False) -> None:
+    """Show the keys of the file: name, scopes, kbs (never the hashes)."""
+    import json
+
+    from driftrag.api.auth import read_keys_file
+
+    path = _keys_file(file)
+    content = _run(ctx, lambda: read_keys_file(path))
+    if as_json:
+        typer.echo(json.dumps([entry.model_dump(exclude={"key_sha256"}) for entry in content.keys]))
+        return
+    for entry in content.keys:
+        typer.echo(f"{entry.name}\tscopes {','.join(entry.scopes)}\tkbs {','.join(entry.kbs)}")
+
+
+@api_key_app.command("revoke")
+def api_key_revoke(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Option("--name", help="The key to remove.")],
+    file: KeysFileOption = None,
+) -> None:
+    """Remove a key from the file; running servers read the file at start-up, so restart them."""
+    from driftrag.api.auth import revoke_key
+
+    path = _keys_file(file)
+    _run(ctx, lambda: revoke_key(path, name))
+    err_console.print(f"revoked key {name!r} in {path}; restart running servers", highlight=False, markup=False)
 
 
 def main() -> None:

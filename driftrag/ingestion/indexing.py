@@ -18,6 +18,7 @@ from driftrag.ingestion.extraction import extract_all
 from driftrag.ingestion.loading import InputError, document_from_text, load_document
 from driftrag.ingestion.merge import (
     apply_summaries,
+    extracted_chunk_count,
     merge_extractions,
     needs_summary,
     summarize_all,
@@ -54,9 +55,8 @@ async def store_documents(
         older = sorted(row["id"] for row in existing if row["id"] != document.id)
         for old_id in older:
             await deps.graph.delete_document(kb, old_id)
-        chunks = chunk_document(
-            document, chunk_size=deps.settings.chunk_size, chunk_overlap=deps.settings.chunk_overlap
-        )
+        chunk_size, chunk_overlap = deps.chunking()
+        chunks = chunk_document(document, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
         unchanged = any(row["id"] == document.id for row in existing)
         await deps.documents.upsert_document(document, chunks)
         status = "replaced" if older else "unchanged" if unchanged else "new"
@@ -90,8 +90,11 @@ async def extract_pending(
 
 
 async def rebuild_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[MergeResult, int]:
-    """Merge all checkpointed extractions of the kb, summarise what changed, write the layer."""
-    merged = merge_extractions(await deps.graph.extractions(kb))
+    """Merge all checkpointed extractions of the kb, refine, summarise what changed, write the layer."""
+    outcomes = await deps.graph.extractions(kb)
+    merged = merge_extractions(outcomes)
+    if deps.tasks.refiner is not None:
+        merged = await deps.tasks.refiner.refine(merged, extracted_chunk_count(outcomes))
     known = {**await deps.graph.entity_state(kb), **await deps.graph.relationship_state(kb)}
     summaries: dict[str, str] = {}
     to_generate = []

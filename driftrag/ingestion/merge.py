@@ -10,11 +10,18 @@ Relationships are directed and keyed by (source id, target id, type), except the
 merge. Weights are summed strengths; descriptions are kept in first-seen order, exact duplicates
 dropped. An endpoint that no chunk listed as an entity is created with type `UNKNOWN` and the
 relationship's description. Outputs are sorted by id so re-runs produce identical data.
+
+Each relationship also gets its pointwise mutual information over chunks,
+`pmi = log2(n_ab · N / (n_a · n_b))`: N = extracted chunks (neither failed nor skipped), n_ab = the
+relationship's source chunks, n_a and n_b = the source chunks of its endpoints. It is positive when
+the two ends meet more often than their frequencies predict; the offline refiner normalises weights
+with it and graph views draw with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import unicodedata
 from collections import Counter, defaultdict
@@ -66,6 +73,18 @@ def _display_name(forms: Counter[str]) -> str:
 def _entity_type(types: Counter[str]) -> str:
     known = Counter({t: n for t, n in types.items() if t != UNKNOWN_ENTITY_TYPE})
     return _display_name(known) if known else UNKNOWN_ENTITY_TYPE
+
+
+def extracted_chunk_count(outcomes: Sequence[ExtractionOutcome]) -> int:
+    """N of the PMI: chunks whose extraction neither failed nor was skipped."""
+    return sum(1 for outcome in outcomes if not outcome.failed and not outcome.skipped_reason)
+
+
+def pmi(pair_chunks: int, source_chunks: int, target_chunks: int, total_chunks: int) -> float | None:
+    """log2 of p(a,b) / (p(a) p(b)), probabilities over chunks; None when a count is zero."""
+    if min(pair_chunks, source_chunks, target_chunks, total_chunks) <= 0:
+        return None
+    return math.log2(pair_chunks * total_chunks / (source_chunks * target_chunks))
 
 
 def merge_extractions(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
@@ -129,6 +148,7 @@ def merge_extractions(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
         )
         for key in forms
     ]
+    total_chunks = extracted_chunk_count(outcomes)
     relationships = [
         MergedRelationship(
             id=relationship_id(source_id, target_id, type_),
@@ -139,8 +159,15 @@ def merge_extractions(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
             descriptions=fields["descriptions"],
             weight=fields["weight"],
             source_chunk_ids=sorted(fields["chunks"]),
+            pmi=pmi(
+                len(fields["chunks"]),
+                len(chunks[source_key]),
+                len(chunks[target_key]),
+                total_chunks,
+            ),
         )
         for (source_id, target_id, type_), fields in rel_fields.items()
+        for source_key, target_key in [fields["ends"]]
     ]
     return MergeResult(
         entities=sorted(entities, key=lambda e: e.id),
@@ -187,6 +214,8 @@ def merge_into(existing: MergeResult, new: MergeResult) -> MergeResult:
                     "weight": old.weight + rel.weight,
                     "source_chunk_ids": sorted(set(old.source_chunk_ids) | set(rel.source_chunk_ids)),
                     "summary": old.summary if descriptions == old.descriptions else None,
+                    # The chunk counts behind the PMI are not kept here; a full merge recomputes it.
+                    "pmi": None,
                 }
             )
     return MergeResult(

@@ -140,6 +140,11 @@ class MergedRelationship(_Model):
     weight: float = Field(default=0.0, ge=0)
     source_chunk_ids: list[str] = Field(default_factory=list)
     summary: str | None = None
+    pmi: float | None = Field(
+        default=None,
+        description="log2(n_ab · N / (n_a · n_b)) over the N extracted chunks: n_ab = this relationship's "
+        "source chunks, n_a and n_b = its endpoints' (see merge.pmi); None when unknown.",
+    )
 
 
 class MergeResult(_Model):

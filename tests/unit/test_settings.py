@@ -68,6 +68,16 @@ ENVIRONMENT = {
     "DRIFTRAG_DRIFT_MIN_ANSWER_SCORE": ("drift_min_answer_score", "40"),
     "DRIFTRAG_DRIFT_MAX_LLM_CALLS": ("drift_max_llm_calls", "12"),
     "DRIFTRAG_DRIFT_MAX_PROMPT_TOKENS": ("drift_max_prompt_tokens", "50000"),
+    "DRIFTRAG_OFFLINE_LANGUAGE": ("offline_language", "french"),
+    "DRIFTRAG_OFFLINE_CHUNK_SIZE": ("offline_chunk_size", "250"),
+    "DRIFTRAG_OFFLINE_CHUNK_OVERLAP": ("offline_chunk_overlap", "20"),
+    "DRIFTRAG_OFFLINE_COOCCURRENCE_WINDOW": ("offline_cooccurrence_window", "0"),
+    "DRIFTRAG_OFFLINE_MIN_ENTITY_CHUNKS": ("offline_min_entity_chunks", "3"),
+    "DRIFTRAG_OFFLINE_MIN_COOCCURRENCES": ("offline_min_cooccurrences", "3"),
+    "DRIFTRAG_OFFLINE_SUMMARY_WORDS": ("offline_summary_words", "120"),
+    "DRIFTRAG_API_KEYS_FILE": ("api_keys_file", "/etc/driftrag/api-keys.json"),
+    "DRIFTRAG_API_HOST": ("api_host", "0.0.0.0"),
+    "DRIFTRAG_API_PORT": ("api_port", "8080"),
 }
 
 

@@ -113,7 +113,7 @@ MATCH (t:__Entity__ {kb: $kb, id: row.target_id})
 MERGE (s)-[r:RELATED {id: row.id}]->(t)
 SET r.kb = $kb, r.type = row.type, r.original_types = row.original_types, r.descriptions = row.descriptions,
     r.descriptions_hash = row.descriptions_hash, r.summary = row.summary, r.description = row.description,
-    r.weight = row.weight, r.source_chunk_ids = row.source_chunk_ids
+    r.weight = row.weight, r.pmi = row.pmi, r.source_chunk_ids = row.source_chunk_ids
 """
 
 DELETE_STALE_RELATIONSHIPS = """
@@ -225,7 +225,7 @@ ORDER BY e.id
 MATCH_RELATIONSHIPS = """
 MATCH (s:__Entity__ {kb: $kb})-[r:RELATED]->(t:__Entity__)
 RETURN r.id AS id, s.id AS source_id, t.id AS target_id, r.type AS type, r.descriptions AS descriptions,
-       r.summary AS summary, r.source_chunk_ids AS source_chunk_ids
+       r.summary AS summary, r.source_chunk_ids AS source_chunk_ids, r.pmi AS pmi
 ORDER BY r.id
 """
 

@@ -1,0 +1,138 @@
+"""Follow-up questions of the extractive answers: names the context brings up that the question did not.
+
+A candidate is a name (an entity source's title, or a proper-noun span of the context) that the
+question does not already mention (`query_text.mentioned`). Candidates are ranked by relevance, the
+best relevance of a scored sentence that mentions them (or belongs to their entity source), then by
+where they were first found, then by name; the order is stable for a given input.
+
+Each becomes a question about its link to the question's topic:
+- the question names something (its first name, T = "the Gryphon"): "How is X related to T?";
+- else it has a phrase after a determiner (T = "the trial"): "What is the role of X in T?";
+- else: "What is the role of X?"
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from driftrag.offline.lexicon import lexicon_for
+from driftrag.offline.nlp import Language, words
+from driftrag.offline.query_scoring import Scored
+from driftrag.offline.query_text import NameSpan, display_name, mentioned, name_key, name_spans
+from driftrag.search.models import Source
+
+# Sentences whose names are offered as follow-ups (the context's best ones).
+FOLLOW_UP_SENTENCES = 8
+_TOPIC_WORDS = 3
+
+
+@dataclass(frozen=True)
+class Topic:
+    text: str
+    is_name: bool
+
+
+def question_topic(question: str, language: Language) -> Topic | None:
+    names = name_spans([question], language, question=True)
+    if names:
+        return Topic(display_name(names[0]), True)
+    tokens = words(question)
+    determiners = lexicon_for(language.name).determiners
+    for i, token in enumerate(tokens[:-1]):
+        if token.casefold() not in determiners:
+            continue
+        phrase: list[str] = []
+        for word in tokens[i + 1 : i + 1 + _TOPIC_WORDS]:
+            if word.casefold() in language.stopwords:
+                break
+            phrase.append(word)
+        if phrase:
+            return Topic(" ".join([token.casefold(), *phrase]), False)
+    return None
+
+
+def phrase_follow_up(name: str, topic: Topic | None) -> str:
+    if topic is None:
+        return f"What is the role of {name}?"
+    if topic.is_name:
+        return f"How is {name} related to {topic.text}?"
+    return f"What is the role of {name} in {topic.text}?"
+
+
+def _mention_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(name.casefold())}(?!\w)")
+
+
+def mention_relevance(name: str, scored: Sequence[Scored], source_id: str | None = None) -> float:
+    """The best relevance of a scored sentence naming `name` (or from its own entity source), else 0."""
+    pattern = _mention_pattern(name)
+    return max(
+        (
+            s.relevance
+            for s in scored
+            if s.sentence.source_id == source_id or pattern.search(s.sentence.text.casefold())
+        ),
+        default=0.0,
+    )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    span: NameSpan
+    relevance: float
+    group: int = 0  # rank of the community it came from (primer); 0 for plain answers
+
+
+def write_follow_ups(question: str, candidates: Iterable[Candidate], language: Language, limit: int) -> list[str]:
+    """The `limit` best candidates not mentioned by the question, phrased as questions."""
+    if limit <= 0:
+        return []
+    asked_names = [span.name for span in name_spans([question], language, question=True)]
+    asked_words = {w.casefold() for w in words(question)}
+    best: dict[str, tuple[int, Candidate]] = {}
+    for order, candidate in enumerate(candidates):
+        key = name_key(candidate.span.name)
+        if not key or mentioned(candidate.span.name, asked_names, asked_words, language):
+            continue
+        held = best.get(key)
+        if held is None or (candidate.group, -candidate.relevance) < (held[1].group, -held[1].relevance):
+            best[key] = (held[0] if held else order, candidate)
+    ranked = sorted(best.values(), key=lambda item: (item[1].group, -item[1].relevance, item[0], item[1].span.name))
+    topic = question_topic(question, language)
+    return [phrase_follow_up(display_name(c.span), topic) for _, c in ranked[:limit]]
+
+
+def answer_candidates(sources: Sequence[Source], scored: Sequence[Scored], language: Language) -> list[Candidate]:
+    """Entity sources' titles, then the names in the best sentences."""
+    context = " ".join(source.text for source in sources).casefold()
+    candidates = [
+        Candidate(
+            NameSpan(source.title, f"the {source.title.casefold()}" in context),
+            mention_relevance(source.title, scored, source.id),
+        )
+        for source in sources
+        if source.kind == "entity" and source.title.strip()
+    ]
+    best = [s.sentence.text for s in scored[:FOLLOW_UP_SENTENCES]]
+    candidates += [Candidate(span, mention_relevance(span.name, scored)) for span in name_spans(best, language)]
+    return candidates
+
+
+def primer_candidates(reports: Sequence[Source], scored: Sequence[Scored], language: Language) -> list[Candidate]:
+    """The names of each report, reports in order of their best sentence (the best community first)."""
+    rank: dict[str, int] = {}
+    for s in scored:
+        rank.setdefault(s.sentence.source_id, len(rank))
+    ordered = sorted((r for r in reports if r.id in rank), key=lambda r: rank[r.id])
+    # Names are found over all reports together: a word capitalised mid-sentence in one report is
+    # evidence that it is a name where it opens a heading of another.
+    spans = name_spans([r.text for r in ordered], language)
+    candidates = []
+    for group, report in enumerate(ordered):
+        own = [s for s in scored if s.sentence.source_id == report.id]
+        candidates += [
+            Candidate(span, mention_relevance(span.name, own), group) for span in spans if span.name in report.text
+        ]
+    return candidates

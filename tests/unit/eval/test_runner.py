@@ -1,0 +1,138 @@
+"""Runs are resumable: a kill mid-run, a partial last line, errors retried, no duplicated rows."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from driftrag.eval.jsonl import ResultsFileError, read_rows
+from driftrag.eval.questions import QuestionItem, dump_questions
+from driftrag.eval.records import MANIFEST, QUESTIONS, ROWS, SUMMARY, RunRow, load_run
+from driftrag.eval.runner import run_eval
+from tests.fakes.eval_results import FakeMethods, Killed, SettingsOnlyDeps, source
+
+METHODS = ["drift", "local", "basic", "entity"]
+
+
+@pytest.fixture
+def questions_file(tmp_path: Path) -> Path:
+    items = [
+        QuestionItem(id="q1", type="local", question="Who rang the bell?", evidence=["rang the bell"]),
+        QuestionItem(id="q2", type="multi-hop", question="Why did the light fail?", evidence=["oil was cut"]),
+        QuestionItem(id="q3", type="global", question="What are the themes?"),
+    ]
+    path = tmp_path / "questions.jsonl"
+    path.write_text(dump_questions(items), encoding="utf-8")
+    return path
+
+
+def fake_methods(**kwargs) -> FakeMethods:
+    return FakeMethods(
+        sources={
+            "basic": [source("chunk-1", "Pip rang the bell for hours."), source("chunk-2", "The oil was cut.")],
+            "local": [source("chunk-2", "The oil was cut.")],
+        },
+        **kwargs,
+    )
+
+
+async def run(out: Path, questions_file: Path, fake: FakeMethods, *, methods=METHODS, **kwargs):
+    return await run_eval(SettingsOnlyDeps(), "kb1", questions_file, methods, out, mode="offline", run=fake, **kwargs)
+
+
+def reworded(questions_file: Path, target: Path) -> Path:
+    target.write_text(questions_file.read_text(encoding="utf-8").replace("themes", "motifs"), encoding="utf-8")
+    return target
+
+
+def keys(out: Path) -> list[tuple[str, str, int]]:
+    return [row.key for row in read_rows(out / ROWS, RunRow)]
+
+
+async def test_a_run_records_one_row_per_question_method_and_repeat(tmp_path: Path, questions_file: Path) -> None:
+    out = tmp_path / "results"
+    summary = await run(out, questions_file, fake_methods(), repeats=2)
+    assert summary.rows == summary.expected_rows == 3 * 4 * 2 and summary.errors == 0
+    assert Counter(keys(out)).most_common(1)[0][1] == 1
+    assert {p.name for p in out.iterdir()} >= {MANIFEST, QUESTIONS, ROWS, SUMMARY}
+    manifest, questions, rows = load_run(out)
+    assert manifest.kb == "kb1" and [q.id for q in questions] == ["q1", "q2", "q3"] and len(rows) == 24
+    first = rows[0]
+    assert (first.question_id, first.method, first.repeat) == ("q1", "drift", 0)
+    assert first.question == "Who rang the bell?" and first.llm_calls == 7
+    # Retrieval metrics are in the summary: basic retrieves both evidence strings, drift none.
+    assert summary.metrics.by_method["basic"].recall == 1.0
+    assert summary.metrics.by_method["local"].recall == 0.5
+    assert summary.metrics.by_method["drift"].recall == 0.0
+    assert json.loads((out / SUMMARY).read_text())["cost"]["drift"]["llm_calls"] == 7
+
+
+async def test_a_killed_run_resumes_without_duplicating_rows(tmp_path: Path, questions_file: Path) -> None:
+    out = tmp_path / "results"
+    with pytest.raises(Killed):
+        await run(out, questions_file, fake_methods(kill_after=5))
+    assert len(keys(out)) == 5
+    assert not (out / SUMMARY).exists()
+    # The kill also left half a row behind (the process died inside a write).
+    with (out / ROWS).open("ab") as handle:
+        handle.write(b'{"question_id": "q2", "question_type": "multi-hop", "questi')
+    assert len(read_rows(out / ROWS, RunRow)) == 5  # the partial line is tolerated
+    again = fake_methods()
+    summary = await run(out, questions_file, again)
+    assert len(again.calls) == 12 - 5  # only the missing rows ran
+    assert summary.rows == 12
+    recorded = keys(out)
+    assert len(recorded) == len(set(recorded)) == 12
+    # The partial line was cut off, so every line of the file is a whole row.
+    lines = (out / ROWS).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 12 and all(json.loads(line) for line in lines)
+
+
+async def test_errors_are_recorded_per_row_and_retried_on_the_next_run(tmp_path: Path, questions_file: Path) -> None:
+    out = tmp_path / "results"
+    failing = fake_methods(fail={("local", "Why did the light fail?")})
+    summary = await run(out, questions_file, failing)
+    assert summary.rows == 12 and summary.errors == 1 and summary.cost["local"].errors == 1
+    assert "Neo4j went away" in summary.cost["local"].error_examples[0]
+    kept = fake_methods()
+    summary = await run(out, questions_file, kept, retry_errors=False)
+    assert kept.calls == [] and summary.errors == 1
+    retried = fake_methods()
+    summary = await run(out, questions_file, retried)
+    assert retried.calls == [("local", "Why did the light fail?")]
+    assert summary.rows == 12 and summary.errors == 0  # the newest row of a key counts
+    assert len(keys(out)) == 13
+
+
+async def test_a_rerun_may_add_methods_and_repeats(tmp_path: Path, questions_file: Path) -> None:
+    out = tmp_path / "results"
+    await run(out, questions_file, fake_methods(), methods=["basic"])
+    more = fake_methods()
+    summary = await run(out, questions_file, more, methods=["basic", "local"], repeats=2)
+    assert len(more.calls) == 3 * 2 * 2 - 3
+    assert summary.methods == ["basic", "local"] and summary.rows == 12
+
+
+async def test_a_results_folder_of_another_run_is_refused(tmp_path: Path, questions_file: Path) -> None:
+    out = tmp_path / "results"
+    await run(out, questions_file, fake_methods(), methods=["basic"])
+    with pytest.raises(ResultsFileError, match="kb 'kb1' there, 'kb2' here"):
+        await run_eval(SettingsOnlyDeps(), "kb2", questions_file, ["basic"], out, mode="offline", run=fake_methods())
+    with pytest.raises(ResultsFileError, match="mode"):
+        await run_eval(SettingsOnlyDeps(), "kb1", questions_file, ["basic"], out, mode="openai", run=fake_methods())
+    changed = reworded(questions_file, tmp_path / "changed.jsonl")
+    with pytest.raises(ResultsFileError, match="question set"):
+        await run_eval(SettingsOnlyDeps(), "kb1", changed, ["basic"], out, mode="offline", run=fake_methods())
+
+
+async def test_a_corrupt_row_in_the_middle_is_an_error_not_skipped(tmp_path: Path, questions_file: Path) -> None:
+    out = tmp_path / "results"
+    await run(out, questions_file, fake_methods(), methods=["basic"])
+    lines = (out / ROWS).read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1][:40]
+    (out / ROWS).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ResultsFileError, match=":2: unreadable row"):
+        await run(out, questions_file, fake_methods(), methods=["basic"])
