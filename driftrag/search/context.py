@@ -191,12 +191,15 @@ def local_context(
     budget_tokens: int,
     text_proportion: float,
     community_proportion: float,
+    similar_chunks: Sequence[Source] = (),
 ) -> SearchContext:
     """The context of a local search from its top entities (ranked) and what the graph holds on them.
 
     Shares: source chunks `text_proportion`, community reports `community_proportion`, entities and
     relationships the rest (if the two proportions add up to more than 1 they are scaled to sum to 1).
-    Ranking: chunks by how many of the entities they mention, then by the best entity's rank;
+    Ranking: chunks by how many of the entities they mention, then by the best entity's rank, interleaved
+    with `similar_chunks` (the question's nearest chunks, by similarity) so that evidence the entity layer
+    missed still reaches the answer (offline graphs, where names are the only entities, need this most);
     communities by rating, then by how many of the entities they contain; relationships among the
     entities by weight, then relationships to outside neighbours by weight. Overflow order: text,
     entities/relationships, communities.
@@ -213,7 +216,12 @@ def local_context(
     ranked_communities = sorted(communities, key=lambda c: (-(c.rating or 0.0), -c.n_entities, c.id))
     among = sorted(relationships, key=lambda r: (-r.weight, r.id))
     outside = sorted(neighbour_relationships, key=lambda r: (-r.weight, r.id))
+    linked = [chunk_source(c, origin=f"mentions:{len(c.entity_ids)}", score=len(c.entity_ids)) for c in ranked_chunks]
     sections = [
+        # Source text first: it holds the evidence, and a reader cutting the context keeps the head.
+        ContextSection(
+            "text", text_share, [ContextPart("Sources", [ContextItem(c) for c in _interleave(similar_chunks, linked)])]
+        ),
         ContextSection(
             "graph",
             graph_share,
@@ -224,19 +232,6 @@ def local_context(
                     [ContextItem(relationship_source(r, origin="among")) for r in among]
                     + [ContextItem(relationship_source(r, origin="neighbour")) for r in outside],
                 ),
-            ],
-        ),
-        ContextSection(
-            "text",
-            text_share,
-            [
-                ContextPart(
-                    "Sources",
-                    [
-                        ContextItem(chunk_source(c, origin=f"mentions:{len(c.entity_ids)}", score=len(c.entity_ids)))
-                        for c in ranked_chunks
-                    ],
-                )
             ],
         ),
         ContextSection(
@@ -257,3 +252,13 @@ def local_context(
         ),
     ]
     return assemble_context(sections, budget_tokens, overflow_order=("text", "graph", "communities"))
+
+
+def _interleave(first: Sequence[Source], second: Sequence[Source]) -> list[Source]:
+    """first[0], second[0], first[1], second[1], …; each id once (its earlier place wins)."""
+    merged: dict[str, Source] = {}
+    for index in range(max(len(first), len(second))):
+        for ranked in (first, second):
+            if index < len(ranked):
+                merged.setdefault(ranked[index].id, ranked[index])
+    return list(merged.values())

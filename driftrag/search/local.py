@@ -3,10 +3,11 @@
     result = await local_search(deps, "alice", "What does the Hatter think of Time?")
 
 Query embedding → top `local_top_k_entities` valid entities → (in parallel) the enabled chunks that
-mention them, the reported communities they belong to, the relationships among them and to their
-neighbours → a context within `local_context_tokens` (see `driftrag.search.context.local_context`) →
-an answer citing the ids of that context. DRIFT calls `local_search` for each follow-up with a
-vector it embedded in a batch, its own tasks and its budget.
+mention them, interleaved with as many chunks nearest to the question; the reported communities they
+belong to; the relationships among them and to their neighbours → a context within
+`local_context_tokens` (see `driftrag.search.context.local_context`) → an answer citing the ids of
+that context. DRIFT calls `local_search` for each follow-up with a vector it embedded in a batch, its
+own tasks and its budget.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ async def build_local_context(deps: QueryDeps, kb: str, question_vector: Sequenc
     kb = validate_kb_id(kb)
     entities = await store.search_entities(kb, question_vector, settings.local_top_k_entities)
     ids = [entity.id for entity in entities]
-    chunks, communities, among, outside = await asyncio.gather(
+    chunks, similar, communities, among, outside = await asyncio.gather(
         store.entity_chunks(kb, ids, MAX_CANDIDATE_CHUNKS, order="mentions"),
+        store.search_chunks(kb, question_vector, settings.local_top_k_entities),
         store.entity_communities(kb, ids, MAX_CANDIDATE_COMMUNITIES),
         store.relationships_among(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
         store.neighbour_relationships(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
@@ -50,6 +52,7 @@ async def build_local_context(deps: QueryDeps, kb: str, question_vector: Sequenc
         budget_tokens=settings.local_context_tokens,
         text_proportion=settings.local_text_proportion,
         community_proportion=settings.local_community_proportion,
+        similar_chunks=similar,
     )
 
 
