@@ -300,6 +300,7 @@ DEMO_QUESTION = (
 def demo(
     ctx: typer.Context,
     question: Annotated[str, typer.Option("--question", help="The DRIFT question to ask.")] = DEMO_QUESTION,
+    kb: Annotated[str, typer.Option("--kb", help="Knowledge base to build.", callback=_valid_kb)] = DEMO_KB,
     as_json: JsonOption = False,
 ) -> None:
     """The main job: local Neo4j, ingest the bundled sample corpus, then a DRIFT answer with its sources."""
@@ -313,19 +314,19 @@ def demo(
             err_console.print(f"{rag.providers.describe()}", highlight=False)
             with err_console.status("ingesting the sample corpus…", spinner="dots") as status:
                 ingested = await rag.ingest(
-                    DEMO_KB,
+                    kb,
                     paths=[DATA_DIR / "sample"],
                     on_progress=lambda p: status.update(f"ingest {p.stage}: {p.done}/{p.total}"),
                 )
             counts = ingested.counts
             err_console.print(
-                f"kb {DEMO_KB}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
+                f"kb {kb}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
                 f"{counts.relationships} relationships, {counts.communities} communities",
                 highlight=False,
             )
             with err_console.status("DRIFT search…", spinner="dots") as status:
                 return await rag.drift(
-                    DEMO_KB, question, on_progress=lambda e: status.update(f"{e.phase}: {e.message[:100]}")
+                    kb, question, on_progress=lambda e: status.update(f"{e.phase}: {e.message[:100]}")
                 )
 
     _print_result(_arun(ctx, action), as_json)

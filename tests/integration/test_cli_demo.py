@@ -1,0 +1,71 @@
+"""The README's main job and the query command, driven as a user does: the `driftrag` executable in a
+subprocess, offline (no model API), against the test Neo4j."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from driftrag.search.drift.models import DriftResult
+from driftrag.search.models import SearchResult
+
+CLI = Path(sys.executable).parent / "driftrag"
+EXTRACTIVE = "_Extractive answer (offline mode"
+
+
+def run_cli(*args: str, uri: str, home: Path, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "DRIFTRAG_"))}
+    env |= {"NEO4J_URI": uri, "DRIFTRAG_HOME": str(home), "DRIFTRAG_CONNECT_RETRIES": "2"}
+    return subprocess.run([str(CLI), *args], env=env, cwd=home, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def demo(neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, DriftResult]]:
+    home = tmp_path_factory.mktemp("demo-home")
+    kb = f"test-demo-{uuid.uuid4().hex[:8]}"
+    done = run_cli("demo", "--kb", kb, "--json", uri=neo4j_uri, home=home)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "offline extractive mode" in done.stderr
+    yield kb, home, DriftResult.model_validate_json(done.stdout)
+    run_cli("delete", "--kb", kb, "--yes", uri=neo4j_uri, home=home, timeout=300)
+
+
+def test_the_demo_prints_a_drift_answer_with_its_sources(demo) -> None:
+    kb, _, result = demo
+    assert result.kb == kb and result.extractive and result.answer.startswith(EXTRACTIVE)
+    cited = {source.id: source for source in result.sources if source.id in result.source_ids}
+    assert cited and all(source.text for source in cited.values())
+    # The demo question asks who made the light fail: the story's answer is Silas Gorridge.
+    assert any("Silas Gorridge" in source.text for source in result.sources)
+    assert result.follow_ups and any(a.depth >= 1 for a in result.intermediate)
+
+
+def test_query_prints_markdown_or_json_in_every_mode(demo, neo4j_uri: str) -> None:
+    kb, home, _ = demo
+    question = "What does the Ninefold Key open?"
+    text = run_cli("query", question, "--kb", kb, "--mode", "local", uri=neo4j_uri, home=home)
+    assert text.returncode == 0, text.stderr[-2000:]
+    assert "Extractive answer" in text.stdout and "Cited sources" in text.stdout
+    for mode in ("basic", "entity"):
+        out = run_cli("query", question, "--kb", kb, "--mode", mode, "--json", uri=neo4j_uri, home=home)
+        assert out.returncode == 0, out.stderr[-2000:]
+        result = SearchResult.model_validate(json.loads(out.stdout))
+        assert result.mode == mode and result.source_ids
+        assert all(source.id and source.text for source in result.context.sources)
+
+
+def test_query_errors_have_meaningful_exit_codes_and_no_traceback(demo, neo4j_uri: str) -> None:
+    _, home, _ = demo
+    unknown = run_cli("query", "Who?", "--kb", "no-such-kb", "--mode", "basic", uri=neo4j_uri, home=home)
+    assert unknown.returncode == 1 and "no-such-kb" in unknown.stderr and "Traceback" not in unknown.stderr
+    bad_mode = run_cli("query", "Who?", "--kb", "x", "--mode", "global", uri=neo4j_uri, home=home)
+    assert bad_mode.returncode == 2 and "drift, local, entity, basic" in bad_mode.stderr
+    down = run_cli("query", "Who?", "--kb", "x", uri="bolt://127.0.0.1:1", home=home)
+    assert down.returncode == 3 and "Traceback" not in down.stderr
