@@ -1,0 +1,15 @@
+"""The `driftrag` command line.
+
+Exit codes: 0 success, 1 a driftrag error (message printed, no traceback unless --debug),
+2 bad usage, 3 backend unavailable (Neo4j unreachable), 4 ingestion finished with failed chunks.
+Each module registers its commands on the one `app` of `driftrag.cli.common`.
+"""
+
+from driftrag.cli import api, data, evaluation, graph, ingest, query, server  # noqa: F401  (registration)
+from driftrag.cli.common import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,77 @@
+"""What every `driftrag` command shares: the app, consoles, options, error handling.
+
+Exit codes: 0 success, 1 a driftrag error (message printed, no traceback unless --debug),
+2 bad usage, 3 backend unavailable (Neo4j unreachable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from driftrag.errors import BackendUnavailableError, DriftRAGError
+
+T = TypeVar("T")
+
+app = typer.Typer(help="driftrag: GraphRAG on Neo4j with LlamaIndex Workflows.", no_args_is_help=True)
+
+console = Console()
+err_console = Console(stderr=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+PortOption = Annotated[int | None, typer.Option(help="Bolt port (default: DRIFTRAG_NEO4J_PORT).")]
+
+
+class _State:
+    debug: bool = False
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+) -> None:
+    ctx.obj = _State()
+    ctx.obj.debug = debug
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING)
+
+
+def _run(ctx: typer.Context, action: Callable[[], T]) -> T:
+    """Run an action, turning driftrag errors into a message and a meaningful exit code."""
+    try:
+        return action()
+    except DriftRAGError as exc:
+        if ctx.obj is not None and ctx.obj.debug:
+            raise
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(3 if isinstance(exc, BackendUnavailableError) else 1) from None
+
+
+def _arun(ctx: typer.Context, coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    return _run(ctx, lambda: asyncio.run(coroutine()))
+
+
+def _emit(model: BaseModel, as_json: bool, text: str) -> None:
+    if as_json:
+        console.print_json(model.model_dump_json())
+    else:
+        console.print(text, highlight=False)
+
+
+def _valid_kb(kb: str) -> str:
+    """Refuse a bad kb id before anything connects."""
+    from driftrag.store import validate_kb_id
+
+    try:
+        return validate_kb_id(kb)
+    except DriftRAGError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base id (1-64 of A-Z a-z 0-9 _ -).", callback=_valid_kb)]

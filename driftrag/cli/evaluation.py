@@ -1,0 +1,230 @@
+"""`driftrag eval …`: the research evaluation harness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from driftrag.cli.common import (
+    JsonOption,
+    KbOption,
+    _arun,
+    _emit,
+    _run,
+    _valid_kb,
+    app,
+    err_console,
+)
+from driftrag.settings import Settings
+
+# --- evaluation --------------------------------------------------------------------------------------
+
+eval_app = typer.Typer(help="Research evaluation: run methods on a question set, judge answers, report.")
+app.add_typer(eval_app, name="eval")
+
+ResultsOption = Annotated[Path, typer.Option("--results", help="Results folder of `driftrag eval run`.")]
+BudgetOption = Annotated[
+    int | None,
+    typer.Option(
+        "--budget", min=1, help="Context tokens every method is cut to (default: DRIFTRAG_LOCAL_CONTEXT_TOKENS)."
+    ),
+]
+
+
+def _methods_option(text: str | None) -> str | None:
+    from driftrag.eval.methods import parse_methods
+
+    if text is None:
+        return None
+    try:
+        return ",".join(parse_methods(text))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _aa_option(text: str | None) -> str | None:
+    if text is not None and text.strip().lower() == "none":
+        return "none"
+    return _methods_option(text)
+
+
+def _row_bar(bar, label: str):
+    task = bar.add_task(label, total=None)
+
+    def advance(_row, done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return advance
+
+
+@eval_app.command("run")
+def eval_run(
+    ctx: typer.Context,
+    kb: KbOption,
+    questions: Annotated[Path, typer.Option("--questions", help="Question set (JSONL).")],
+    out: Annotated[Path, typer.Option("--out", help="Results folder; an existing run there is resumed.")],
+    methods: Annotated[
+        str, typer.Option("--methods", help="Comma-separated: drift, local, basic, entity.", callback=_methods_option)
+    ] = "drift,local,basic,entity",
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs of each question and method.")] = 1,
+    budget: BudgetOption = None,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors/--keep-errors", help="Run again the rows that recorded an error.")
+    ] = True,
+    as_json: JsonOption = False,
+) -> None:
+    """Run each method on each question (one JSONL row each, resumable) and write a summary."""
+    from rich.progress import Progress as Bar
+
+    from driftrag.eval.methods import parse_methods
+    from driftrag.eval.runner import ensure_kb_has_chunks, run_eval, summary_lines
+    from driftrag.providers import build_providers
+    from driftrag.search.deps import QueryDeps
+    from driftrag.store import Neo4jStore
+
+    async def action():
+        settings = Settings()
+        providers = build_providers(settings)
+        async with Neo4jStore.from_settings(settings) as store:
+            await store.connect()
+            await ensure_kb_has_chunks(store, kb)
+            deps = QueryDeps.from_providers(settings, store, providers)
+            with Bar(console=err_console, transient=True, disable=as_json) as bar:
+                return await run_eval(
+                    deps,
+                    kb,
+                    questions,
+                    parse_methods(methods),
+                    out,
+                    repeats=repeats,
+                    mode=providers.mode,
+                    mode_description=providers.describe(),
+                    budget_tokens=budget,
+                    retry_errors=retry_errors,
+                    progress=_row_bar(bar, "questions x methods"),
+                )
+
+    summary = _arun(ctx, action)
+    _emit(summary, as_json, "\n".join(summary_lines(summary, out)))
+
+
+@eval_app.command("report")
+def eval_report(
+    ctx: typer.Context, results: ResultsOption, budget: BudgetOption = None, as_json: JsonOption = False
+) -> None:
+    """Write report.md (tables), metrics.json and plots/ into the results folder (no model needed)."""
+    from driftrag.eval.report import build_report
+
+    outcome = _run(ctx, lambda: build_report(results, budget or Settings().local_context_tokens))
+    text = f"wrote {outcome.report}, {outcome.metrics} and {len(outcome.plots)} plots"
+    _emit(outcome, as_json, text + (f" ({outcome.plots_note})" if outcome.plots_note else ""))
+
+
+@eval_app.command("judge")
+def eval_judge(
+    ctx: typer.Context,
+    results: ResultsOption,
+    methods: Annotated[
+        str | None, typer.Option("--methods", help="Methods to compare (default: the run's).", callback=_methods_option)
+    ] = None,
+    trials: Annotated[int, typer.Option("--trials", min=2, help="Judgments per question and pair (even).")] = 2,
+    aa: Annotated[
+        str | None,
+        typer.Option(
+            "--aa",
+            help="Methods judged against themselves (A/A check of the judge); 'none' for none (default: the first).",
+            callback=_aa_option,
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """LLM-as-judge pairwise comparison of the answers, counterbalanced; needs a model (OPENAI_API_KEY)."""
+    from rich.progress import Progress as Bar
+
+    from driftrag.eval.judge_run import judge_results
+    from driftrag.eval.methods import parse_methods
+    from driftrag.providers import build_providers
+
+    if trials % 2:
+        err_console.print("[red]error:[/red] --trials must be even: half the trials show each answer first")
+        raise typer.Exit(2)
+    aa_methods = None if aa is None else [] if aa == "none" else parse_methods(aa)
+
+    async def action():
+        settings = Settings()
+        providers = build_providers(settings)
+        with Bar(console=err_console, transient=True, disable=as_json) as bar:
+            return await judge_results(
+                providers.model_client,
+                results,
+                max_tokens=settings.answer_max_tokens,
+                concurrency=settings.llm_concurrency,
+                methods=parse_methods(methods) if methods else None,
+                trials=trials,
+                aa_methods=aa_methods,
+                progress=_row_bar(bar, "judgments"),
+            )
+
+    summary = _arun(ctx, action)
+    _emit(
+        summary, as_json, f"{summary.judgments} judgments ({summary.failed} failed); `driftrag eval report` shows them"
+    )
+
+
+@eval_app.command("generate")
+def eval_generate(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", help="Question set to write (JSONL).")],
+    kb: Annotated[
+        str | None, typer.Option("--kb", help="Describe the corpus by this kb's top community reports.")
+    ] = None,
+    description: Annotated[str | None, typer.Option("--description", help="Describe the corpus yourself.")] = None,
+    personas: Annotated[int, typer.Option("--personas", min=1)] = 5,
+    tasks: Annotated[int, typer.Option("--tasks", min=1, help="Tasks per persona.")] = 5,
+    questions: Annotated[int, typer.Option("--questions", min=1, help="Questions per task.")] = 5,
+    question_type: Annotated[str, typer.Option("--type", help="local, multi-hop or global.")] = "global",
+    id_prefix: Annotated[str, typer.Option("--id-prefix")] = "gen-",
+    as_json: JsonOption = False,
+) -> None:
+    """Draft questions with a model (personas x tasks x questions); needs a model (OPENAI_API_KEY)."""
+    from driftrag.eval.generate import generate_questions, kb_description
+    from driftrag.eval.questions import QUESTION_TYPES, dump_questions
+    from driftrag.providers import build_providers
+    from driftrag.store import Neo4jStore
+
+    if (kb is None) == (description is None):
+        err_console.print("[red]error:[/red] give either --kb or --description")
+        raise typer.Exit(2)
+    if question_type not in QUESTION_TYPES:
+        err_console.print(f"[red]error:[/red] --type must be one of {', '.join(QUESTION_TYPES)}")
+        raise typer.Exit(2)
+    kb = _valid_kb(kb) if kb is not None else None
+
+    async def action():
+        settings = Settings()
+        providers = build_providers(settings)
+        text = description or ""
+        if kb is not None:
+            async with Neo4jStore.from_settings(settings) as store:
+                await store.connect()
+                text = await kb_description(store, kb, settings.local_context_tokens)
+        return await generate_questions(
+            providers.model_client,
+            text,
+            personas=personas,
+            tasks=tasks,
+            questions=questions,
+            question_type=question_type,  # type: ignore[arg-type]
+            id_prefix=id_prefix,
+            max_tokens=settings.answer_max_tokens,
+            concurrency=settings.llm_concurrency,
+        )
+
+    generated = _arun(ctx, action)
+    out.write_text(dump_questions(generated.items), encoding="utf-8")
+    origins = out.with_suffix(".origins.json")
+    origins.write_text(generated.model_dump_json(indent=2, exclude={"items"}) + "\n", encoding="utf-8")
+    text = f"wrote {len(generated.items)} draft questions to {out} (personas and tasks in {origins})"
+    _emit(generated, as_json, text + (f"; {len(generated.failures)} failed calls" if generated.failures else ""))

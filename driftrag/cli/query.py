@@ -1,0 +1,115 @@
+"""`driftrag query` and `demo`: answers with their sources."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from driftrag.cli.common import (
+    JsonOption,
+    KbOption,
+    _arun,
+    _valid_kb,
+    app,
+    console,
+    err_console,
+)
+from driftrag.settings import Settings
+
+# --- query ----------------------------------------------------------------------------------------
+
+QUERY_MODES = ("drift", "local", "entity", "basic")
+
+
+def _valid_mode(mode: str) -> str:
+    if mode not in QUERY_MODES:
+        raise typer.BadParameter(f"choose one of {', '.join(QUERY_MODES)}")
+    return mode
+
+
+async def _answer(settings: Settings, kb: str, question: str, mode: str, on_progress=None):
+    from driftrag.facade import DriftRAG
+
+    async with DriftRAG(settings) as rag:
+        if mode == "drift":
+            return await rag.drift(kb, question, on_progress=on_progress)
+        return await rag.query(kb, question, mode=mode)
+
+
+def _print_result(result, as_json: bool) -> None:
+    from rich.markdown import Markdown
+
+    if as_json:
+        # Plain JSON: the answer, intermediate answers (DRIFT) and every source with its id and text.
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        console.print(Markdown(result._repr_markdown_()))
+
+
+@app.command("query")
+def query_command(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="The question.")],
+    kb: KbOption,
+    mode: Annotated[
+        str, typer.Option("--mode", help="drift | local | entity | basic.", callback=_valid_mode)
+    ] = "drift",
+    as_json: JsonOption = False,
+) -> None:
+    """Answer a question from a knowledge base; prints the answer with its sources (and DRIFT's follow-up tree)."""
+    settings = Settings()
+
+    async def action():
+        with err_console.status(f"{mode} search…", spinner="dots") as status:
+
+            def progress(event) -> None:
+                if not as_json:
+                    status.update(f"{event.phase}: {event.message[:100]}")
+
+            return await _answer(settings, kb, question, mode, progress)
+
+    _print_result(_arun(ctx, action), as_json)
+
+
+DEMO_KB = "sample"
+DEMO_QUESTION = (
+    "Who made the light at Cinder Point Lighthouse fail, and why did Lady Maud Ferrers want the Lantern Charter "
+    "to disappear?"
+)
+
+
+@app.command("demo")
+def demo(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Option("--question", help="The DRIFT question to ask.")] = DEMO_QUESTION,
+    kb: Annotated[str, typer.Option("--kb", help="Knowledge base to build.", callback=_valid_kb)] = DEMO_KB,
+    as_json: JsonOption = False,
+) -> None:
+    """The main job: local Neo4j, ingest the bundled sample corpus, then a DRIFT answer with its sources."""
+    from driftrag.corpora import DATA_DIR
+    from driftrag.facade import DriftRAG
+
+    settings = Settings()
+
+    async def action():
+        async with DriftRAG(settings) as rag:
+            err_console.print(f"{rag.providers.describe()}", highlight=False)
+            with err_console.status("ingesting the sample corpus…", spinner="dots") as status:
+                ingested = await rag.ingest(
+                    kb,
+                    paths=[DATA_DIR / "sample"],
+                    on_progress=lambda p: status.update(f"ingest {p.stage}: {p.done}/{p.total}"),
+                )
+            counts = ingested.counts
+            err_console.print(
+                f"kb {kb}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
+                f"{counts.relationships} relationships, {counts.communities} communities",
+                highlight=False,
+            )
+            with err_console.status("DRIFT search…", spinner="dots") as status:
+                return await rag.drift(
+                    kb, question, on_progress=lambda e: status.update(f"{e.phase}: {e.message[:100]}")
+                )
+
+    _print_result(_arun(ctx, action), as_json)

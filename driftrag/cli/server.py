@@ -1,0 +1,150 @@
+"""`driftrag neo4j …`, `schema …` and `info`: the local Neo4j, the graph schema, the active mode."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel
+
+from driftrag.cli.common import (
+    JsonOption,
+    PortOption,
+    _arun,
+    _emit,
+    _run,
+    app,
+    console,
+    err_console,
+)
+from driftrag.settings import Settings
+
+neo4j_app = typer.Typer(help="The project's local Neo4j Community server (Bolt on 127.0.0.1).")
+schema_app = typer.Typer(help="Graph schema: constraints and vector indexes.")
+app.add_typer(neo4j_app, name="neo4j")
+app.add_typer(schema_app, name="schema")
+
+
+# --- neo4j --------------------------------------------------------------------------------------
+
+
+def _local(port: int | None):
+    from driftrag.local_neo4j import LocalNeo4j
+
+    return LocalNeo4j(Settings(), port=port)
+
+
+def _describe(status) -> str:
+    lines = [f"Neo4j {status.state}: {status.bolt_uri}"]
+    if status.pid:
+        lines.append(f"  pid {status.pid}, version {status.version}, resident {status.resident_mib:.0f} MiB")
+    lines.append(f"  log {status.log_file}")
+    if status.message:
+        lines.append(f"  {status.message}")
+    return "\n".join(lines)
+
+
+@neo4j_app.command("start")
+def neo4j_start(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
+    """Resolve Neo4j Community 5.26 with Maven (first time) and start it; waits until Bolt answers."""
+    status = _run(ctx, lambda: _local(port).start())
+    _emit(status, as_json, _describe(status))
+
+
+@neo4j_app.command("stop")
+def neo4j_stop(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
+    """Stop the local Neo4j cleanly (SIGTERM; SIGKILL after 60 s)."""
+    status = _run(ctx, lambda: _local(port).stop())
+    _emit(status, as_json, _describe(status))
+
+
+@neo4j_app.command("status")
+def neo4j_status(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
+    """Say whether the local Neo4j runs, with its Bolt URI. Exit code 3 when stopped."""
+    status = _run(ctx, lambda: _local(port).status())
+    _emit(status, as_json, _describe(status))
+    if status.state != "running":
+        raise typer.Exit(3)
+
+
+# --- schema -------------------------------------------------------------------------------------
+
+
+@schema_app.command("init")
+def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """Connect, check the server version, and create constraints and vector indexes (idempotent)."""
+    from driftrag.providers import build_providers
+    from driftrag.store import Neo4jStore
+
+    class SchemaReport(BaseModel):
+        server_version: str
+        mode: str
+        vector_indexes: dict[str, int]
+
+    async def action() -> SchemaReport:
+        settings = Settings()
+        providers = build_providers(settings)
+        async with Neo4jStore.from_settings(settings) as store:
+            info = await store.connect()
+            indexes = await store.ensure_schema(providers.embedding_dimension)
+        return SchemaReport(
+            server_version=info.version,
+            mode=providers.describe(),
+            vector_indexes={index.name: index.dimensions for index in indexes},
+        )
+
+    report = _arun(ctx, action)
+    text = "\n".join(
+        [f"Neo4j {report.server_version}; {report.mode}"]
+        + [f"  {name}: {dims} dimensions, cosine" for name, dims in report.vector_indexes.items()]
+    )
+    _emit(report, as_json, text)
+
+
+@schema_app.command("reset-vectors")
+def schema_reset_vectors(
+    ctx: typer.Context,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: embeddings of every knowledge base go.")] = False,
+) -> None:
+    """Drop the vector indexes and all embeddings (to change embedder); the graph itself is kept."""
+    from driftrag.store import Neo4jStore
+
+    if not yes:
+        err_console.print("refusing without --yes: this removes the embeddings of every knowledge base")
+        raise typer.Exit(2)
+
+    async def action() -> None:
+        async with Neo4jStore.from_settings(Settings()) as store:
+            await store.connect()
+            await store.reset_vector_indexes()
+
+    _arun(ctx, action)
+    console.print("vector indexes and embeddings removed; run `driftrag schema init` with the new embedder")
+
+
+# --- info -----------------------------------------------------------------------------------------
+
+
+@app.command("info")
+def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """Show the active model mode and where the graph lives (no network call)."""
+    from driftrag.providers import build_providers
+
+    class Info(BaseModel):
+        mode: str
+        description: str
+        neo4j_uri: str
+        local_neo4j: bool
+
+    def action() -> Info:
+        settings = Settings()
+        providers = build_providers(settings)
+        return Info(
+            mode=providers.mode,
+            description=providers.describe(),
+            neo4j_uri=settings.bolt_uri,
+            local_neo4j=settings.neo4j_uri is None,
+        )
+
+    result = _run(ctx, action)
+    _emit(result, as_json, f"{result.description}\nNeo4j: {result.neo4j_uri}")
