@@ -34,7 +34,7 @@ from driftrag.offline.nlp import LanguageResources, words
 from driftrag.offline.query_answers import ExtractiveAnswerer, ExtractivePrimer
 from driftrag.offline.query_reduce import ExtractiveReducer
 from driftrag.offline.query_scoring import SentenceScorer, cosine_range
-from driftrag.offline.query_text import QueryLanguage, key_terms, name_spans, shared_language_resources
+from driftrag.offline.query_text import QueryLanguage, key_terms, name_spans
 from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
 
@@ -86,10 +86,11 @@ def offline_query_tasks(
 ) -> QueryTasks:
     """The extractive tasks of one query; building them does no I/O (language data loads on first use).
 
-    `resources` defaults to the process's shared ones, so building the tasks per query stays cheap.
+    Pass the same `resources` to every query (`QueryDeps` keeps one): Punkt models take about a second
+    to parse, once per `LanguageResources`, not per query.
     """
     scorer = SentenceScorer(embedder, cosine_range=cosine_range(embedder))
-    language = QueryLanguage(resources or shared_language_resources(), settings.offline_language)
+    language = QueryLanguage(resources or LanguageResources(), settings.offline_language)
     max_tokens = settings.answer_max_tokens
     return QueryTasks(
         namer=ExtractiveNamer(language=language),

@@ -40,12 +40,6 @@ _ID = re.compile(r"^[a-z]+-[\w.:-]+$")
 _CITATION = re.compile(r"\s*\[([^\[\]]+)\]\s*$")
 
 
-@functools.cache
-def shared_language_resources() -> LanguageResources:
-    """The process's default resources: Punkt models take about a second to parse, once, not per query."""
-    return LanguageResources()
-
-
 @dataclass(frozen=True)
 class QueryLanguage:
     """How questions are read: `setting` is a language name or `auto` (guessed per question)."""

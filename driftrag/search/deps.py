@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from driftrag.ingestion.tasks import ChatModel
+from driftrag.offline.nlp import LanguageResources
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.factory import Providers
 from driftrag.providers.usage import UsageTracker
@@ -24,6 +25,8 @@ class QueryDeps:
     usage: UsageTracker
     chat: ChatModel | None = None
     prompts: PromptRegistry | None = None
+    # The offline tasks' language data (parsed on first use), shared by every query of these deps.
+    language: LanguageResources = field(default_factory=LanguageResources)
 
     @classmethod
     def from_providers(
@@ -53,7 +56,7 @@ class QueryDeps:
         if self.chat is None:
             from driftrag.offline.query_tasks import offline_query_tasks
 
-            return offline_query_tasks(self.settings, self.embedder)
+            return offline_query_tasks(self.settings, self.embedder, self.language)
         from driftrag.search.llm_tasks import llm_query_tasks
 
         return llm_query_tasks(BudgetedChat(self.chat, budget), self.prompts or PromptRegistry.load(), self.settings)
