@@ -167,21 +167,34 @@ class LLMQueryEntityNamer:
         return await self._asker.ask("query entities", prompt, schema, parse_names)
 
 
+async def _answer_over(
+    asker: _JsonAsker,
+    label: str,
+    template: str,
+    context_slot: str,
+    question: str,
+    context: SearchContext,
+    max_follow_ups: int,
+) -> AnswerPayload:
+    """An `AnswerPayload` from a context; answers and the DRIFT primer differ only in their template."""
+    schema = json_schema(AnswerPayload)
+    prompt = asker.prompts.render(
+        template,
+        schema=schema,
+        question=delimit("QUESTION", question),
+        max_follow_ups=str(max(max_follow_ups, 0)),
+        **{context_slot: delimit("CONTEXT", context.text)},
+    )
+    citable = context.ids()
+    return await asker.ask(label, prompt, schema, lambda raw: parse_answer(raw, citable, max_follow_ups))
+
+
 class LLMContextAnswerer:
     def __init__(self, asker: _JsonAsker) -> None:
         self._asker = asker
 
     async def answer(self, question: str, context: SearchContext, *, max_follow_ups: int = 0) -> AnswerPayload:
-        schema = json_schema(AnswerPayload)
-        prompt = self._asker.prompts.render(
-            "local_answer",
-            schema=schema,
-            question=delimit("QUESTION", question),
-            context=delimit("CONTEXT", context.text),
-            max_follow_ups=str(max(max_follow_ups, 0)),
-        )
-        citable = context.ids()
-        return await self._asker.ask("answer", prompt, schema, lambda raw: parse_answer(raw, citable, max_follow_ups))
+        return await _answer_over(self._asker, "answer", "local_answer", "context", question, context, max_follow_ups)
 
 
 class LLMHydeWriter:
@@ -202,16 +215,7 @@ class LLMDriftPrimer:
         self._asker = asker
 
     async def prime(self, question: str, reports: SearchContext, *, max_follow_ups: int) -> AnswerPayload:
-        schema = json_schema(AnswerPayload)
-        prompt = self._asker.prompts.render(
-            "drift_primer",
-            schema=schema,
-            question=delimit("QUESTION", question),
-            reports=delimit("CONTEXT", reports.text),
-            max_follow_ups=str(max(max_follow_ups, 0)),
-        )
-        citable = reports.ids()
-        return await self._asker.ask("primer", prompt, schema, lambda raw: parse_answer(raw, citable, max_follow_ups))
+        return await _answer_over(self._asker, "primer", "drift_primer", "reports", question, reports, max_follow_ups)
 
 
 class LLMDriftReducer:

@@ -20,19 +20,16 @@ from typing import Literal
 from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
-from driftrag.errors import BackendUnavailableError, ModelError
 from driftrag.search.basic import QueryRun, retrieve_basic
-from driftrag.search.budget import BudgetExhausted
 from driftrag.search.deps import QueryDeps
 from driftrag.search.entity import retrieve_entity
 from driftrag.search.local import retrieve_local
 from driftrag.search.models import SearchContext, SearchResult
+from driftrag.search.retry import is_transient, retry_delay
 
 WorkflowMode = Literal["basic", "local", "entity"]
 SearchPhase = Literal["started", "retrieved", "answered"]
 _RETRIES_ATTRIBUTE = "_driftrag_step_retries"
-_RETRY_DELAY_S = 0.5
-_MAX_RETRY_DELAY_S = 5.0
 
 
 class QueryStepRetry:
@@ -45,10 +42,9 @@ class QueryStepRetry:
 
     def next(self, elapsed_time: float, attempts: int, error: Exception, *, seed: int | None = None) -> float | None:
         allowed = getattr(error, _RETRIES_ATTRIBUTE, 0)
-        transient = isinstance(error, ModelError | BackendUnavailableError) and not isinstance(error, BudgetExhausted)
-        if not transient or attempts > allowed:
+        if not is_transient(error) or attempts > allowed:
             return None
-        return min(_RETRY_DELAY_S * 2 ** (attempts - 1), _MAX_RETRY_DELAY_S)
+        return retry_delay(attempts)
 
 
 _RETRY = QueryStepRetry()

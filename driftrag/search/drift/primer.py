@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from driftrag.providers.usage import cl100k_tokenizer
+from driftrag.ingestion.chunking import get_encoding
 from driftrag.search.models import SearchContext, Source
 
 
 def reports_context(reports: Sequence[Source], budget_tokens: int) -> SearchContext:
     """Reports in the given (relevance) order, each headed by its id; a report that does not fit is
     cut at the budget rather than dropped, so the best report always reaches the primer."""
-    count = cl100k_tokenizer()
+    encoding = get_encoding()
     parts: list[str] = []
     kept: list[Source] = []
     used = 0
     for report in reports:
         block = f"[{report.id}] {report.title}\n{report.text}".strip()
-        tokens = count(block)
+        tokens = encoding.encode(block, disallowed_special=())
         room = budget_tokens - used
         if room <= 0:
             break
         if len(tokens) > room:
-            block = _cut(block, room)
-            tokens = count(block)
+            tokens = tokens[:room]
+            block = encoding.decode(tokens)
         parts.append(block)
         kept.append(report)
         used += len(tokens)
@@ -34,12 +34,3 @@ def reports_context(reports: Sequence[Source], budget_tokens: int) -> SearchCont
         sources=kept,
         tokens_by_kind={"community": used},
     )
-
-
-def _cut(text: str, max_tokens: int) -> str:
-    # Roughly four characters a token; shrink until the tokenizer agrees.
-    count = cl100k_tokenizer()
-    cut = text[: max_tokens * 4]
-    while cut and len(count(cut)) > max_tokens:
-        cut = cut[: int(len(cut) * 0.9)]
-    return cut

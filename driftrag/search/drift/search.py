@@ -24,6 +24,7 @@ from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, I
 from driftrag.search.drift.primer import reports_context
 from driftrag.search.local import local_search
 from driftrag.search.models import AnswerPayload, Source
+from driftrag.search.retry import retrying
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.search import SearchStore
@@ -359,15 +360,4 @@ class DriftSearch:
         self.seconds_by_phase[phase] = round(time.monotonic() - started, 3)
 
     async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Retry a step on transient failures (Neo4j or the model), never on an exhausted budget."""
-        attempts = self.settings.query_step_retries + 1
-        for attempt in range(1, attempts + 1):
-            try:
-                return await call()
-            except BudgetExhausted:
-                raise
-            except (ModelError, BackendUnavailableError):
-                if attempt == attempts:
-                    raise
-                await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 5.0))
-        raise AssertionError("unreachable")
+        return await retrying(call, self.settings.query_step_retries)
