@@ -31,6 +31,10 @@ class LocalNeo4jError(DriftRAGError):
     """The project's local Neo4j could not be resolved, started or stopped."""
 
 
+class MissingPrerequisiteError(LocalNeo4jError):
+    """The local Neo4j needs something the machine lacks: java, mvn, or the Maven repository (network)."""
+
+
 class ModelError(DriftRAGError):
     """A model call failed after its retries, or its output could not be used."""
 

@@ -50,9 +50,17 @@ class Settings(BaseSettings):
 
     # --- Local Neo4j launcher ------------------------------------------------------------------
     home: Path = Field(default=DEFAULT_HOME, description="Cache and state directory (jars, data, logs, LLM cache).")
-    neo4j_version_range: str = Field(
-        default="[5.26.0,5.27.0)",
-        description="Maven version range for org.neo4j:neo4j and neo4j-bolt; the newest that resolves is used.",
+    neo4j_version: str = Field(
+        default="5.26.30",
+        description="Neo4j Community version of the local server: an exact version (the tested default) or a "
+        "Maven range such as `[5.26.0,5.27.0)` (its newest release, found with one metadata look-up).",
+    )
+    neo4j_maven_repository: str = Field(
+        default="https://repo.maven.apache.org/maven2",
+        description="Maven repository (or mirror) the local Neo4j jars are resolved from, the first time only.",
+    )
+    neo4j_resolve_timeout_s: float = Field(
+        default=900.0, gt=0, description="Longest first-time resolution of the local Neo4j jars with Maven."
     )
     neo4j_port: int = Field(default=7687, ge=1024, le=65535, description="Bolt port of the local Neo4j.")
     neo4j_heap_mb: int = Field(default=1024, ge=256, description="JVM heap of the local Neo4j (-Xms = -Xmx).")

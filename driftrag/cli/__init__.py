@@ -1,7 +1,8 @@
 """The `driftrag` command line.
 
 Exit codes: 0 success, 1 a driftrag error (message printed, no traceback unless --debug),
-2 bad usage, 3 backend unavailable (Neo4j unreachable), 4 ingestion finished with failed chunks.
+2 bad usage, 3 backend unavailable (Neo4j unreachable), 4 ingestion finished with failed chunks,
+5 the local Neo4j lacks a prerequisite (java, mvn, or the Maven repository while nothing is cached).
 Each module registers its commands on the one `app` of `driftrag.cli.common`.
 """
 

@@ -1,7 +1,8 @@
 """What every `driftrag` command shares: the app, consoles, options, error handling.
 
 Exit codes: 0 success, 1 a driftrag error (message printed, no traceback unless --debug),
-2 bad usage, 3 backend unavailable (Neo4j unreachable).
+2 bad usage, 3 backend unavailable (Neo4j unreachable), 5 the local Neo4j lacks a prerequisite
+(java, mvn, or the Maven repository unreachable while the jars are not cached yet).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 
-from driftrag.errors import BackendUnavailableError, DriftRAGError
+from driftrag.errors import BackendUnavailableError, DriftRAGError, MissingPrerequisiteError
 
 T = TypeVar("T")
 
@@ -50,7 +51,15 @@ def _run(ctx: typer.Context, action: Callable[[], T]) -> T:
         if ctx.obj is not None and ctx.obj.debug:
             raise
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(3 if isinstance(exc, BackendUnavailableError) else 1) from None
+        raise typer.Exit(_exit_code(exc)) from None
+
+
+def _exit_code(exc: DriftRAGError) -> int:
+    if isinstance(exc, BackendUnavailableError):
+        return 3
+    if isinstance(exc, MissingPrerequisiteError):
+        return 5
+    return 1
 
 
 def _arun(ctx: typer.Context, coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -44,11 +44,36 @@ def _describe(status) -> str:
     return "\n".join(lines)
 
 
+def _progress(message: str) -> None:
+    err_console.print(message, highlight=False)
+
+
 @neo4j_app.command("start")
 def neo4j_start(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
-    """Resolve Neo4j Community 5.26 with Maven (first time) and start it; waits until Bolt answers."""
-    status = _run(ctx, lambda: _local(port).start())
+    """Start the local Neo4j and wait until Bolt answers (resolves its jars first if not cached).
+
+    Exit codes: 0 running (started, or already running), 1 it could not start, 5 java, mvn or the
+    Maven repository is missing (message says which and how to fix it).
+    """
+    status = _run(ctx, lambda: _local(port).start(report=_progress))
     _emit(status, as_json, _describe(status))
+
+
+@neo4j_app.command("fetch")
+def neo4j_fetch(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """Resolve and cache the Neo4j jars (DRIFTRAG_NEO4J_VERSION) without starting anything.
+
+    Run it on a machine with network, then copy `<DRIFTRAG_HOME>/neo4j/runtime` to an offline one.
+    Exit codes: 0 cached, 1 resolution failed, 5 mvn or the Maven repository is missing.
+    """
+    from driftrag.local_neo4j import resolve_runtime
+
+    runtime = _run(ctx, lambda: resolve_runtime(Settings(), report=_progress))
+    _emit(
+        runtime,
+        as_json,
+        f"Neo4j {runtime.version}: {runtime.jar_count} jars in {runtime.lib_dir}\n  manifest {runtime.manifest_file}",
+    )
 
 
 @neo4j_app.command("stop")

@@ -1,9 +1,11 @@
 """Start, stop and inspect the project's local Neo4j (development, tests, CI).
 
-One instance per Bolt port, under `<home>/neo4j/instances/<port>/` (data, `neo4j.log`, `neo4j.pid`).
-The JVM runs `Neo4jLauncher.java` directly as a single-file source program, detached from the caller
-so that `driftrag neo4j start` can return. Process management is synchronous on purpose: it runs at
-the CLI or fixture edge, never inside a workflow step.
+One instance per Bolt port, under `<home>/neo4j/instances/<port>/` (data, `neo4j.log`, `neo4j.pid`,
+`start.lock`). Starts of the same instance are serialised by that lock: a second `start` waits for the
+first and then reports the server it started. The JVM runs `Neo4jLauncher.java` directly as a
+single-file source program, detached from the caller so that `driftrag neo4j start` can return.
+Process management is synchronous on purpose: it runs at the CLI or fixture edge, never inside a
+workflow step.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from driftrag.errors import ConfigurationError, LocalNeo4jError
-from driftrag.local_neo4j.resolver import ResolvedRuntime, resolve_runtime
+from driftrag.errors import ConfigurationError, LocalNeo4jError, MissingPrerequisiteError
+from driftrag.local_neo4j.locking import exclusive_lock
+from driftrag.local_neo4j.resolver import Report, ResolvedRuntime, resolve_runtime
 from driftrag.settings import Settings
 
 _LAUNCHER = "Neo4jLauncher.java"
@@ -66,8 +69,23 @@ class LocalNeo4j:
             return self._status("stopped")
         return self._status("running", pid=pid)
 
-    def start(self) -> LocalNeo4jStatus:
-        """Start the server and wait until Bolt answers; a running one is reported, not restarted."""
+    def start(self, *, report: Report | None = None) -> LocalNeo4jStatus:
+        """Start the server and wait until Bolt answers; a running one is reported, not restarted.
+
+        Resolves the jars first if they are not cached (see `resolver`); `report` receives progress
+        lines (resolution, waiting for another process).
+        """
+        say = report or (lambda _message: None)
+        lock = self.home / "start.lock"
+        timeout = self._settings.neo4j_resolve_timeout_s + self._settings.neo4j_start_timeout_s + 60
+        with exclusive_lock(
+            lock,
+            timeout_s=timeout,
+            on_wait=lambda: say(f"another driftrag process is starting Neo4j on port {self.port}; waiting"),
+        ):
+            return self._start_locked(report)
+
+    def _start_locked(self, report: Report | None) -> LocalNeo4jStatus:
         pid = self._live_pid()
         if pid is not None:
             return self._status("running", pid=pid, message=f"already running (pid {pid})")
@@ -78,10 +96,12 @@ class LocalNeo4j:
             )
         java = shutil.which("java")
         if java is None:
-            raise LocalNeo4jError("java is not on PATH; Neo4j 5.26 needs a JDK 17 or 21")
+            raise MissingPrerequisiteError(
+                "java is not on PATH; the local Neo4j 5.26 needs a JDK 17 or 21 (it runs the launcher from "
+                "source; e.g. `apt-get install openjdk-17-jdk-headless`), or set NEO4J_URI to use your own server"
+            )
 
-        runtime = resolve_runtime(self._settings.neo4j_runtime_dir, self._settings.neo4j_version_range)
-        self.home.mkdir(parents=True, exist_ok=True)
+        runtime = resolve_runtime(self._settings, report=report)
         launcher = resources.files("driftrag.local_neo4j").joinpath(_LAUNCHER)
         command = self._command(java, runtime, Path(str(launcher)))
         started = time.monotonic()
