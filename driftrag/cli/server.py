@@ -45,7 +45,7 @@ def _describe(status) -> str:
 
 
 def _progress(message: str) -> None:
-    err_console.print(message, highlight=False)
+    err_console.print(message, highlight=False, soft_wrap=True)
 
 
 @neo4j_app.command("start")

@@ -17,6 +17,7 @@ adopted without network when it holds the wanted version, and left in place.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -158,6 +159,8 @@ def resolve_runtime(settings: Settings, *, report: Report | None = None) -> Reso
             return _resolve_with_maven(settings, spec, staging, say)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                staging_root.rmdir()  # only when empty
 
 
 def _resolve_with_maven(settings: Settings, spec: VersionSpec, staging: Path, say: Report) -> ResolvedRuntime:
