@@ -121,10 +121,13 @@ def verify_runtime(folder: Path) -> ResolvedRuntime | None:
         return None
     if manifest.version != folder.name or present != {entry.name for entry in manifest.jars}:
         return None
-    for entry in manifest.jars:
-        jar = lib_dir / entry.name
-        if jar.stat().st_size != entry.size or _sha256(jar) != entry.sha256:
-            return None
+    try:
+        for entry in manifest.jars:
+            jar = lib_dir / entry.name
+            if jar.stat().st_size != entry.size or _sha256(jar) != entry.sha256:
+                return None
+    except OSError:
+        return None
     return ResolvedRuntime(
         version=manifest.version, lib_dir=lib_dir, manifest_file=folder / _MANIFEST, jar_count=len(manifest.jars)
     )
@@ -174,19 +177,16 @@ def _resolve_with_maven(settings: Settings, spec: VersionSpec, staging: Path, sa
     repository = settings.neo4j_maven_repository
     m2 = maven_repository_dir(settings)
     version = spec.exact
-    if version is None or not _maven_has(m2, version):
-        # One small request: picks the version of a range, and fails in seconds without network.
-        version = choose_version(spec, published_versions(repository), repository)
-    done = None
-    if _maven_has(m2, version):
+    if version is not None and _maven_has(m2, version):
         say(f"copying Neo4j {version} from the Maven cache {m2} (offline)")
-        done = _run_maven(mvn, settings, version, staging, offline=True)
-        if done.returncode != 0:  # something is missing from the cache: go online
-            shutil.rmtree(staging / "lib", ignore_errors=True)
-            done = None
-    if done is None:
-        say(f"resolving Neo4j {version} with Maven from {repository} (first time only, about 2 minutes)")
-        done = _run_maven(mvn, settings, version, staging, offline=False)
+        if _run_maven(mvn, settings, version, staging, offline=True).returncode == 0:
+            return _install(settings, staging, version, spec.text, "maven")
+        shutil.rmtree(staging / "lib", ignore_errors=True)  # something is missing from the cache: go online
+    # One small request before Maven runs: picks the version of a range, checks that the version is
+    # published, and fails in seconds without network (Maven itself would retry for minutes).
+    version = choose_version(spec, published_versions(repository), repository)
+    say(f"resolving Neo4j {version} with Maven from {repository} (first time only, about 2 minutes)")
+    done = _run_maven(mvn, settings, version, staging, offline=False)
     if done.returncode != 0:
         tail = (done.stdout + done.stderr)[-2000:]
         raise LocalNeo4jError(f"Maven could not resolve org.neo4j:neo4j {version} from {repository}:\n{tail}")
