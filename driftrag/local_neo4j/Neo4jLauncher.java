@@ -1,6 +1,6 @@
 // Runs an embedded Neo4j Community DBMS with Bolt on a loopback address.
-// Launched as a single-file source program (`java -cp 'lib/*' Neo4jLauncher.java ...`), so the
-// project needs no Java build step. Python (driftrag.local_neo4j) owns the process: it passes the
+// Compiled once per runtime with the JDK's javac (driftrag.local_neo4j.launcher), or launched as a
+// single-file source program (`java -cp 'lib/*' Neo4jLauncher.java ...`): no Java build step. Python (driftrag.local_neo4j) owns the process: it passes the
 // settings below, waits for the READY line in the log, and stops it with SIGTERM.
 import java.nio.file.Files;
 import java.nio.file.Path;

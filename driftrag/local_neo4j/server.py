@@ -2,8 +2,8 @@
 
 One instance per Bolt port, under `<home>/neo4j/instances/<port>/` (data, `neo4j.log`, `neo4j.pid`,
 `start.lock`). Starts of the same instance are serialised by that lock: a second `start` waits for the
-first and then reports the server it started. The JVM runs `Neo4jLauncher.java` directly as a
-single-file source program, detached from the caller so that `driftrag neo4j start` can return.
+first and then reports the server it started. The JVM runs `Neo4jLauncher` (compiled once, see
+`launcher.py`), detached from the caller so that `driftrag neo4j start` can return.
 Process management is synchronous on purpose: it runs at the CLI or fixture edge, never inside a
 workflow step.
 """
@@ -16,18 +16,17 @@ import signal
 import socket
 import subprocess
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from driftrag.errors import ConfigurationError, LocalNeo4jError, MissingPrerequisiteError
+from driftrag.local_neo4j.launcher import MAIN_CLASS, launcher_arguments
 from driftrag.local_neo4j.locking import exclusive_lock
 from driftrag.local_neo4j.resolver import Report, ResolvedRuntime, resolve_runtime
 from driftrag.settings import Settings
 
-_LAUNCHER = "Neo4jLauncher.java"
 _HOST = "127.0.0.1"
 _STOP_TIMEOUT_S = 60.0
 
@@ -102,8 +101,7 @@ class LocalNeo4j:
             )
 
         runtime = resolve_runtime(self._settings, report=report)
-        launcher = resources.files("driftrag.local_neo4j").joinpath(_LAUNCHER)
-        command = self._command(java, runtime, Path(str(launcher)))
+        command = self._command(java, runtime)
         started = time.monotonic()
         with self.log_file.open("ab") as log:
             log.write(f"\n--- starting {runtime.version}: {' '.join(command)}\n".encode())
@@ -139,7 +137,7 @@ class LocalNeo4j:
         self.pid_file.unlink(missing_ok=True)
         return self._status("stopped", message=message)
 
-    def _command(self, java: str, runtime: ResolvedRuntime, launcher: Path) -> list[str]:
+    def _command(self, java: str, runtime: ResolvedRuntime) -> list[str]:
         heap = f"{self._settings.neo4j_heap_mb}m"
         return [
             java,
@@ -148,9 +146,7 @@ class LocalNeo4j:
             "-XX:+UseG1GC",
             "-XX:+ExitOnOutOfMemoryError",
             "-Dfile.encoding=UTF-8",
-            "-cp",
-            f"{runtime.lib_dir}/*",
-            str(launcher),
+            *launcher_arguments(java, runtime),
             "--home",
             str(self.home / "dbms"),
             "--host",
@@ -193,7 +189,7 @@ class LocalNeo4j:
             pid = int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        if _alive(pid) and _LAUNCHER.encode() in _cmdline(pid):
+        if _alive(pid) and MAIN_CLASS.encode() in _cmdline(pid):
             return pid
         self.pid_file.unlink(missing_ok=True)
         return None

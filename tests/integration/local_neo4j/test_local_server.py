@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
-from driftrag.local_neo4j import LocalNeo4j
+from driftrag.local_neo4j import LocalNeo4j, cached_runtime
 from driftrag.settings import Settings
 from tests.conftest import TEST_NEO4J_PORT
 
@@ -76,3 +78,16 @@ def test_the_launcher_refuses_to_run_when_neo4j_uri_is_set(tmp_path) -> None:
     assert done.returncode == 1
     assert "NEO4J_URI is set" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_session_server_runs_the_compiled_launcher_from_a_verified_runtime(neo4j_uri: str) -> None:
+    if "NEO4J_URI" in os.environ:
+        return
+    runtime = cached_runtime(Settings())
+    assert runtime is not None, "the jars match their manifest"
+    status = LocalNeo4j(Settings(), port=TEST_NEO4J_PORT).status()
+    assert status.version == runtime.version
+    command = Path(f"/proc/{status.pid}/cmdline").read_bytes().split(b"\0")
+    if shutil.which("javac") is not None:
+        assert b"Neo4jLauncher" in command and not any(part.endswith(b".java") for part in command)
+        assert list((runtime.lib_dir.parent / "launcher").glob("*/Neo4jLauncher.class"))
