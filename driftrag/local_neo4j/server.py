@@ -96,8 +96,8 @@ class LocalNeo4j:
         java = shutil.which("java")
         if java is None:
             raise MissingPrerequisiteError(
-                "java is not on PATH; the local Neo4j 5.26 needs a JDK 17 or 21 (it runs the launcher from "
-                "source; e.g. `apt-get install openjdk-17-jdk-headless`), or set NEO4J_URI to use your own server"
+                "java is not on PATH; the local Neo4j 5.26 needs a JDK 17 or 21 (it compiles its small "
+                "launcher; e.g. `apt-get install openjdk-17-jdk-headless`), or set NEO4J_URI to use your own server"
             )
 
         runtime = resolve_runtime(self._settings, report=report)

@@ -2,8 +2,9 @@
 
 Real subprocesses, real Maven, real Neo4j. The concurrent resolutions use an empty runtime folder;
 their Maven repository is a copy of the test session's one when that exists (CI resolved it for
-the session a minute earlier), so the test costs seconds there and about two minutes when it has to
-download everything itself.
+the session a minute earlier), so the test costs seconds there. When the session's cache has no
+Maven repository (it was adopted from the earlier layout), the test downloads everything itself,
+about two minutes, and leaves its repository to the session's cache for the next run.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def _free_port() -> int:
 def test_three_concurrent_fetches_on_an_empty_cache_all_succeed_and_resolve_once(tmp_path, neo4j_uri: str) -> None:
     home = tmp_path / "home"
     session_m2 = maven_repository_dir(Settings())
-    if session_m2.is_dir():
+    seeded = session_m2.is_dir()
+    if seeded:
         shutil.copytree(session_m2, maven_repository_dir(Settings(_env_file=None, home=home)), symlinks=True)
     env = _environment(home)
 
@@ -68,6 +70,20 @@ def test_three_concurrent_fetches_on_an_empty_cache_all_succeed_and_resolve_once
     assert not (home / "neo4j" / "staging").exists(), "no staging folder is left behind"
     ran_maven = [err for (_, err), _ in results if "Maven" in err]
     assert len(ran_maven) == 1, [err for (_, err), _ in results]
+    if not seeded:
+        _hand_over(maven_repository_dir(settings), session_m2)
+
+
+def _hand_over(m2: Path, session_m2: Path) -> None:
+    """Give the session's cache this Maven repository (copy, then one rename; a concurrent run may win)."""
+    private = session_m2.with_name(f"{session_m2.name}.{os.getpid()}")
+    try:
+        shutil.copytree(m2, private, symlinks=True)
+        private.rename(session_m2)
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def test_two_starts_on_one_port_start_one_server_and_both_report_it(neo4j_uri: str) -> None:
