@@ -112,7 +112,11 @@ def choose_version(spec: VersionSpec, versions: list[str], repository: str) -> s
     """The exact version to resolve, checked against what the repository publishes."""
     chosen = spec.newest(versions)
     if chosen is None:
-        nearby = sorted((v for v in versions if _EXACT.match(v)), key=version_key)[-5:]
+        releases = [v for v in versions if _EXACT.match(v)]
+        if spec.exact is not None:  # show the releases of the same line, e.g. 5.26.x for 5.26.99
+            line = spec.exact.split(".")[:2]
+            releases = [v for v in releases if v.split(".")[:2] == line] or releases
+        nearby = sorted(releases, key=version_key)[-5:]
         raise LocalNeo4jError(
             f"no Neo4j release matching {spec.text} in {repository} (newest published: {', '.join(nearby)}); "
             "check DRIFTRAG_NEO4J_VERSION"
