@@ -44,7 +44,7 @@ def test_an_exact_version_must_be_published() -> None:
     assert choose_version(parse_version_spec("5.26.2"), versions, "repo") == "5.26.2"
     with pytest.raises(LocalNeo4jError, match=r"no Neo4j release matching 5\.26\.99 in repo") as caught:
         choose_version(parse_version_spec("5.26.99"), versions, "repo")
-    assert "newest published: 5.26.0, 5.26.2, 5.26.9, 5.26.10;" in str(caught.value)
+    assert "newest published: 5.26.0, 5.26.2, 5.26.9, 5.26.10)" in str(caught.value)
 
 
 @pytest.mark.parametrize("text", ["latest", "[5.26.0", "5.26.x", "[,]", "5.26.0,5.27.0", ""])
