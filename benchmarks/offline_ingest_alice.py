@@ -19,9 +19,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from driftrag.ingestion.chunking import count_tokens
 from driftrag.ingestion.run import IngestionDeps, IngestRequest
 from driftrag.providers.factory import build_providers
+from driftrag.providers.tokens import count_tokens
 from driftrag.settings import Settings
 from driftrag.store.graph import GraphStore
 from driftrag.store.neo4j_store import Neo4jStore

@@ -21,14 +21,15 @@ from typing import Any, TypeVar
 
 from driftrag.ingestion.loading import collect_paths
 from driftrag.ingestion.run import IngestionDeps, IngestionResult, IngestRequest, Progress, TextInput
-from driftrag.ingestion.tasks import ChatModel
+from driftrag.models.graph import FailedChunk, KbCounts
+from driftrag.providers.chat import ChatModel
 from driftrag.providers.factory import Providers, build_providers
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.search.models import SearchResult
 from driftrag.settings import Settings
-from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
+from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.neo4j_store import Neo4jStore, ServerInfo
 

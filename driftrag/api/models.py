@@ -7,11 +7,12 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from driftrag.ingestion.run import DocumentOutcome
+from driftrag.models.graph import FailedChunk, KbCounts
+from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 from driftrag.search.drift.models import DriftResult, IntermediateAnswer
 from driftrag.search.graph_search import MAX_QUERY_CHARS, MAX_ROWS_LIMIT, MAX_SEEDS_LIMIT
-from driftrag.search.models import SearchMode, SearchResult, Source
-from driftrag.store.graph import FailedChunk, KbCounts
+from driftrag.search.models import SearchMode, SearchResult
 
 MAX_QUESTION_CHARS = MAX_QUERY_CHARS
 MAX_TEXTS = 1000

@@ -106,8 +106,9 @@ def delete(
 @app.command("stats")
 def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
     """Counts of a knowledge base, and the chunks whose extraction failed."""
+    from driftrag.models.graph import FailedChunk, KbCounts
     from driftrag.store import Neo4jStore
-    from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
+    from driftrag.store.graph import GraphStore
 
     class Stats(BaseModel):
         kb: str

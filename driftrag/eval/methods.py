@@ -13,9 +13,10 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from driftrag.models.search import Source
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftResult
-from driftrag.search.models import SearchResult, Source
+from driftrag.search.models import SearchResult
 
 Method = Literal["drift", "local", "basic", "entity"]
 METHODS: tuple[Method, ...] = get_args(Method)

@@ -24,10 +24,10 @@ from driftrag.ingestion.merge import (
     summarize_all,
     summary_items,
 )
-from driftrag.ingestion.models import CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
 from driftrag.ingestion.reports import generate_reports
 from driftrag.ingestion.run import DocumentOutcome, IngestionDeps, IngestRequest, Progress, ProgressCallback
 from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSummarizer, ReusingReporter
+from driftrag.models.graph import CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
 from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 

@@ -27,7 +27,8 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from driftrag.ingestion.models import (
+from driftrag.ingestion.tasks import DescriptionSummarizer
+from driftrag.models.graph import (
     GENERIC_RELATIONSHIP_TYPE,
     UNKNOWN_ENTITY_TYPE,
     ExtractionOutcome,
@@ -36,7 +37,6 @@ from driftrag.ingestion.models import (
     MergeResult,
     stable_hash,
 )
-from driftrag.ingestion.tasks import DescriptionSummarizer
 
 _QUOTES = re.compile(r"[\"'`“”‘’«»„]")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)

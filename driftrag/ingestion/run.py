@@ -10,13 +10,15 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from driftrag.errors import ConfigurationError
-from driftrag.ingestion.tasks import ChatModel, CommunityReporter, DescriptionSummarizer, GraphExtractor, GraphRefiner
+from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor, GraphRefiner
+from driftrag.models.graph import FailedChunk, KbCounts
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.chat import ChatModel
 from driftrag.providers.factory import Providers
 from driftrag.providers.usage import Usage, UsageTracker
 from driftrag.settings import Settings
 from driftrag.store.documents import DocumentWriter
-from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
+from driftrag.store.graph import GraphStore
 from driftrag.store.neo4j_store import Neo4jStore
 
 

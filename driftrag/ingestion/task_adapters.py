@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from driftrag.ingestion.models import (
+from driftrag.ingestion.run import Progress, ProgressCallback
+from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor
+from driftrag.models.graph import (
     Chunk,
     CommunityContext,
     CommunityReport,
     ExtractConfig,
     ExtractionOutcome,
+    StoredState,
     stable_hash,
 )
-from driftrag.ingestion.run import Progress, ProgressCallback
-from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor
-from driftrag.store.graph import GraphStore, StoredState
+from driftrag.store.graph import GraphStore
 
 
 class CheckpointingExtractor:

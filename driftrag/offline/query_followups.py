@@ -17,11 +17,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from driftrag.models.search import Source
 from driftrag.offline.lexicon import lexicon_for
 from driftrag.offline.nlp import Language, words
 from driftrag.offline.query_scoring import Scored
 from driftrag.offline.query_text import NameSpan, display_name, mentioned, name_key, name_spans
-from driftrag.search.models import Source
 
 # Sentences whose names are offered as follow-ups (the context's best ones).
 FOLLOW_UP_SENTENCES = 8

@@ -20,7 +20,7 @@ from driftrag.offline.nlp import Language
 from driftrag.offline.query_answers import EXTRACTIVE_LABEL, NO_ANSWER, WEAK_ANSWER
 from driftrag.offline.query_scoring import Scored, SentenceScorer, near_duplicate
 from driftrag.offline.query_text import QueryLanguage, Sentence, cite, split_citation
-from driftrag.providers.usage import cl100k_tokenizer
+from driftrag.providers.tokens import tokenizer
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.models import ReducedAnswer
 
@@ -92,7 +92,7 @@ class ExtractiveReducer:
     def _render(self, kept: Sequence[_Kept]) -> ReducedAnswer:
         if not kept:
             return ReducedAnswer(answer=f"{REDUCE_NOTE}\n\n{NO_STATEMENT}", citations=[])
-        count = cl100k_tokenizer()
+        count = tokenizer()
         used = len(count(REDUCE_NOTE))
         bullets: list[str] = []
         citations: list[str] = []

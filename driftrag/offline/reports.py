@@ -25,7 +25,7 @@ import asyncio
 import math
 from collections import Counter
 
-from driftrag.ingestion.models import Citations, CommunityContext, CommunityReport, Finding, MergedEntity
+from driftrag.models.graph import Citations, CommunityContext, CommunityReport, Finding, MergedEntity
 from driftrag.offline.nlp import AUTO, LanguageResources, paragraphs
 from driftrag.offline.summaries import central_sentences, cut_words, join_sentences, shared_words, split_sentences
 

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.errors import ModelError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
-from driftrag.providers.usage import UsageTracker, cl100k_tokenizer
+from driftrag.providers.tokens import tokenizer
+from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -194,7 +195,7 @@ class ModelClient:
         if reported is not None:
             return reported
         if self._tokenizer is None:
-            self._tokenizer = cl100k_tokenizer()
+            self._tokenizer = tokenizer()
         prompt = sum(len(self._tokenizer(m.content or "")) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
         return prompt, len(self._tokenizer(text))
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 
 from driftrag.errors import GraphDisabledError, InvalidQueryError
+from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import QueryBudget
 from driftrag.search.context import ContextItem, ContextPart, ContextSection, assemble_context
 from driftrag.search.deps import QueryDeps
-from driftrag.search.models import SearchContext, SearchMode, SearchResult, Source
+from driftrag.search.models import SearchContext, SearchMode, SearchResult
 from driftrag.search.tasks import QueryTasks
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.identifiers import validate_kb_id

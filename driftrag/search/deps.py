@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from driftrag.ingestion.tasks import ChatModel
 from driftrag.offline.nlp import LanguageResources
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.chat import ChatModel
 from driftrag.providers.factory import Providers
 from driftrag.providers.usage import UsageTracker
 from driftrag.search.budget import BudgetedChat, QueryBudget

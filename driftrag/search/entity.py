@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 
+from driftrag.models.search import EntityRow, Source
 from driftrag.search.basic import QueryRun
 from driftrag.search.budget import QueryBudget
 from driftrag.search.context import ContextItem, ContextPart, ContextSection, assemble_context, chunk_source
 from driftrag.search.deps import QueryDeps
-from driftrag.search.models import SearchContext, SearchResult, Source
+from driftrag.search.models import SearchContext, SearchResult
 from driftrag.search.tasks import QueryEntityNamer, QueryTasks
-from driftrag.store.search import EntityRow, SearchStore
+from driftrag.store.search import SearchStore
 
 ENTITY_CHUNK_SHARE = 0.45
 MAX_LINKED_CHUNKS = 50

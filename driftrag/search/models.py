@@ -10,26 +10,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 
-SourceKind = Literal["chunk", "entity", "relationship", "community"]
 SearchMode = Literal["basic", "local", "entity", "drift"]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Source(_Model):
-    """One piece of retrieved material, as shown to the answering step."""
-
-    id: str
-    kind: SourceKind
-    title: str = Field(default="", description="Entity name, community title, or the chunk's document title.")
-    text: str
-    score: float | None = Field(default=None, description="Retrieval score (similarity, rank weight) if any.")
-    origin: str = Field(default="", description="How it was found: vector, entity:<name>, neighbour, community…")
-    rating: float | None = Field(default=None, description="Community reports: the report's rating, 0-10.")
 
 
 class SearchContext(_Model):

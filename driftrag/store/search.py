@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, LiteralString
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from driftrag.search.models import Source
+from driftrag.models.search import ChunkRow, CommunityRow, EntityRow, RelationshipRow, Source, community_source
 from driftrag.store.cypher import schema as schema_cy
 from driftrag.store.cypher import search as cy
 from driftrag.store.identifiers import validate_kb_id
@@ -23,62 +21,6 @@ _MAX_VECTOR_FETCH = 10_000
 # Entity search: names longer than this cannot be entity names, and more than this many is an abuse.
 _MAX_NAME_CHARS = 200
 _MAX_NAMES = 64
-
-
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ChunkRow(_Row):
-    id: str
-    title: str = Field(description="The chunk's document title.")
-    text: str
-    entity_ids: list[str] = Field(default_factory=list, description="Which of the given entities it mentions.")
-    best_rank: int = Field(default=0, description="Rank (in the given list) of the best entity it mentions.")
-
-
-class EntityRow(_Row):
-    id: str
-    name: str
-    type: str = ""
-    description: str = ""
-    exact: bool = False
-    via_rank: int | None = Field(default=None, description="Neighbours: rank of the entity they neighbour.")
-    weight: float | None = Field(default=None, description="Neighbours: weight of the strongest relationship.")
-
-
-class RelationshipRow(_Row):
-    id: str
-    source_id: str
-    source: str
-    target_id: str
-    target: str
-    type: str = ""
-    description: str = ""
-    weight: float = 0.0
-
-
-class CommunityRow(_Row):
-    id: str
-    title: str
-    summary: str = ""
-    full_content: str
-    rating: float | None = None
-    level: int = 0
-    size: int = 0
-    n_entities: int = Field(default=0, description="How many of the given entities it contains.")
-
-
-def community_source(row: CommunityRow, *, score: float | None = None, origin: str = "") -> Source:
-    return Source(
-        id=row.id,
-        kind="community",
-        title=row.title,
-        text=row.full_content,
-        score=score,
-        origin=origin,
-        rating=row.rating,
-    )
 
 
 class SearchStore:

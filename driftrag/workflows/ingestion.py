@@ -18,8 +18,8 @@ from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
 from driftrag.ingestion import indexing
-from driftrag.ingestion.models import ExtractConfig, MergeResult
 from driftrag.ingestion.run import DocumentOutcome, IngestionDeps, IngestionResult, IngestRequest, Progress
+from driftrag.models.graph import ExtractConfig, MergeResult
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 

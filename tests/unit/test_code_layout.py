@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -28,3 +29,34 @@ def test_every_test_file_is_collectable() -> None:
         and "fakes" not in path.parts
     ]
     assert misnamed == []
+
+
+def _imports(path: Path) -> set[str]:
+    """Every driftrag module a file imports, at any depth (function-level imports count too)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name == "driftrag" or name.startswith("driftrag.")}
+
+
+def _offenders(package: str, forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in (ROOT / "driftrag" / package).rglob("*.py")
+        for name in _imports(path)
+        if any(name == f"driftrag.{f}" or name.startswith(f"driftrag.{f}.") for f in forbidden)
+    )
+
+
+def test_the_kernel_and_the_store_import_nothing_from_the_stages() -> None:
+    stages = ("ingestion", "search", "offline", "workflows", "eval", "api", "cli", "facade", "composition")
+    assert _offenders("store", stages) == []
+    assert _offenders("models", (*stages, "store", "providers")) == []
+    assert _offenders("providers", stages) == []
+
+
+def test_search_imports_nothing_from_ingestion() -> None:
+    assert _offenders("search", ("ingestion",)) == []

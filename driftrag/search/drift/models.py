@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
-from driftrag.search.models import Source
 
 FollowUpStatus = Literal["searched", "duplicate", "over_cap", "over_budget", "failed"]
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from driftrag.errors import BackendUnavailableError, GraphDisabledError, InvalidQueryError, ModelError
+from driftrag.models.search import Source
 from driftrag.providers.embeddings import aembed_queries
 from driftrag.search.budget import BudgetExhausted
 from driftrag.search.deps import QueryDeps
@@ -23,7 +24,7 @@ from driftrag.search.drift.followups import Asked, Proposal, select_follow_ups
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
 from driftrag.search.drift.primer import reports_context
 from driftrag.search.local import local_search
-from driftrag.search.models import AnswerPayload, Source
+from driftrag.search.models import AnswerPayload
 from driftrag.search.retry import retrying
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.identifiers import validate_kb_id

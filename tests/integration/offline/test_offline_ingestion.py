@@ -23,8 +23,8 @@ from urllib.parse import urlparse
 import pytest
 
 from driftrag.ingestion import indexing
-from driftrag.ingestion.models import CommunityReport
 from driftrag.ingestion.run import IngestionDeps, IngestionResult, IngestRequest, no_progress
+from driftrag.models.graph import CommunityReport
 from driftrag.offline.extractor import OfflineGraphExtractor
 from driftrag.providers import build_providers
 from driftrag.providers.embeddings import AccountedEmbedding

@@ -22,7 +22,7 @@ from driftrag.errors import (
     InvalidQueryError,
     KnowledgeBaseNotFoundError,
 )
-from driftrag.ingestion.models import Chunk, MergedEntity, MergedRelationship, SourceDocument, stable_hash
+from driftrag.models.graph import Chunk, MergedEntity, MergedRelationship, SourceDocument, stable_hash
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore

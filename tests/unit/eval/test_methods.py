@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from driftrag.eval.methods import from_drift, from_search, parse_methods, run_method
+from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 from driftrag.search.drift.models import DriftResult, IntermediateAnswer
-from driftrag.search.models import SearchContext, SearchResult, Source
+from driftrag.search.models import SearchContext, SearchResult
 from tests.fakes.eval_results import SettingsOnlyDeps
 
 

@@ -8,7 +8,7 @@ from driftrag.ingestion.merge import (
     summarize_all,
     summary_items,
 )
-from driftrag.ingestion.models import ExtractedEntity, ExtractedRelationship, ExtractionOutcome
+from driftrag.models.graph import ExtractedEntity, ExtractedRelationship, ExtractionOutcome
 
 
 def _outcome(chunk_id, entities=(), relationships=(), failed=False):

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from driftrag.ingestion.merge import extracted_chunk_count, merge_extractions, pmi
-from driftrag.ingestion.models import ExtractedEntity, ExtractedRelationship, ExtractionOutcome
 from driftrag.ingestion.tasks import GraphRefiner
+from driftrag.models.graph import ExtractedEntity, ExtractedRelationship, ExtractionOutcome
 from driftrag.offline.refine import EPSILON, OfflineGraphRefiner, normalised_pmi, refine_graph
 
 

@@ -221,3 +221,35 @@ class CommunityContext(_Model):
     def citable_ids(self) -> set[str]:
         """Only ids rendered in the context may be cited by a report."""
         return {e.id for e in self.entities} | {r.id for r in self.relationships} | {c.chunk_id for c in self.chunks}
+
+
+class KbCounts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    documents: int = 0
+    chunks: int = 0
+    entities: int = 0
+    relationships: int = 0
+    communities: int = 0
+    reports: int = 0
+
+
+class FailedChunk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    document_id: str
+    index: int
+    error: str | None
+
+
+class StoredState(BaseModel):
+    """What a rebuild may reuse: hashes of inputs and the outputs they produced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    input_hash: str | None = None
+    output: str | None = None
+    embedding_hash: str | None = None
+    embedded: bool = False
