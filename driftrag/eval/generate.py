@@ -21,8 +21,7 @@ from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel
 from driftrag.providers.json_answer import InvalidModelOutput, ask_json, json_schema
 from driftrag.providers.tokens import tokenizer
-from driftrag.store.graph import GraphStore
-from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.store.protocols import GraphStorage
 
 
 class Persona(BaseModel):
@@ -72,9 +71,9 @@ def _parser(model: type[BaseModel]):
     return parse
 
 
-async def kb_description(store: Neo4jStore, kb: str, max_tokens: int) -> str:
+async def kb_description(graph: GraphStorage, kb: str, max_tokens: int) -> str:
     """The kb's community reports, highest-rated (then broadest) first, as 'title: summary' lines."""
-    communities = await GraphStore(store).communities(kb)
+    communities = await graph.communities(kb)
     reports = [c for c in communities if c.get("title")]
     if not reports:
         raise ConfigurationError(f"kb {kb} has no community reports to describe it: give --description")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from driftrag.errors import ModelError
+from driftrag.ingestion.deps import IngestionTasks
 from driftrag.ingestion.extraction import (
     CHUNK_CLOSE,
     CHUNK_OPEN,
@@ -32,6 +33,7 @@ from driftrag.models.graph import (
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
 from driftrag.providers.json_answer import ask_json, json_schema
+from driftrag.settings import Settings
 
 DEFAULT_MAX_ATTEMPTS = 2
 DEFAULT_MAX_GLEANINGS = 1
@@ -188,3 +190,14 @@ class LLMCommunityReporter:
             attempts=self._max_attempts,
         )
         return answer.unwrap(f"community report of {community.community.id}")
+
+
+def llm_ingestion_tasks(chat: ChatModel, settings: Settings, prompts: PromptRegistry) -> IngestionTasks:
+    """The LLM-backed implementations of the ingestion tasks, configured from settings."""
+    return IngestionTasks(
+        extractor=LLMGraphExtractor(
+            chat, prompts, max_attempts=settings.extraction_attempts, max_gleanings=settings.max_gleanings
+        ),
+        summarizer=LLMDescriptionSummarizer(chat, prompts),
+        reporter=LLMCommunityReporter(chat, prompts),
+    )

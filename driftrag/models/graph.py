@@ -7,6 +7,7 @@ derived from content hashes (see the helpers below) so re-ingesting the same tex
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -253,3 +254,10 @@ class StoredState(BaseModel):
     output: str | None = None
     embedding_hash: str | None = None
     embedded: bool = False
+
+
+def pmi(pair_chunks: int, source_chunks: int, target_chunks: int, total_chunks: int) -> float | None:
+    """log2 of p(a,b) / (p(a) p(b)), probabilities over chunks; None when a count is zero."""
+    if min(pair_chunks, source_chunks, target_chunks, total_chunks) <= 0:
+        return None
+    return math.log2(pair_chunks * total_chunks / (source_chunks * target_chunks))

@@ -154,20 +154,6 @@ class ModelClient:
             await self.cache.aput(key, entry)
         return ChatResult(**entry.model_dump(), cached=False)
 
-    async def complete_text(
-        self,
-        prompt: str,
-        *,
-        system: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        json_mode: bool = False,
-    ) -> ChatResult:
-        """One user prompt (and an optional system prompt) through `chat`."""
-        messages = [ChatMessage(role=MessageRole.SYSTEM, content=system)] if system else []
-        messages.append(ChatMessage(role=MessageRole.USER, content=prompt))
-        return await self.chat(messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode)
-
     def _cache_key(
         self,
         messages: list[ChatMessage],

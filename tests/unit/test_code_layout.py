@@ -60,3 +60,39 @@ def test_the_kernel_and_the_store_import_nothing_from_the_stages() -> None:
 
 def test_search_imports_nothing_from_ingestion() -> None:
     assert _offenders("search", ("ingestion",)) == []
+
+
+def test_only_the_composition_root_imports_the_offline_mode() -> None:
+    importers = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "driftrag").rglob("*.py")
+        if "offline" not in path.relative_to(ROOT / "driftrag").parts
+        and any(name == "driftrag.offline" or name.startswith("driftrag.offline.") for name in _imports(path))
+    )
+    assert importers == ["driftrag/composition.py"]
+
+
+def test_store_classes_are_built_only_in_the_store_and_the_composition_root() -> None:
+    construction = re.compile(
+        r"\b(Neo4jStore\.from_settings|Neo4jStore|DocumentWriter|GraphStore|SearchStore|GraphSearchStore|GraphViewStore)\("
+    )
+    offenders = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "driftrag").rglob("*.py")
+        if "store" not in path.relative_to(ROOT / "driftrag").parts
+        and path.name != "composition.py"
+        and construction.search(path.read_text())
+    )
+    assert offenders == []
+
+
+def test_the_front_runs_every_mode_from_the_registry() -> None:
+    # The facade, CLI, API and evaluation reach the modes through `run_query`, never a mode function.
+    direct = re.compile(r"from driftrag\.search\.(basic|local|entity) import")
+    front = ("facade.py", "cli", "api", "eval", "workflows")
+    offenders = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "driftrag").rglob("*.py")
+        if path.relative_to(ROOT / "driftrag").parts[0] in front and direct.search(path.read_text())
+    )
+    assert offenders == []

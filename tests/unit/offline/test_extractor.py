@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from driftrag.ingestion.tasks import GraphExtractor
 from driftrag.models.graph import GENERIC_RELATIONSHIP_TYPE, Chunk, ExampleNode, ExtractConfig
-from driftrag.offline.extractor import DESCRIPTION_WORDS, OfflineGraphExtractor, excerpt
+from driftrag.offline.ingestion.extractor import DESCRIPTION_WORDS, OfflineGraphExtractor, excerpt
 from driftrag.offline.nlp import LanguageResources
 
 CHUNK = (

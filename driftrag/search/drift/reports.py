@@ -1,4 +1,4 @@
-"""The primer's material: the top community reports rendered as one context within a token budget."""
+"""The reports that prime DRIFT, rendered as one context within a token budget (the primer's material)."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 
 from driftrag.models.search import Source
 from driftrag.offline.nlp import Language
-from driftrag.offline.query_followups import Candidate, answer_candidates, primer_candidates, write_follow_ups
-from driftrag.offline.query_scoring import Scored, SentenceScorer, pick, relevance_score
-from driftrag.offline.query_text import QueryLanguage, cite, source_sentences
+from driftrag.offline.query.followups import Candidate, answer_candidates, primer_candidates, write_follow_ups
+from driftrag.offline.query.scoring import Scored, SentenceScorer, pick, relevance_score
+from driftrag.offline.query.text import QueryLanguage, cite, source_sentences
 from driftrag.providers.tokens import tokenizer
 from driftrag.search.models import AnswerPayload, SearchContext
 
