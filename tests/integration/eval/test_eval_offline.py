@@ -55,11 +55,12 @@ async def test_offline_eval_of_all_methods_on_the_sample(
     settings = neo4j_settings.model_copy(update=SMALL)
     providers = build_providers(settings)
     assert providers.mode == "offline"
-    ingestion = ingestion_deps(settings, Stores.neo4j(store), providers)
+    stores = Stores.neo4j(store)
+    ingestion = ingestion_deps(settings, stores, providers)
     await IngestionWorkflow(ingestion).run(start_event=IngestStart(request=IngestRequest(kb=kb, paths=CHAPTERS)))
     try:
-        await ensure_kb_has_chunks(store, kb)
-        deps = query_deps(settings, Stores.neo4j(store), providers)
+        await ensure_kb_has_chunks(stores.graph, kb)
+        deps = query_deps(settings, stores, providers)
         questions = write_subset(tmp_path / "subset.jsonl")
         out = tmp_path / "results"
         summary = await run_eval(deps, kb, questions, list(METHODS), out, mode=providers.mode)
@@ -96,7 +97,7 @@ async def test_offline_eval_of_all_methods_on_the_sample(
         assert len(outcome.plots) == 2 and all(p.is_file() for p in outcome.plots)
 
         # The question generator's corpus description comes from the kb's community reports.
-        description = await kb_description(store, kb, 300)
+        description = await kb_description(stores.graph, kb, 300)
         assert description.startswith("- ") and len(description.splitlines()) >= 1
     finally:
         await GraphStore(store).delete_kb(kb)
