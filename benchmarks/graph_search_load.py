@@ -30,8 +30,8 @@ import httpx
 from driftrag.api.auth import create_key
 from driftrag.errors import KnowledgeBaseNotFoundError
 from driftrag.facade import DriftRAG
+from driftrag.models.graph import KbCounts
 from driftrag.settings import Settings
-from driftrag.store.graph import KbCounts
 
 ALICE = Path(os.environ.get("DRIFTRAG_ALICE_PATH", "/work/shared/data/alice_in_wonderland.txt"))
 KB = "bench-alice-offline"

@@ -21,11 +21,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
 
-from driftrag.ingestion.run import IngestionDeps, IngestRequest
+from driftrag.composition import ingestion_deps
+from driftrag.ingestion.requests import IngestRequest
 from driftrag.providers.factory import build_providers
 from driftrag.settings import Settings
 from driftrag.store.graph import GraphStore
 from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.store.protocols import Stores
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.openai_server import FakeOpenAIServer, message_text
 from tests.fakes.scripted_llm import ScriptedChatModel
@@ -79,7 +81,7 @@ async def run(args: argparse.Namespace) -> None:
             reset = any(index.dimensions != DIMENSION for index in await store.vector_indexes())
             if reset:
                 await store.reset_vector_indexes()
-            deps = IngestionDeps.from_providers(settings, store, providers)
+            deps = ingestion_deps(settings, Stores.neo4j(store), providers)
             try:
                 started = time.monotonic()
                 request = IngestRequest(kb=KB, paths=[ALICE])

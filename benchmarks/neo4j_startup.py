@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from driftrag.ingestion.models import Chunk, SourceDocument
 from driftrag.local_neo4j import LocalNeo4j
+from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.documents import DocumentWriter

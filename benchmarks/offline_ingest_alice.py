@@ -19,12 +19,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from driftrag.ingestion.chunking import count_tokens
-from driftrag.ingestion.run import IngestionDeps, IngestRequest
+from driftrag.composition import ingestion_deps
+from driftrag.ingestion.requests import IngestRequest
 from driftrag.providers.factory import build_providers
+from driftrag.providers.tokens import count_tokens
 from driftrag.settings import Settings
 from driftrag.store.graph import GraphStore
 from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.store.protocols import Stores
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
 ALICE = Path(os.environ.get("DRIFTRAG_ALICE_PATH", "/work/shared/data/alice_in_wonderland.txt"))
@@ -45,7 +47,7 @@ async def run(args: argparse.Namespace) -> None:
             await store.connect()
             graph = GraphStore(store)
             await graph.delete_kb(KB)
-            deps = IngestionDeps.from_providers(settings, store, providers)
+            deps = ingestion_deps(settings, Stores.neo4j(store), providers)
             try:
                 cpu, started = time.process_time(), time.monotonic()
                 request = IngestRequest(kb=KB, paths=[ALICE])

@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes and benchmarks
 
 from benchmarks.ingest_alice import ALICE, DIMENSION, ScriptedResponder
-from driftrag.ingestion.run import IngestionDeps, IngestRequest
+from driftrag.composition import ingestion_deps, query_deps
+from driftrag.ingestion.requests import IngestRequest
 from driftrag.providers.factory import build_providers
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftResult
@@ -30,6 +31,7 @@ from driftrag.search.graph_search import graph_search
 from driftrag.settings import Settings
 from driftrag.store.graph import GraphStore
 from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.store.protocols import GraphSearchStorage, Stores
 from driftrag.workflows.drift import DriftStart, DriftWorkflow
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -69,15 +71,17 @@ async def run(args: argparse.Namespace) -> None:
             if any(index.dimensions != DIMENSION for index in await store.vector_indexes()):
                 raise SystemExit(f"the server's vector indexes are not {DIMENSION} d; use a fresh Neo4j")
             try:
-                ingest = IngestionDeps.from_providers(settings, store, providers)
+                ingest = ingestion_deps(settings, Stores.neo4j(store), providers)
                 started = time.monotonic()
                 await IngestionWorkflow(ingest).run(
                     start_event=IngestStart(request=IngestRequest(kb=KB, paths=[ALICE]))
                 )
                 print(f"Alice ingested in {time.monotonic() - started:.1f} s; {await GraphStore(store).counts(KB)}")
-                deps = QueryDeps.from_providers(settings, store, providers)
+                deps = query_deps(settings, Stores.neo4j(store), providers)
                 rows = [await one_query(deps, server, question, args.latency) for question in QUESTIONS]
-                latencies = await graph_search_latencies(store, settings, args.graph_searches)
+                latencies = await graph_search_latencies(
+                    Stores.neo4j(store).graph_search, settings, args.graph_searches
+                )
             finally:
                 await GraphStore(store).delete_kb(KB)
     report(args, rows, latencies, settings)
@@ -109,7 +113,7 @@ async def one_query(deps: QueryDeps, server: FakeOpenAIServer, question: str, la
     }
 
 
-async def graph_search_latencies(store: Neo4jStore, settings: Settings, n: int) -> list[float]:
+async def graph_search_latencies(store: GraphSearchStorage, settings: Settings, n: int) -> list[float]:
     for query in GRAPH_QUERIES:  # warm-up: plan cache and page cache
         await graph_search(store, settings, KB, query)
     latencies = []
@@ -128,7 +132,7 @@ def report(args, rows: list[dict], latencies: list[float], settings: Settings) -
     print(
         f"latency {args.latency:g} s per request; depth {settings.drift_max_depth}, "
         f"{settings.drift_followups_per_round} follow-ups/round, {settings.drift_num_workers} workers, "
-        f"budget {settings.drift_max_llm_calls} calls / {settings.drift_max_prompt_tokens:,} prompt tokens"
+        f"budget {settings.query_max_llm_calls} calls / {settings.query_max_prompt_tokens:,} prompt tokens"
     )
     columns = [("chat", 4), ("emb", 4), ("ptok", 7), ("ans", 3), ("wall", 6), ("crit", 5), ("w/crit", 6)]
     columns += [("w/c+e", 6), ("non-model", 9)]

@@ -65,3 +65,7 @@ class ChecksumMismatchError(DriftRAGError):
 
 class DownloadUnavailableError(DriftRAGError):
     """A corpus could not be downloaded: no network, the host unreachable, or an HTTP error."""
+
+
+class QueryTimeoutError(DriftRAGError):
+    """A query (any mode) ran longer than `query_timeout_s`."""

@@ -1,14 +1,15 @@
-"""`DriftRAG`: the small Python API for notebooks and scripts.
+"""`DriftRAG`: the one front door of driftrag, for notebooks, scripts, the CLI and the HTTP API.
 
     rag = DriftRAG.from_env()            # settings from the environment; local Neo4j when NEO4J_URI is unset
     await rag.connect()                  # starts the local Neo4j if needed, checks the server, creates the schema
     await rag.ingest("alice", paths=["data/sample"])
-    result = await rag.drift("alice", "Who made the light fail?", on_progress=print)
+    result = await rag.query("alice", "Who made the light fail?", mode="drift", on_progress=print)
     await rag.close()
 
 Every method is a coroutine, so it works inside a running event loop (Jupyter's top-level `await`);
 scripts wrap one `main()` in `asyncio.run`. Results are pydantic models that render as Markdown in
-Jupyter. Constructing the object does no I/O; everything is passed in or built from `settings`.
+Jupyter. Constructing the object does no I/O; its parts are passed in or built from `settings` by the
+composition root (`driftrag.composition`), once per engine.
 """
 
 from __future__ import annotations
@@ -17,43 +18,48 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from driftrag.composition import ingestion_deps, neo4j_stores, query_deps
+from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.loading import collect_paths
-from driftrag.ingestion.run import IngestionDeps, IngestionResult, IngestRequest, Progress, TextInput
-from driftrag.ingestion.tasks import ChatModel
+from driftrag.ingestion.requests import IngestionResult, IngestRequest, Progress, TextInput, no_progress
+from driftrag.models.graph import FailedChunk, KbCounts
+from driftrag.providers.chat import ChatModel
 from driftrag.providers.factory import Providers, build_providers
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
-from driftrag.search.models import SearchResult
+from driftrag.search.models import QueryResult, SearchResult
+from driftrag.search.modes import DEFAULT_MODE
 from driftrag.settings import Settings
-from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
-from driftrag.store.graph_search import GraphSearchStore
-from driftrag.store.neo4j_store import Neo4jStore, ServerInfo
+from driftrag.store.neo4j_store import ServerInfo, VectorIndexInfo, check_server_version
+from driftrag.store.protocols import Stores
+from driftrag.store.views import GraphView
 
-T = TypeVar("T")
 ProgressHandler = Callable[[Any], Awaitable[None] | None]
 
 
 class DriftRAG:
-    """One knowledge-graph engine: a Neo4j store, the model providers, and the workflows over them."""
+    """One knowledge-graph engine: the stores, the model providers, and the workflows over them."""
 
     def __init__(
         self,
         settings: Settings,
         *,
-        store: Neo4jStore | None = None,
+        stores: Stores | None = None,
         providers: Providers | None = None,
         chat: ChatModel | None = None,
     ) -> None:
-        """`chat` replaces the providers' chat model (a local server, a test double); `store` and
+        """`chat` replaces the providers' chat model (a local server, a test double); `stores` and
         `providers` default to the ones `settings` describe."""
         self.settings = settings
-        self.store = store or Neo4jStore.from_settings(settings)
+        self.stores = stores or neo4j_stores(settings)
         self.providers = providers or build_providers(settings)
         self._chat = chat
         self._connected: ServerInfo | None = None
+        self._ingestion: IngestionDeps | None = None
+        self._queries: QueryDeps | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> DriftRAG:
@@ -65,18 +71,45 @@ class DriftRAG:
         """`openai` or `offline` (extractive, no model API)."""
         return "openai" if self._chat is not None else self.providers.mode
 
-    async def connect(self, *, start_local: bool = True) -> ServerInfo:
-        """Reach Neo4j (starting the project's local server when NEO4J_URI is unset) and create the schema."""
+    def describe(self) -> str:
+        return self.providers.describe()
+
+    # --- connection -----------------------------------------------------------------------------------
+
+    async def connect(self, *, start_local: bool = True, wait: bool = True, schema: bool = True) -> ServerInfo:
+        """Reach Neo4j, check its version and create the schema; every command starts this way.
+
+        The project's local server is started first when NEO4J_URI is unset (`start_local`). `wait` retries
+        the connection (`connect_retries`); without it one quick probe decides. `schema=False` leaves the
+        schema alone (to reset the vector indexes). Once connected, later calls return at once.
+        """
+        if self._connected is not None:
+            return self._connected
         if self.settings.neo4j_uri is None and start_local:
             from driftrag.local_neo4j import LocalNeo4j
 
             await asyncio.to_thread(LocalNeo4j(self.settings).start)
-        self._connected = await self.store.connect()
-        await self.store.ensure_schema(self.providers.embedding_dimension)
-        return self._connected
+        database = self.stores.database
+        info = await database.connect() if wait else await database.server_info()
+        check_server_version(info.version)
+        if schema:
+            await database.ensure_schema(self.providers.embedding_dimension)
+            self._connected = info
+        return info
+
+    async def server_info(self) -> ServerInfo:
+        """The server's version and edition, asked now."""
+        return await self.stores.database.server_info()
+
+    async def vector_indexes(self) -> list[VectorIndexInfo]:
+        return await self.stores.database.vector_indexes()
+
+    async def reset_vectors(self) -> None:
+        """Drop the vector indexes and every embedding (the graph stays); re-ingest to embed again."""
+        await self.stores.database.reset_vector_indexes()
 
     async def close(self) -> None:
-        await self.store.close()
+        await self.stores.database.close()
 
     async def __aenter__(self) -> DriftRAG:
         await self.connect()
@@ -86,6 +119,11 @@ class DriftRAG:
         await self.close()
 
     # --- ingestion -----------------------------------------------------------------------------------
+
+    def ingestion_deps(self) -> IngestionDeps:
+        if self._ingestion is None:
+            self._ingestion = ingestion_deps(self.settings, self.stores, self.providers, self._chat)
+        return self._ingestion
 
     async def ingest(
         self,
@@ -103,116 +141,102 @@ class DriftRAG:
             paths=collect_paths([Path(p) for p in paths]),
             texts=[TextInput(title=title, text=text) for title, text in (texts or {}).items()],
         )
-        deps = IngestionDeps.from_providers(self.settings, self.store, self.providers, self._chat)
-        handler = IngestionWorkflow(deps).run(start_event=IngestStart(request=request))
-        return await _streamed(handler, IngestProgress, "progress", on_progress)
+        handler = IngestionWorkflow(self.ingestion_deps()).run(start_event=IngestStart(request=request))
+        async for event in handler.stream_events():
+            if on_progress is not None and isinstance(event, IngestProgress):
+                outcome = on_progress(event.progress)
+                if inspect.isawaitable(outcome):
+                    await outcome
+        return await handler
 
     async def delete_document(self, kb: str, document_id: str) -> KbCounts:
         """Remove one document; entities and relationships left without sources go, the rest is rebuilt."""
         from driftrag.ingestion.indexing import delete_document
-        from driftrag.ingestion.run import no_progress
 
-        deps = IngestionDeps.from_providers(self.settings, self.store, self.providers, self._chat)
-        await delete_document(deps, kb, document_id, no_progress)
+        await delete_document(self.ingestion_deps(), kb, document_id, no_progress)
         return await self.stats(kb)
 
     async def delete_kb(self, kb: str) -> None:
-        await GraphStore(self.store).delete_kb(kb)
+        await self.stores.graph.delete_kb(kb)
 
     async def stats(self, kb: str) -> KbCounts:
-        return await GraphStore(self.store).counts(kb)
+        return await self.stores.graph.counts(kb)
 
     async def documents(self, kb: str) -> list[dict[str, Any]]:
-        return await GraphStore(self.store).documents(kb)
+        return await self.stores.graph.documents(kb)
 
     async def set_chunks_enabled(self, kb: str, chunk_ids: Sequence[str], enabled: bool) -> int:
         """Disable (or re-enable) chunks as sources of every search; returns how many exist."""
-        return await GraphSearchStore(self.store).set_chunks_enabled(kb, list(chunk_ids), enabled)
+        return await self.stores.graph_search.set_chunks_enabled(kb, list(chunk_ids), enabled)
 
     async def graph_enabled(self, kb: str) -> bool:
         """Whether graph search may run on the kb; raises KnowledgeBaseNotFoundError for an unknown kb."""
-        return await GraphSearchStore(self.store).graph_enabled(kb)
+        return await self.stores.graph_search.graph_enabled(kb)
 
     async def set_graph_enabled(self, kb: str, enabled: bool) -> None:
         """Allow or refuse graph search on the kb (refused searches raise GraphDisabledError)."""
-        await GraphSearchStore(self.store).set_graph_enabled(kb, enabled)
+        await self.stores.graph_search.set_graph_enabled(kb, enabled)
 
     async def entities(self, kb: str) -> list[dict[str, Any]]:
         """Every entity: id, name, type, descriptions, summary, source chunk ids."""
-        return await GraphStore(self.store).entities(kb)
+        return await self.stores.graph.entities(kb)
 
     async def relationships(self, kb: str) -> list[dict[str, Any]]:
         """Every relationship: id, source and target ids, type, descriptions, summary, source chunk ids."""
-        return await GraphStore(self.store).relationships(kb)
+        return await self.stores.graph.relationships(kb)
 
     async def communities(self, kb: str) -> list[dict[str, Any]]:
         """Every community with its level, members and report (title, summary, rating, findings)."""
-        return await GraphStore(self.store).communities(kb)
+        return await self.stores.graph.communities(kb)
 
-    async def graph_view(self, kb: str, *, community_id: str | None = None, max_nodes: int | None = None):
+    async def chunks(self, kb: str) -> list[dict[str, Any]]:
+        """Every chunk: id, document_id, index, extractable, extraction_status, embedded."""
+        return await self.stores.graph.chunks(kb)
+
+    async def graph_view(self, kb: str, *, community_id: str | None = None, max_nodes: int | None = None) -> GraphView:
         """The kb (or one community) as a `GraphView`: render with `driftrag.views` (Mermaid, HTML, GraphML)."""
-        from driftrag.store.views import GraphViewStore
-
-        return await GraphViewStore(self.store).read_view(kb, community_id=community_id, max_nodes=max_nodes)
+        return await self.stores.views.read_view(kb, community_id=community_id, max_nodes=max_nodes)
 
     async def failed_chunks(self, kb: str) -> list[FailedChunk]:
         """Chunks whose extraction failed, with the reason."""
-        return await GraphStore(self.store).failed_chunks(kb)
+        return await self.stores.graph.failed_chunks(kb)
 
     # --- queries --------------------------------------------------------------------------------------
 
     def query_deps(self) -> QueryDeps:
-        return QueryDeps.from_providers(self.settings, self.store, self.providers, self._chat)
+        if self._queries is None:
+            self._queries = query_deps(self.settings, self.stores, self.providers, self._chat)
+        return self._queries
+
+    async def query(
+        self, kb: str, question: str, *, mode: str = DEFAULT_MODE, on_progress: ProgressHandler | None = None
+    ) -> QueryResult:
+        """Any registered mode (`driftrag.search.modes.MODES`: drift, local, entity, basic), with the same
+        budget, retries, timeout and accounting; `on_progress` gets each `SearchProgress`/`DriftProgress`."""
+        from driftrag.workflows.query import run_query
+
+        return await run_query(self.query_deps(), mode, kb, question, on_progress=on_progress)
 
     async def drift(self, kb: str, question: str, *, on_progress: ProgressHandler | None = None) -> DriftResult:
         """DRIFT search; `on_progress` gets each `DriftProgress` (HyDE, communities, primer, searches, rounds)."""
-        from driftrag.workflows.drift import DriftProgressEvent, DriftStart, DriftWorkflow
-
-        handler = DriftWorkflow(self.query_deps()).run(start_event=DriftStart(kb=kb, question=question))
-        return await _streamed(handler, DriftProgressEvent, "progress", on_progress)
+        return await self.query(kb, question, mode="drift", on_progress=on_progress)  # type: ignore[return-value]
 
     async def local(self, kb: str, question: str) -> SearchResult:
-        from driftrag.search.local import local_search
-
-        return await local_search(self.query_deps(), kb, question)
+        return await self.query(kb, question, mode="local")  # type: ignore[return-value]
 
     async def basic(self, kb: str, question: str) -> SearchResult:
-        from driftrag.search.basic import basic_search
-
-        return await basic_search(self.query_deps(), kb, question)
+        return await self.query(kb, question, mode="basic")  # type: ignore[return-value]
 
     async def entity_search(self, kb: str, question: str) -> SearchResult:
-        from driftrag.search.entity import entity_search
-
-        return await entity_search(self.query_deps(), kb, question)
-
-    async def query(self, kb: str, question: str, *, mode: str = "drift") -> DriftResult | SearchResult:
-        """One of `drift`, `local`, `entity`, `basic`."""
-        modes: dict[str, Callable[[str, str], Awaitable[DriftResult | SearchResult]]] = {
-            "drift": self.drift,
-            "local": self.local,
-            "entity": self.entity_search,
-            "basic": self.basic,
-        }
-        if mode not in modes:
-            raise ValueError(f"unknown mode {mode!r}; choose one of {sorted(modes)}")
-        return await modes[mode](kb, question)
+        return await self.query(kb, question, mode="entity")  # type: ignore[return-value]
 
     async def graph_search(
         self, kb: str, query: str, *, max_seeds: int | None = None, max_rows: int | None = None
     ) -> GraphSearchResponse:
         """The bounded one-hop read contract: no model call, no caller Cypher."""
-        return await graph_search(self.store, self.settings, kb, query, max_seeds=max_seeds, max_rows=max_rows)
-
-
-async def _streamed(handler, event_type: type, field: str, on_progress: ProgressHandler | None):
-    """Forward a workflow's progress events to a sync or async callback, then return its result."""
-    async for event in handler.stream_events():
-        if on_progress is not None and isinstance(event, event_type):
-            outcome = on_progress(getattr(event, field))
-            if inspect.isawaitable(outcome):
-                await outcome
-    return await handler
+        return await graph_search(
+            self.stores.graph_search, self.settings, kb, query, max_seeds=max_seeds, max_rows=max_rows
+        )
 
 
 __all__ = ["DriftProgress", "DriftRAG", "Progress"]

@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from driftrag.models.search import Source
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp
-from driftrag.search.models import SearchResult, Source
+from driftrag.search.models import SearchResult
 from driftrag.views.mermaid import escape_label
 
 

@@ -119,7 +119,24 @@ class Settings(BaseSettings):
     )
     answer_max_tokens: int = Field(default=1000, ge=50, description="Longest answer a model may write.")
     query_timeout_s: float = Field(default=300.0, gt=0, description="Timeout of a whole query workflow.")
-    query_step_retries: int = Field(default=1, ge=0, description="Retries of a failed query workflow step.")
+    query_step_retries: int = Field(default=1, ge=0, description="Retries of a failed query step.")
+    # Every mode spends from one per-query budget; the DRIFT_ names are kept as aliases (they came first).
+    query_max_llm_calls: int = Field(
+        default=20,
+        ge=2,
+        validation_alias=AliasChoices("DRIFTRAG_QUERY_MAX_LLM_CALLS", "DRIFTRAG_DRIFT_MAX_LLM_CALLS"),
+        description="Hard cap on model calls per query (every mode).",
+    )
+    query_max_prompt_tokens: int = Field(
+        default=100_000,
+        ge=1000,
+        validation_alias=AliasChoices("DRIFTRAG_QUERY_MAX_PROMPT_TOKENS", "DRIFTRAG_DRIFT_MAX_PROMPT_TOKENS"),
+        description="Hard cap on prompt tokens per query (every mode).",
+    )
+    prompts_dir: Path | None = Field(
+        default=None,
+        description="A folder of `<task>.txt` templates that replace the packaged prompts task by task.",
+    )
 
     # --- Graph search (bounded one-hop contract) ------------------------------------------------
     graph_search_max_seeds: int = Field(default=200, ge=1, description="Entities matched by name at most.")
@@ -145,10 +162,6 @@ class Settings(BaseSettings):
     )
     drift_min_answer_score: int = Field(
         default=20, ge=0, le=100, description="Intermediate answers scored below this are left out of the reduce."
-    )
-    drift_max_llm_calls: int = Field(default=20, ge=2, description="Hard cap on model calls per DRIFT query.")
-    drift_max_prompt_tokens: int = Field(
-        default=100_000, ge=1000, description="Hard cap on prompt tokens per DRIFT query."
     )
 
     # --- Offline extractive mode --------------------------------------------------------------

@@ -95,9 +95,7 @@ class Backend:
             if time.monotonic() - self._last_failure < RETRY_AFTER_UNAVAILABLE_S:
                 raise BackendUnavailableError("Neo4j was unreachable moments ago")
             try:
-                info = await self.rag.store.server_info()
-                check_server_version(info.version)
-                await self.rag.store.ensure_schema(self.rag.providers.embedding_dimension)
+                await self.rag.connect(start_local=False, wait=False)
             except BackendUnavailableError:
                 self._last_failure = time.monotonic()
                 raise
@@ -106,7 +104,7 @@ class Backend:
     async def probe(self) -> ServerInfo | None:
         """The server's version now, or None when it cannot be reached or used."""
         try:
-            info = await asyncio.wait_for(self.rag.store.server_info(), _PROBE_TIMEOUT_S)
+            info = await asyncio.wait_for(self.rag.server_info(), _PROBE_TIMEOUT_S)
             check_server_version(info.version)
             return info
         except (TimeoutError, BackendUnavailableError, UnsupportedServerError) as exc:
@@ -192,6 +190,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "No such knowledge base (or document).",
         422: "Invalid input; `problems` says where.",
         502: "The language model failed after its retries.",
+        504: "The query ran longer than the server's query timeout.",
         503: "Neo4j is unreachable, or the graph of the kb is disabled. Retry after `Retry-After` seconds.",
     }
     responses: dict[int | str, dict[str, Any]] = {
@@ -265,7 +264,7 @@ async def graph_search(kb: ReadKb, body: GraphSearchBody, backend: BackendDep) -
     response_model=QueryResponse,
     tags=["search"],
     summary="Answer a question (drift, local, entity or basic)",
-    responses=_errors(401, 403, 404, 422, 502, 503),
+    responses=_errors(401, 403, 404, 422, 502, 503, 504),
 )
 async def query(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Response:
     """The answer, DRIFT's intermediate answers, and every source (id, kind, title, text) it used.

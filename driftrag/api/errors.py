@@ -5,6 +5,7 @@
 - 404 `kb_not_found` (KnowledgeBaseNotFoundError), `document_not_found`, `not_found` (no such route).
 - 422 `invalid_request`: body or path validation, InvalidQueryError, InvalidIdentifierError, InputError.
 - 502 `model_error`: the language model failed after its retries (ModelError).
+- 504 `query_timeout`: the query ran longer than `query_timeout_s` (QueryTimeoutError), in any mode.
 - 503 `backend_unavailable` (Neo4j unreachable or unusable) and `graph_disabled` (GraphDisabledError),
   both with Retry-After.
 - 500 `internal_error`: anything else, logged with its traceback, never returned.
@@ -28,6 +29,7 @@ from driftrag.errors import (
     InvalidQueryError,
     KnowledgeBaseNotFoundError,
     ModelError,
+    QueryTimeoutError,
     UnsupportedServerError,
 )
 from driftrag.ingestion.loading import InputError
@@ -116,6 +118,11 @@ async def _model_error(_: Request, exc: ModelError) -> JSONResponse:
     return error_response(502, "model_error", "the language model failed after its retries; retry later")
 
 
+async def _query_timeout(_: Request, exc: QueryTimeoutError) -> JSONResponse:
+    log.warning("query timeout: %s", exc)
+    return error_response(504, "query_timeout", str(exc))
+
+
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal_error", "internal server error; the server log has the details")
@@ -136,4 +143,5 @@ def install_error_handlers(app: FastAPI) -> None:
     for driver_error in (neo4j_errors.AuthError, neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired):
         app.add_exception_handler(driver_error, _backend_unavailable)
     app.add_exception_handler(ModelError, _model_error)
+    app.add_exception_handler(QueryTimeoutError, _query_timeout)
     app.add_exception_handler(Exception, _internal)

@@ -6,12 +6,14 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from driftrag.ingestion.run import DocumentOutcome
+from driftrag.ingestion.requests import DocumentOutcome
+from driftrag.models.graph import FailedChunk, KbCounts
+from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 from driftrag.search.drift.models import DriftResult, IntermediateAnswer
 from driftrag.search.graph_search import MAX_QUERY_CHARS, MAX_ROWS_LIMIT, MAX_SEEDS_LIMIT
-from driftrag.search.models import SearchMode, SearchResult, Source
-from driftrag.store.graph import FailedChunk, KbCounts
+from driftrag.search.models import QueryResult, SearchResult
+from driftrag.search.modes import DEFAULT_MODE, MODE_NAMES, ModeName
 
 MAX_QUESTION_CHARS = MAX_QUERY_CHARS
 MAX_TEXTS = 1000
@@ -72,14 +74,14 @@ class GraphSearchBody(_Model):
 
 class QueryBody(_Model):
     question: NonBlank = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
-    mode: SearchMode = Field(default="drift", description="drift, local, entity or basic.")
+    mode: ModeName = Field(default=DEFAULT_MODE, description=f"One of: {', '.join(MODE_NAMES)}.")
 
 
 class QueryResponse(_Model):
     """The answer of one query, whatever its mode, with every source it drew on."""
 
     kb: str
-    mode: SearchMode
+    mode: ModeName
     question: str
     answer: str = Field(description="Markdown; cites sources by id in square brackets.")
     extractive: bool = Field(description="True in the offline mode: sentences picked, not written by a model.")
@@ -94,22 +96,10 @@ class QueryResponse(_Model):
     seconds: float
 
     @classmethod
-    def from_result(cls, result: DriftResult | SearchResult) -> QueryResponse:
-        if isinstance(result, DriftResult):
-            return cls(
-                kb=result.kb,
-                mode="drift",
-                question=result.question,
-                answer=result.answer,
-                extractive=result.extractive,
-                cited_source_ids=result.source_ids,
-                sources=result.sources,
-                intermediate_answers=result.intermediate,
-                follow_up_queries=[],
-                notes=result.notes,
-                usage=result.usage,
-                seconds=result.seconds,
-            )
+    def from_result(cls, result: QueryResult) -> QueryResponse:
+        """Any mode's result: the fields of the result base, plus DRIFT's or the single-pass modes' extras."""
+        drift = result if isinstance(result, DriftResult) else None
+        single = result if isinstance(result, SearchResult) else None
         return cls(
             kb=result.kb,
             mode=result.mode,
@@ -117,10 +107,10 @@ class QueryResponse(_Model):
             answer=result.answer,
             extractive=result.extractive,
             cited_source_ids=result.source_ids,
-            sources=result.context.sources,
-            intermediate_answers=[],
-            follow_up_queries=result.follow_up_queries,
-            notes=[],
+            sources=drift.sources if drift else result.retrieved_sources(),
+            intermediate_answers=drift.intermediate if drift else [],
+            follow_up_queries=single.follow_up_queries if single else [],
+            notes=drift.notes if drift else [],
             usage=result.usage,
             seconds=result.seconds,
         )

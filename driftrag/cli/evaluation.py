@@ -80,27 +80,21 @@ def eval_run(
 
     from driftrag.eval.methods import parse_methods
     from driftrag.eval.runner import ensure_kb_has_chunks, run_eval, summary_lines
-    from driftrag.providers import build_providers
-    from driftrag.search.deps import QueryDeps
-    from driftrag.store import Neo4jStore
+    from driftrag.facade import DriftRAG
 
     async def action():
-        settings = Settings()
-        providers = build_providers(settings)
-        async with Neo4jStore.from_settings(settings) as store:
-            await store.connect()
-            await ensure_kb_has_chunks(store, kb)
-            deps = QueryDeps.from_providers(settings, store, providers)
+        async with DriftRAG(Settings()) as rag:
+            await ensure_kb_has_chunks(rag.stores.graph, kb)
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 return await run_eval(
-                    deps,
+                    rag.query_deps(),
                     kb,
                     questions,
                     parse_methods(methods),
                     out,
                     repeats=repeats,
-                    mode=providers.mode,
-                    mode_description=providers.describe(),
+                    mode=rag.mode,
+                    mode_description=rag.describe(),
                     budget_tokens=budget,
                     retry_errors=retry_errors,
                     progress=_row_bar(bar, "questions x methods"),
@@ -145,6 +139,7 @@ def eval_judge(
 
     from driftrag.eval.judge_run import judge_results
     from driftrag.eval.methods import parse_methods
+    from driftrag.prompts.registry import PromptRegistry
     from driftrag.providers import build_providers
 
     if trials % 2:
@@ -165,6 +160,7 @@ def eval_judge(
                 trials=trials,
                 aa_methods=aa_methods,
                 progress=_row_bar(bar, "judgments"),
+                prompts=PromptRegistry.load(settings.prompts_dir),
             )
 
     summary = _arun(ctx, action)
@@ -191,8 +187,8 @@ def eval_generate(
     """Draft questions with a model (personas x tasks x questions); needs a model (OPENAI_API_KEY)."""
     from driftrag.eval.generate import generate_questions, kb_description
     from driftrag.eval.questions import QUESTION_TYPES, dump_questions
-    from driftrag.providers import build_providers
-    from driftrag.store import Neo4jStore
+    from driftrag.facade import DriftRAG
+    from driftrag.prompts.registry import PromptRegistry
 
     if (kb is None) == (description is None):
         err_console.print("[red]error:[/red] give either --kb or --description")
@@ -204,14 +200,16 @@ def eval_generate(
 
     async def action():
         settings = Settings()
-        providers = build_providers(settings)
+        rag = DriftRAG(settings)
         text = description or ""
-        if kb is not None:
-            async with Neo4jStore.from_settings(settings) as store:
-                await store.connect()
-                text = await kb_description(store, kb, settings.local_context_tokens)
+        try:
+            if kb is not None:
+                await rag.connect()
+                text = await kb_description(rag.stores.graph, kb, settings.local_context_tokens)
+        finally:
+            await rag.close()
         return await generate_questions(
-            providers.model_client,
+            rag.providers.model_client,
             text,
             personas=personas,
             tasks=tasks,
@@ -220,6 +218,7 @@ def eval_generate(
             id_prefix=id_prefix,
             max_tokens=settings.answer_max_tokens,
             concurrency=settings.llm_concurrency,
+            prompts=PromptRegistry.load(settings.prompts_dir),
         )
 
     generated = _arun(ctx, action)

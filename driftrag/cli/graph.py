@@ -41,8 +41,8 @@ def graph_search_command(
     ] = None,
 ) -> None:
     """Bounded one-hop graph search (no model call); prints the JSON response with its truncation markers."""
-    from driftrag.search.graph_search import graph_search, parse_request
-    from driftrag.store import Neo4jStore
+    from driftrag.facade import DriftRAG
+    from driftrag.search.graph_search import parse_request
 
     try:  # a bad request is bad usage (exit 2), refused before anything connects
         parse_request(kb, query, max_seeds=max_seeds, max_rows=max_rows)
@@ -51,10 +51,8 @@ def graph_search_command(
         raise typer.Exit(2) from None
 
     async def action():
-        settings = Settings()
-        async with Neo4jStore.from_settings(settings) as store:
-            await store.connect()
-            return await graph_search(store, settings, kb, query, max_seeds=max_seeds, max_rows=max_rows)
+        async with DriftRAG(Settings()) as rag:
+            return await rag.graph_search(kb, query, max_seeds=max_seeds, max_rows=max_rows)
 
     # Plain JSON, not rich: the response can be large and must stay parseable byte for byte.
     typer.echo(_arun(ctx, action).model_dump_json(indent=2))
@@ -68,13 +66,11 @@ class ChunkSwitchReport(BaseModel):
 
 
 def _switch_chunks(ctx: typer.Context, kb: str, chunk_ids: list[str], enabled: bool, as_json: bool) -> None:
-    from driftrag.store import Neo4jStore
-    from driftrag.store.graph_search import GraphSearchStore
+    from driftrag.facade import DriftRAG
 
     async def action() -> ChunkSwitchReport:
-        async with Neo4jStore.from_settings(Settings()) as store:
-            await store.connect()
-            matched = await GraphSearchStore(store).set_chunks_enabled(kb, chunk_ids, enabled)
+        async with DriftRAG(Settings()) as rag:
+            matched = await rag.set_chunks_enabled(kb, chunk_ids, enabled)
         return ChunkSwitchReport(kb=kb, enabled=enabled, requested=len(set(chunk_ids)), matched=matched)
 
     report = _arun(ctx, action)
@@ -97,13 +93,11 @@ def chunk_enable(ctx: typer.Context, chunk_ids: ChunkIdsArgument, kb: KbOption, 
 
 
 def _switch_graph(ctx: typer.Context, kb: str, enabled: bool) -> None:
-    from driftrag.store import Neo4jStore
-    from driftrag.store.graph_search import GraphSearchStore
+    from driftrag.facade import DriftRAG
 
     async def action() -> None:
-        async with Neo4jStore.from_settings(Settings()) as store:
-            await store.connect()
-            await GraphSearchStore(store).set_graph_enabled(kb, enabled)
+        async with DriftRAG(Settings()) as rag:
+            await rag.set_graph_enabled(kb, enabled)
 
     _arun(ctx, action)
     console.print(f"graph search {'enabled' if enabled else 'disabled'} for kb {kb}", highlight=False)
@@ -174,8 +168,7 @@ def graph_view_command(
     """Graph view of a kb or a community: Mermaid (stdout), HTML or GraphML; weight = 0.6 PMI + 0.4 strength, 1-10."""
     from rich.markup import escape as escape_markup
 
-    from driftrag.store import Neo4jStore
-    from driftrag.store.views import GraphViewStore
+    from driftrag.facade import DriftRAG
 
     chosen = [
         name
@@ -194,9 +187,8 @@ def graph_view_command(
         max_nodes = 0 if graphml or as_json else _VIEW_DEFAULT_MAX_NODES
 
     async def action():
-        async with Neo4jStore.from_settings(Settings()) as store:
-            await store.connect()
-            return await GraphViewStore(store).read_view(kb, community_id=community, max_nodes=max_nodes or None)
+        async with DriftRAG(Settings()) as rag:
+            return await rag.graph_view(kb, community_id=community, max_nodes=max_nodes or None)
 
     view = _arun(ctx, action)
     from driftrag import views

@@ -20,13 +20,6 @@ from driftrag.cli.common import (
 from driftrag.settings import Settings
 
 
-def _ingestion_deps(settings: Settings, store):
-    from driftrag.ingestion.run import IngestionDeps
-    from driftrag.providers import build_providers
-
-    return IngestionDeps.from_providers(settings, store, build_providers(settings))
-
-
 @app.command("ingest")
 def ingest(
     ctx: typer.Context,
@@ -37,27 +30,23 @@ def ingest(
     """Ingest files or folders into a knowledge base: chunks, entities, relationships, communities, reports, vectors."""
     from rich.progress import Progress as Bar
 
+    from driftrag.facade import DriftRAG
     from driftrag.ingestion.loading import collect_paths
-    from driftrag.ingestion.run import IngestRequest
-    from driftrag.store import Neo4jStore
-    from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress, IngestStart
 
     async def action():
         settings = Settings()
         files = collect_paths(paths)
-        async with Neo4jStore.from_settings(settings) as store:
-            deps = _ingestion_deps(settings, store)
-            await store.connect()
-            handler = IngestionWorkflow(deps).run(start_event=IngestStart(request=IngestRequest(kb=kb, paths=files)))
+        rag = DriftRAG(settings)
+        async with rag:
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 tasks: dict[str, int] = {}
-                async for event in handler.stream_events():
-                    if isinstance(event, IngestProgress):
-                        stage = event.progress.stage
-                        if stage not in tasks:
-                            tasks[stage] = bar.add_task(stage, total=event.progress.total)
-                        bar.update(tasks[stage], completed=event.progress.done, total=event.progress.total)
-            return await handler
+
+                def show(progress) -> None:
+                    if progress.stage not in tasks:
+                        tasks[progress.stage] = bar.add_task(progress.stage, total=progress.total)
+                    bar.update(tasks[progress.stage], completed=progress.done, total=progress.total)
+
+                return await rag.ingest(kb, paths=files, on_progress=show)
 
     result = _arun(ctx, action)
     counts = result.counts
@@ -81,23 +70,18 @@ def delete(
     yes: Annotated[bool, typer.Option("--yes", help="Confirm the deletion.")] = False,
 ) -> None:
     """Delete a document (its chunks, and entities left without sources) or a whole knowledge base."""
-    from driftrag.ingestion import indexing
-    from driftrag.ingestion.run import no_progress
-    from driftrag.store import Neo4jStore
-    from driftrag.store.graph import GraphStore
+    from driftrag.facade import DriftRAG
 
     if not yes:
         err_console.print("refusing without --yes")
         raise typer.Exit(2)
 
     async def action() -> None:
-        settings = Settings()
-        async with Neo4jStore.from_settings(settings) as store:
-            await store.connect()
+        async with DriftRAG(Settings()) as rag:
             if document is None:
-                await GraphStore(store).delete_kb(kb)
+                await rag.delete_kb(kb)
             else:
-                await indexing.delete_document(_ingestion_deps(settings, store), kb, document, no_progress)
+                await rag.delete_document(kb, document)
 
     _arun(ctx, action)
     console.print(f"deleted {'document ' + document if document else 'knowledge base'} in kb {kb}")
@@ -106,8 +90,8 @@ def delete(
 @app.command("stats")
 def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
     """Counts of a knowledge base, and the chunks whose extraction failed."""
-    from driftrag.store import Neo4jStore
-    from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
+    from driftrag.facade import DriftRAG
+    from driftrag.models.graph import FailedChunk, KbCounts
 
     class Stats(BaseModel):
         kb: str
@@ -115,10 +99,8 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
         failed_chunks: list[FailedChunk]
 
     async def action() -> Stats:
-        async with Neo4jStore.from_settings(Settings()) as store:
-            await store.connect()
-            graph = GraphStore(store)
-            return Stats(kb=kb, counts=await graph.counts(kb), failed_chunks=await graph.failed_chunks(kb))
+        async with DriftRAG(Settings()) as rag:
+            return Stats(kb=kb, counts=await rag.stats(kb), failed_chunks=await rag.failed_chunks(kb))
 
     result = _arun(ctx, action)
     lines = [f"kb {kb}: " + ", ".join(f"{value} {name}" for name, value in result.counts.model_dump().items())]

@@ -15,16 +15,15 @@ from driftrag.cli.common import (
     console,
     err_console,
 )
+from driftrag.search.modes import MODE_NAMES
 from driftrag.settings import Settings
 
 # --- query ----------------------------------------------------------------------------------------
 
-QUERY_MODES = ("drift", "local", "entity", "basic")
-
 
 def _valid_mode(mode: str) -> str:
-    if mode not in QUERY_MODES:
-        raise typer.BadParameter(f"choose one of {', '.join(QUERY_MODES)}")
+    if mode not in MODE_NAMES:
+        raise typer.BadParameter(f"choose one of {', '.join(MODE_NAMES)}")
     return mode
 
 
@@ -32,9 +31,7 @@ async def _answer(settings: Settings, kb: str, question: str, mode: str, on_prog
     from driftrag.facade import DriftRAG
 
     async with DriftRAG(settings) as rag:
-        if mode == "drift":
-            return await rag.drift(kb, question, on_progress=on_progress)
-        return await rag.query(kb, question, mode=mode)
+        return await rag.query(kb, question, mode=mode, on_progress=on_progress)
 
 
 def _print_result(result, as_json: bool) -> None:
@@ -52,9 +49,7 @@ def query_command(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="The question.")],
     kb: KbOption,
-    mode: Annotated[
-        str, typer.Option("--mode", help="drift | local | entity | basic.", callback=_valid_mode)
-    ] = "drift",
+    mode: Annotated[str, typer.Option("--mode", help=" | ".join(MODE_NAMES) + ".", callback=_valid_mode)] = "drift",
     as_json: JsonOption = False,
 ) -> None:
     """Answer a question from a knowledge base; prints the answer with its sources (and DRIFT's follow-up tree)."""

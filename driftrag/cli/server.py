@@ -98,8 +98,7 @@ def neo4j_status(ctx: typer.Context, port: PortOption = None, as_json: JsonOptio
 @schema_app.command("init")
 def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Connect, check the server version, and create constraints and vector indexes (idempotent)."""
-    from driftrag.providers import build_providers
-    from driftrag.store import Neo4jStore
+    from driftrag.facade import DriftRAG
 
     class SchemaReport(BaseModel):
         server_version: str
@@ -107,14 +106,12 @@ def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
         vector_indexes: dict[str, int]
 
     async def action() -> SchemaReport:
-        settings = Settings()
-        providers = build_providers(settings)
-        async with Neo4jStore.from_settings(settings) as store:
-            info = await store.connect()
-            indexes = await store.ensure_schema(providers.embedding_dimension)
+        async with DriftRAG(Settings()) as rag:
+            info = await rag.connect()
+            indexes = await rag.vector_indexes()
         return SchemaReport(
             server_version=info.version,
-            mode=providers.describe(),
+            mode=rag.describe(),
             vector_indexes={index.name: index.dimensions for index in indexes},
         )
 
@@ -132,16 +129,20 @@ def schema_reset_vectors(
     yes: Annotated[bool, typer.Option("--yes", help="Confirm: embeddings of every knowledge base go.")] = False,
 ) -> None:
     """Drop the vector indexes and all embeddings (to change embedder); the graph itself is kept."""
-    from driftrag.store import Neo4jStore
+    from driftrag.facade import DriftRAG
 
     if not yes:
         err_console.print("refusing without --yes: this removes the embeddings of every knowledge base")
         raise typer.Exit(2)
 
     async def action() -> None:
-        async with Neo4jStore.from_settings(Settings()) as store:
-            await store.connect()
-            await store.reset_vector_indexes()
+        rag = DriftRAG(Settings())
+        try:
+            # The schema is left alone: the indexes may have another embedder's dimension.
+            await rag.connect(schema=False)
+            await rag.reset_vectors()
+        finally:
+            await rag.close()
 
     _arun(ctx, action)
     console.print("vector indexes and embeddings removed; run `driftrag schema init` with the new embedder")

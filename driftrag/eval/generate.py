@@ -11,19 +11,17 @@ The description is the user's, or the kb's highest-rated community reports (titl
 from __future__ import annotations
 
 import asyncio
-import json
 
 import json_repair
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from driftrag.errors import ConfigurationError
-from driftrag.eval.llm_json import InvalidJsonAnswer, ask_json
 from driftrag.eval.questions import QuestionItem, QuestionType, normalise
-from driftrag.ingestion.tasks import ChatModel
 from driftrag.prompts.registry import PromptRegistry
-from driftrag.providers.usage import cl100k_tokenizer
-from driftrag.store.graph import GraphStore
-from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.providers.chat import ChatModel
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json, json_schema
+from driftrag.providers.tokens import tokenizer
+from driftrag.store.protocols import GraphStorage
 
 
 class Persona(BaseModel):
@@ -68,23 +66,19 @@ def _parser(model: type[BaseModel]):
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            raise InvalidJsonAnswer(f"invalid answer: {exc.errors()[0]['msg']}") from None
+            raise InvalidModelOutput(f"invalid answer: {exc.errors()[0]['msg']}") from None
 
     return parse
 
 
-def _schema(model: type[BaseModel]) -> str:
-    return json.dumps(model.model_json_schema(), separators=(",", ":"), sort_keys=True)
-
-
-async def kb_description(store: Neo4jStore, kb: str, max_tokens: int) -> str:
+async def kb_description(graph: GraphStorage, kb: str, max_tokens: int) -> str:
     """The kb's community reports, highest-rated (then broadest) first, as 'title: summary' lines."""
-    communities = await GraphStore(store).communities(kb)
+    communities = await graph.communities(kb)
     reports = [c for c in communities if c.get("title")]
     if not reports:
         raise ConfigurationError(f"kb {kb} has no community reports to describe it: give --description")
     reports.sort(key=lambda c: (-(c.get("rating") or 0), c.get("level") or 0, c["id"]))
-    count = cl100k_tokenizer()
+    count = tokenizer()
     lines: list[str] = []
     used = 0
     for report in reports:
@@ -118,18 +112,18 @@ async def generate_questions(
         raise ConfigurationError("the corpus description is empty")
     prompts = prompts or PromptRegistry.load()
     calls = prompt_tokens = completion_tokens = 0
-    schema = _schema(PersonasPayload)
+    schema = json_schema(PersonasPayload)
     prompt = prompts.render(
         "generate_personas", schema=schema, summary=description, n_personas=str(personas), n_tasks=str(tasks)
     )
     first = await ask_json(chat, prompts, prompt, _parser(PersonasPayload), schema, max_tokens=max_tokens)
     calls, prompt_tokens, completion_tokens = first.attempts, first.prompt_tokens, first.completion_tokens
     if first.value is None:
-        raise InvalidJsonAnswer(f"the model gave no usable personas: {first.error}")
+        raise InvalidModelOutput(f"the model gave no usable personas: {first.error}")
     cast = first.value.personas[:personas]
     pairs = [(persona, task) for persona in cast for task in persona.tasks[:tasks]]
     limit = asyncio.Semaphore(concurrency)
-    schema = _schema(QuestionsPayload)
+    schema = json_schema(QuestionsPayload)
 
     async def ask(persona: Persona, task: str):
         text = prompts.render(

@@ -20,10 +20,10 @@ import json_repair
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from driftrag.errors import ConfigurationError
-from driftrag.eval.llm_json import InvalidJsonAnswer, ask_json
 from driftrag.eval.records import RunRow, now
-from driftrag.ingestion.tasks import ChatModel
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.chat import ChatModel
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json
 
 Criterion = Literal["comprehensiveness", "diversity", "empowerment", "directness"]
 CRITERIA: tuple[Criterion, ...] = get_args(Criterion)
@@ -34,7 +34,7 @@ _SLOT = re.compile(r"^(?:answer|response)?[\s_#-]*([12])$")
 _TIE = {"tie", "draw", "equal", "neither", "both", "none", "0"}
 
 
-class InvalidJudgeOutput(InvalidJsonAnswer):
+class InvalidJudgeOutput(InvalidModelOutput):
     """The judge's answer is not the JSON verdict the protocol asks for."""
 
 

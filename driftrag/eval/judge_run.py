@@ -14,8 +14,8 @@ from driftrag.eval.jsonl import JsonlLog
 from driftrag.eval.judge import Judgment, PairwiseJudge, TrialSpec, plan_trials
 from driftrag.eval.judge_stats import JudgeSummary, summarize_judgments
 from driftrag.eval.records import JUDGE_SUMMARY, JUDGMENTS, RunRow, load_run, write_json
-from driftrag.ingestion.tasks import ChatModel
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.chat import ChatModel
 
 JudgeProgress = Callable[[Judgment, int, int], None]
 

@@ -25,12 +25,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from statistics import mean, median
 
-import tiktoken
 from pydantic import BaseModel, ConfigDict
 
 from driftrag.eval.questions import QUESTION_TYPES, QuestionItem, normalise
-from driftrag.providers.usage import cl100k_tokenizer
-from driftrag.search.models import Source
+from driftrag.models.search import Source
+from driftrag.providers.tokens import decode, tokenizer
 
 FUZZY_OVERLAP = 0.9
 _WORD = re.compile(r"\w+")
@@ -40,12 +39,10 @@ class Tokens:
     """cl100k encode/decode, loaded without any download."""
 
     def __init__(self) -> None:
-        self.encode: Callable[[str], list[int]] = cl100k_tokenizer()
-        # cl100k_tokenizer has pointed tiktoken at the bundled file; this reuses the cached encoding.
-        self._encoding = tiktoken.get_encoding("cl100k_base")
+        self.encode: Callable[[str], list[int]] = tokenizer()
 
     def decode(self, tokens: Sequence[int]) -> str:
-        return self._encoding.decode(list(tokens))
+        return decode(list(tokens))
 
 
 def truncate(sources: Sequence[Source], budget: int, tokens: Tokens) -> list[str]:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from driftrag.eval.jsonl import ResultsFileError, read_rows
 from driftrag.eval.methods import Method
 from driftrag.eval.questions import QuestionItem, QuestionType, load_questions
-from driftrag.search.models import Source
+from driftrag.models.search import Source
 
 MANIFEST = "run.json"
 QUESTIONS = "questions.jsonl"

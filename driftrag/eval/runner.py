@@ -29,8 +29,7 @@ from driftrag.eval.records import (
 )
 from driftrag.eval.summary import RunSummary, summarize
 from driftrag.search.deps import QueryDeps
-from driftrag.store.graph import GraphStore
-from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.store.protocols import GraphStorage
 
 MethodRunner = Callable[[QueryDeps, str, Method, str], Awaitable[MethodOutput]]
 
@@ -151,9 +150,9 @@ def _write_summary(out_dir: Path, manifest: RunManifest, questions: Sequence[Que
     return summary
 
 
-async def ensure_kb_has_chunks(store: Neo4jStore, kb: str) -> None:
+async def ensure_kb_has_chunks(graph: GraphStorage, kb: str) -> None:
     """Refuse to start a run on an empty or unknown kb: every row would record the same failure."""
-    counts = await GraphStore(store).counts(kb)
+    counts = await graph.counts(kb)
     if counts.chunks == 0:
         raise KnowledgeBaseNotFoundError(f"kb {kb} holds no chunks: ingest the corpus first (`driftrag ingest`)")
 

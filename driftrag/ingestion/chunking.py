@@ -1,25 +1,17 @@
 """Token-based chunking with overlap, boundaries moved back to whitespace when possible.
 
-Token counts use tiktoken `cl100k_base`. The encoding ships with llama-index-core
-(`_static/tiktoken_cache`), so no download is needed: when no tiktoken cache is configured, the
-loader points tiktoken at that folder for the duration of the load, as llama_index.core.utils does.
+Token counts use the one tokenizer (`driftrag.providers.tokens`, tiktoken `cl100k_base`).
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
-
-import tiktoken
 
 from driftrag.errors import ConfigurationError
-from driftrag.ingestion.models import Chunk, SourceDocument, stable_hash
+from driftrag.models.graph import Chunk, SourceDocument, stable_hash
+from driftrag.providers.tokens import get_encoding
 
-ENCODING_NAME = "cl100k_base"
 DEFAULT_CHUNK_SIZE = 1200
 DEFAULT_CHUNK_OVERLAP = 100
 
@@ -28,27 +20,6 @@ _HTML_IMAGE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 # What remains of `[![alt](img)](link)` once the inner image is removed.
 _EMPTY_LINK = re.compile(r"\[\s*\]\([^)]*\)")
 _WHITESPACE = frozenset(b" \t\n\r\f\v")
-
-
-@functools.cache
-def get_encoding() -> tiktoken.Encoding:
-    """The cl100k encoding, loaded offline from llama-index-core's bundled cache if needed."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ or "DATA_GYM_CACHE_DIR" in os.environ:
-        return tiktoken.get_encoding(ENCODING_NAME)
-    # Locate llama-index-core without importing it (its import costs over a second).
-    spec = importlib.util.find_spec("llama_index.core")
-    if spec is None or not spec.submodule_search_locations:
-        return tiktoken.get_encoding(ENCODING_NAME)
-    bundled = Path(next(iter(spec.submodule_search_locations))) / "_static" / "tiktoken_cache"
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(bundled)
-    try:
-        return tiktoken.get_encoding(ENCODING_NAME)
-    finally:
-        del os.environ["TIKTOKEN_CACHE_DIR"]
-
-
-def count_tokens(text: str) -> int:
-    return len(get_encoding().encode(text, disallowed_special=()))
 
 
 def skip_reason(text: str) -> str | None:

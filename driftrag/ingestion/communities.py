@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import graspologic_native as gn
 
-from driftrag.ingestion.models import Community, MergedEntity, MergedRelationship
+from driftrag.models.graph import Community, MergedEntity, MergedRelationship
 
 DEFAULT_MAX_CLUSTER_SIZE = 10
 DEFAULT_SEED = 0xDEECE66D

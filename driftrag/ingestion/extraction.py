@@ -19,10 +19,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-import json_repair
-
-from driftrag.errors import ModelError
-from driftrag.ingestion.models import (
+from driftrag.ingestion.tasks import GraphExtractor
+from driftrag.models.graph import (
     GENERIC_RELATIONSHIP_TYPE,
     UNKNOWN_ENTITY_TYPE,
     Chunk,
@@ -32,8 +30,8 @@ from driftrag.ingestion.models import (
     ExtractionOutcome,
     ExtractionPayload,
 )
-from driftrag.ingestion.tasks import GraphExtractor
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object, json_schema
 
 CHUNK_OPEN = "<<<CHUNK>>>"
 CHUNK_CLOSE = "<<<END_CHUNK>>>"
@@ -41,7 +39,6 @@ CUSTOM_OPEN = "<<<CUSTOM_INSTRUCTIONS>>>"
 CUSTOM_CLOSE = "<<<END_CUSTOM_INSTRUCTIONS>>>"
 _MARKERS = (CHUNK_OPEN, CHUNK_CLOSE, CUSTOM_OPEN, CUSTOM_CLOSE)
 
-_FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)(?:```|\Z)", re.DOTALL)
 _NON_WORD = re.compile(r"[^A-Z0-9]+")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _DEFAULT_STRENGTH = 5
@@ -53,15 +50,6 @@ _RELATION_KEYS = {
     "type": ("type", "relationship_type", "relation", "label"),
     "strength": ("strength", "relationship_strength", "weight"),
 }
-
-
-class InvalidModelOutput(ModelError):
-    """A model answer that cannot be turned into the task's schema (it triggers a bounded re-ask)."""
-
-
-def json_schema(model: type) -> str:
-    """The compact JSON schema of a pydantic model, as rendered into prompts."""
-    return json.dumps(model.model_json_schema(), separators=(",", ":"), sort_keys=True)
 
 
 # --- types ---------------------------------------------------------------------------------------
@@ -149,26 +137,6 @@ def skipped_outcome(chunk: Chunk, config: ExtractConfig) -> ExtractionOutcome | 
 
 
 # --- parsing -------------------------------------------------------------------------------------
-
-
-def extract_json_object(raw: str) -> dict[str, Any]:
-    """The JSON object inside a model answer: fences and surrounding prose removed, then repaired."""
-    text = raw.strip()
-    fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1)
-    start = text.find("{")
-    if start < 0:
-        raise InvalidModelOutput("the answer contains no JSON object")
-    end = text.rfind("}")
-    candidate = text[start : end + 1] if end > start else text[start:]
-    try:
-        value = json_repair.loads(candidate)
-    except (ValueError, RecursionError) as exc:
-        raise InvalidModelOutput(f"the JSON could not be repaired: {exc}") from exc
-    if not isinstance(value, dict):
-        raise InvalidModelOutput("the answer is not a JSON object")
-    return value
 
 
 def _first(item: dict[str, Any], keys: Sequence[str]) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
+from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.extraction import extract_all
 from driftrag.ingestion.loading import InputError, document_from_text, load_document
 from driftrag.ingestion.merge import (
@@ -24,10 +25,10 @@ from driftrag.ingestion.merge import (
     summarize_all,
     summary_items,
 )
-from driftrag.ingestion.models import CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
 from driftrag.ingestion.reports import generate_reports
-from driftrag.ingestion.run import DocumentOutcome, IngestionDeps, IngestRequest, Progress, ProgressCallback
+from driftrag.ingestion.requests import DocumentOutcome, IngestRequest, Progress, ProgressCallback
 from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSummarizer, ReusingReporter
+from driftrag.models.graph import CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
 from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 

@@ -1,8 +1,7 @@
 """LLM implementations of the ingestion tasks, on top of any `ChatModel`.
 
-Transport errors are retried by the model client. Here, an answer that cannot be parsed is re-asked
-with the parse error appended to the conversation (a changed request, so a response cache cannot
-replay the bad answer), up to `max_attempts` calls in total.
+Transport errors are retried by the model client. An answer that cannot be parsed is re-asked by the
+one JSON-answer helper (`driftrag.providers.json_answer.ask_json`), up to `max_attempts` calls in total.
 """
 
 from __future__ import annotations
@@ -10,17 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from driftrag.errors import ModelError
+from driftrag.ingestion.deps import IngestionTasks
 from driftrag.ingestion.extraction import (
     CHUNK_CLOSE,
     CHUNK_OPEN,
-    InvalidModelOutput,
     build_extraction_messages,
-    json_schema,
     parse_extraction,
     skipped_outcome,
 )
 from driftrag.ingestion.merge import normalise_name
-from driftrag.ingestion.models import (
+from driftrag.ingestion.reports import parse_report
+from driftrag.models.graph import (
     Chunk,
     CommunityContext,
     CommunityReport,
@@ -31,16 +30,13 @@ from driftrag.ingestion.models import (
     ExtractionPayload,
     ReportPayload,
 )
-from driftrag.ingestion.reports import parse_report
-from driftrag.ingestion.tasks import ChatModel
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.chat import ChatModel, turn
+from driftrag.providers.json_answer import ask_json, json_schema
+from driftrag.settings import Settings
 
 DEFAULT_MAX_ATTEMPTS = 2
 DEFAULT_MAX_GLEANINGS = 1
-
-
-def _turn(role: str, content: str) -> dict[str, str]:
-    return {"role": role, "content": content}
 
 
 class LLMGraphExtractor:
@@ -66,33 +62,27 @@ class LLMGraphExtractor:
         if skipped is not None:
             return skipped
         messages = build_extraction_messages(self._prompts, chunk, config)
-        raw: str | None = None
-        error = ""
-        for attempt in range(1, self._max_attempts + 1):
-            try:
-                raw = (await self._chat.chat(messages, json_mode=True, max_tokens=self._max_tokens)).text
-                payload, warnings = parse_extraction(raw, config.tags)
-            except InvalidModelOutput as exc:
-                error = str(exc)
-                messages = [*messages, _turn("assistant", raw or ""), _turn("user", self._repair(error))]
-                continue
-            except ModelError as exc:
-                return self._failed(chunk, f"model call failed: {exc}", raw, attempt)
-            outcome = ExtractionOutcome(
-                chunk_id=chunk.id,
-                entities=payload.entities,
-                relationships=payload.relationships,
-                raw_output=raw,
-                attempts=attempt,
-                warnings=warnings,
-            )
-            return await self._glean(outcome, [*messages, _turn("assistant", raw)], config.tags)
-        return self._failed(
-            chunk, f"invalid output after {self._max_attempts} attempt(s): {error}", raw, self._max_attempts
+        answer = await ask_json(
+            self._chat,
+            self._prompts,
+            messages,
+            lambda raw: parse_extraction(raw, config.tags),
+            json_schema(ExtractionPayload),
+            max_tokens=self._max_tokens,
+            attempts=self._max_attempts,
         )
-
-    def _repair(self, error: str) -> str:
-        return self._prompts.render("repair_json", error=error, schema=json_schema(ExtractionPayload))
+        if answer.value is None:
+            return self._failed(chunk, answer.error or "no answer", answer.raw, answer.attempts)
+        payload, warnings = answer.value
+        outcome = ExtractionOutcome(
+            chunk_id=chunk.id,
+            entities=payload.entities,
+            relationships=payload.relationships,
+            raw_output=answer.raw,
+            attempts=answer.attempts,
+            warnings=warnings,
+        )
+        return await self._glean(outcome, answer.conversation, config.tags)
 
     @staticmethod
     def _failed(chunk: Chunk, error: str, raw: str | None, attempts: int) -> ExtractionOutcome:
@@ -110,7 +100,7 @@ class LLMGraphExtractor:
         rounds = 0
         glean = self._prompts.render("glean_graph", chunk_open=CHUNK_OPEN, chunk_close=CHUNK_CLOSE)
         for _ in range(self._max_gleanings):
-            conversation = [*conversation, _turn("user", glean)]
+            conversation = [*conversation, turn("user", glean)]
             rounds += 1
             try:
                 raw = (await self._chat.chat(conversation, json_mode=True, max_tokens=self._max_tokens)).text
@@ -128,7 +118,7 @@ class LLMGraphExtractor:
             relationships += new_relationships
             seen_entities |= {normalise_name(e.name) for e in new_entities}
             seen_relationships |= {_relationship_key(r) for r in new_relationships}
-            conversation = [*conversation, _turn("assistant", raw)]
+            conversation = [*conversation, turn("assistant", raw)]
         return outcome.model_copy(
             update={
                 "entities": entities,
@@ -162,7 +152,7 @@ class LLMDescriptionSummarizer:
             descriptions="\n".join(f"- {d}" for d in distinct),
             max_words=str(self._max_words),
         )
-        text = (await self._chat.chat([_turn("user", prompt)], max_tokens=self._max_tokens)).text.strip()
+        text = (await self._chat.chat([turn("user", prompt)], max_tokens=self._max_tokens)).text.strip()
         # An empty answer must not erase what we know: fall back to the descriptions themselves.
         return text or " ".join(distinct)
 
@@ -190,17 +180,24 @@ class LLMCommunityReporter:
         prompt = self._prompts.render(
             "community_report", schema=schema, context=community.text, max_words=str(self._max_words)
         )
-        messages = [_turn("user", prompt)]
-        raw, error = "", ""
-        for _ in range(self._max_attempts):
-            raw = (await self._chat.chat(messages, json_mode=True, max_tokens=self._max_tokens)).text
-            try:
-                return parse_report(raw, community)
-            except InvalidModelOutput as exc:
-                error = str(exc)
-                repair = self._prompts.render("repair_json", error=error, schema=schema)
-                messages = [*messages, _turn("assistant", raw), _turn("user", repair)]
-        raise ModelError(
-            f"no valid report for {community.community.id} after {self._max_attempts} attempt(s): {error}; "
-            f"last output: {raw[:500]!r}"
+        answer = await ask_json(
+            self._chat,
+            self._prompts,
+            prompt,
+            lambda raw: parse_report(raw, community),
+            schema,
+            max_tokens=self._max_tokens,
+            attempts=self._max_attempts,
         )
+        return answer.unwrap(f"community report of {community.community.id}")
+
+
+def llm_ingestion_tasks(chat: ChatModel, settings: Settings, prompts: PromptRegistry) -> IngestionTasks:
+    """The LLM-backed implementations of the ingestion tasks, configured from settings."""
+    return IngestionTasks(
+        extractor=LLMGraphExtractor(
+            chat, prompts, max_attempts=settings.extraction_attempts, max_gleanings=settings.max_gleanings
+        ),
+        summarizer=LLMDescriptionSummarizer(chat, prompts),
+        reporter=LLMCommunityReporter(chat, prompts),
+    )

@@ -10,7 +10,7 @@ import hashlib
 from pathlib import Path
 
 from driftrag.errors import DriftRAGError
-from driftrag.ingestion.models import SourceDocument
+from driftrag.models.graph import SourceDocument
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"

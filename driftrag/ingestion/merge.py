@@ -21,22 +21,22 @@ with it and graph views draw with it.
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from driftrag.ingestion.models import (
+from driftrag.ingestion.tasks import DescriptionSummarizer
+from driftrag.models.graph import (
     GENERIC_RELATIONSHIP_TYPE,
     UNKNOWN_ENTITY_TYPE,
     ExtractionOutcome,
     MergedEntity,
     MergedRelationship,
     MergeResult,
+    pmi,
     stable_hash,
 )
-from driftrag.ingestion.tasks import DescriptionSummarizer
 
 _QUOTES = re.compile(r"[\"'`“”‘’«»„]")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
@@ -78,13 +78,6 @@ def _entity_type(types: Counter[str]) -> str:
 def extracted_chunk_count(outcomes: Sequence[ExtractionOutcome]) -> int:
     """N of the PMI: chunks whose extraction neither failed nor was skipped."""
     return sum(1 for outcome in outcomes if not outcome.failed and not outcome.skipped_reason)
-
-
-def pmi(pair_chunks: int, source_chunks: int, target_chunks: int, total_chunks: int) -> float | None:
-    """log2 of p(a,b) / (p(a) p(b)), probabilities over chunks; None when a count is zero."""
-    if min(pair_chunks, source_chunks, target_chunks, total_chunks) <= 0:
-        return None
-    return math.log2(pair_chunks * total_chunks / (source_chunks * target_chunks))
 
 
 def merge_extractions(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
@@ -174,58 +167,6 @@ def merge_extractions(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
         relationships=sorted(relationships, key=lambda r: r.id),
         warnings=[f"{n} {what} dropped" for what, n in sorted(warnings.items())],
     )
-
-
-def merge_into(existing: MergeResult, new: MergeResult) -> MergeResult:
-    """Add a batch merged from *new* chunks to existing merged data (incremental ingest).
-
-    Existing display names are kept (stable for users); an item whose chunks are all already part of
-    the existing item is ignored, so merging the same batch twice changes nothing. A summary is reset
-    to None when descriptions change, so it gets re-summarised.
-    """
-    entities = {e.id: e for e in existing.entities}
-    for entity in new.entities:
-        old = entities.get(entity.id)
-        if old is None:
-            entities[entity.id] = entity
-        elif not set(entity.source_chunk_ids) <= set(old.source_chunk_ids):
-            descriptions = list(old.descriptions)
-            _append_unique(descriptions, entity.descriptions)
-            entities[entity.id] = old.model_copy(
-                update={
-                    "type": entity.type if old.type == UNKNOWN_ENTITY_TYPE else old.type,
-                    "descriptions": descriptions,
-                    "source_chunk_ids": sorted(set(old.source_chunk_ids) | set(entity.source_chunk_ids)),
-                    "summary": old.summary if descriptions == old.descriptions else None,
-                }
-            )
-    relationships = {r.id: r for r in existing.relationships}
-    for rel in new.relationships:
-        old = relationships.get(rel.id)
-        if old is None:
-            relationships[rel.id] = rel
-        elif not set(rel.source_chunk_ids) <= set(old.source_chunk_ids):
-            descriptions = list(old.descriptions)
-            _append_unique(descriptions, rel.descriptions)
-            relationships[rel.id] = old.model_copy(
-                update={
-                    "original_types": sorted(set(old.original_types) | set(rel.original_types)),
-                    "descriptions": descriptions,
-                    "weight": old.weight + rel.weight,
-                    "source_chunk_ids": sorted(set(old.source_chunk_ids) | set(rel.source_chunk_ids)),
-                    "summary": old.summary if descriptions == old.descriptions else None,
-                    # The chunk counts behind the PMI are not kept here; a full merge recomputes it.
-                    "pmi": None,
-                }
-            )
-    return MergeResult(
-        entities=sorted(entities.values(), key=lambda e: e.id),
-        relationships=sorted(relationships.values(), key=lambda r: r.id),
-        warnings=[*existing.warnings, *new.warnings],
-    )
-
-
-# --- description summaries -------------------------------------------------------------------------
 
 
 def needs_summary(descriptions: Sequence[str]) -> bool:

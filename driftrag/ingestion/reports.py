@@ -17,9 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from driftrag.ingestion.chunking import count_tokens, get_encoding
-from driftrag.ingestion.extraction import InvalidModelOutput, extract_json_object
-from driftrag.ingestion.models import (
+from driftrag.ingestion.tasks import CommunityReporter
+from driftrag.models.graph import (
     ChunkExcerpt,
     Citations,
     Community,
@@ -30,7 +29,8 @@ from driftrag.ingestion.models import (
     MergedRelationship,
     ReportPayload,
 )
-from driftrag.ingestion.tasks import CommunityReporter
+from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object
+from driftrag.providers.tokens import count_tokens, get_encoding
 
 DEFAULT_MAX_CONTEXT_TOKENS = 8000
 DEFAULT_EXCERPT_SHARE = 0.1

@@ -9,24 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from driftrag.ingestion.models import (
+from driftrag.ingestion.requests import Progress, ProgressCallback
+from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor
+from driftrag.models.graph import (
     Chunk,
     CommunityContext,
     CommunityReport,
     ExtractConfig,
     ExtractionOutcome,
+    StoredState,
     stable_hash,
 )
-from driftrag.ingestion.run import Progress, ProgressCallback
-from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor
-from driftrag.store.graph import GraphStore, StoredState
+from driftrag.store.protocols import GraphStorage
 
 
 class CheckpointingExtractor:
     """Saves each outcome on its chunk as soon as it exists, so a killed run never repeats it."""
 
     def __init__(
-        self, extractor: GraphExtractor, graph: GraphStore, kb: str, total: int, progress: ProgressCallback
+        self, extractor: GraphExtractor, graph: GraphStorage, kb: str, total: int, progress: ProgressCallback
     ) -> None:
         self._extractor, self._graph, self._kb = extractor, graph, kb
         self._total, self._progress, self._done = total, progress, 0

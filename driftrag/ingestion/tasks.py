@@ -1,14 +1,10 @@
-"""Task interfaces of ingestion, so the LLM and the offline extractive implementations interchange.
-
-`ChatModel` is the narrow view of a chat client the LLM tasks need; any client with a compatible
-`chat` method (the provider's `ModelClient`, a test double) satisfies it structurally.
-"""
+"""Task interfaces of ingestion, so the LLM and the offline extractive implementations interchange."""
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from driftrag.ingestion.models import (
+from driftrag.models.graph import (
     Chunk,
     CommunityContext,
     CommunityReport,
@@ -16,24 +12,6 @@ from driftrag.ingestion.models import (
     ExtractionOutcome,
     MergeResult,
 )
-
-
-class ChatResult(Protocol):
-    @property
-    def text(self) -> str: ...
-
-
-@runtime_checkable
-class ChatModel(Protocol):
-    async def chat(
-        self,
-        messages: list[dict[str, str]],
-        *,
-        json_mode: bool = False,
-        max_tokens: int | None = None,
-    ) -> ChatResult:
-        """One chat completion; transport errors are retried by the client and raise `ModelError`."""
-        ...
 
 
 @runtime_checkable

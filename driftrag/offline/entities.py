@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from driftrag.ingestion.merge import normalise_name
-from driftrag.ingestion.models import UNKNOWN_ENTITY_TYPE
+from driftrag.models.graph import UNKNOWN_ENTITY_TYPE
 from driftrag.offline.lexicon import Lexicon, is_title
 from driftrag.offline.nlp import WORD, Language
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.llms import LLM
 
 from driftrag.errors import ConfigurationError
 from driftrag.providers.cache import ResponseCache
@@ -24,10 +23,9 @@ from driftrag.settings import Settings
 
 @dataclass(frozen=True)
 class Providers:
-    """Everything that talks to a model in one run. `llm` and `model_client` are None offline."""
+    """Everything that talks to a model in one run. `model_client` is None offline."""
 
     mode: Literal["openai", "offline"]
-    llm: LLM | None
     model_client: ModelClient | None
     embedder: BaseEmbedding
     embedding_dimension: int
@@ -58,7 +56,6 @@ def _offline(settings: Settings, usage: UsageTracker) -> Providers:
     reason = "no OPENAI_API_KEY" if settings.llm_provider == "auto" else "llm_provider=offline"
     return Providers(
         mode="offline",
-        llm=None,
         model_client=None,
         embedder=embedder,
         embedding_dimension=dimension,
@@ -91,7 +88,6 @@ def _openai(settings: Settings, usage: UsageTracker) -> Providers:
     cache_note = f"response cache {settings.llm_cache_dir}" if settings.llm_cache else "no response cache"
     return Providers(
         mode="openai",
-        llm=llm,
         model_client=client,
         embedder=embedder,
         embedding_dimension=dimension,

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.errors import ModelError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
-from driftrag.providers.usage import UsageTracker, cl100k_tokenizer
+from driftrag.providers.tokens import tokenizer
+from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -153,20 +154,6 @@ class ModelClient:
             await self.cache.aput(key, entry)
         return ChatResult(**entry.model_dump(), cached=False)
 
-    async def complete_text(
-        self,
-        prompt: str,
-        *,
-        system: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        json_mode: bool = False,
-    ) -> ChatResult:
-        """One user prompt (and an optional system prompt) through `chat`."""
-        messages = [ChatMessage(role=MessageRole.SYSTEM, content=system)] if system else []
-        messages.append(ChatMessage(role=MessageRole.USER, content=prompt))
-        return await self.chat(messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode)
-
     def _cache_key(
         self,
         messages: list[ChatMessage],
@@ -194,7 +181,7 @@ class ModelClient:
         if reported is not None:
             return reported
         if self._tokenizer is None:
-            self._tokenizer = cl100k_tokenizer()
+            self._tokenizer = tokenizer()
         prompt = sum(len(self._tokenizer(m.content or "")) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
         return prompt, len(self._tokenizer(text))
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import llama_index.core
-import tiktoken
 from pydantic import BaseModel, ConfigDict
 
 # llama-index-core ships the cl100k_base file here, so token estimates never download anything.
@@ -72,11 +69,3 @@ class UsageTracker:
     def since(self, earlier: Usage) -> Usage:
         """What happened after `earlier` was taken: a run reports its own delta on a shared tracker."""
         return self.snapshot() - earlier
-
-
-def cl100k_tokenizer() -> Callable[[str], list[int]]:
-    """The cl100k_base encoder, loaded from llama-index-core's bundled cache (no download)."""
-    # setdefault: a user-chosen cache directory wins; tiktoken itself memoises the encoding.
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_TIKTOKEN_CACHE))
-    encoding = tiktoken.get_encoding("cl100k_base")
-    return lambda text: encoding.encode(text, disallowed_special=())

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from driftrag.errors import ModelError
-from driftrag.ingestion.tasks import ChatModel, ChatResult
-from driftrag.providers.usage import cl100k_tokenizer
+from driftrag.providers.chat import ChatModel, ChatReply
+from driftrag.providers.tokens import tokenizer
 
 # Chat framing per message, as in the provider's own estimate.
 _MESSAGE_OVERHEAD_TOKENS = 4
@@ -34,7 +34,7 @@ class QueryBudget:
     held_calls: int = 0
     held_tokens: int = 0
     refused: int = 0
-    _count_tokens: Callable[[str], list[int]] = field(default_factory=cl100k_tokenizer, repr=False)
+    _count_tokens: Callable[[str], list[int]] = field(default_factory=tokenizer, repr=False)
 
     def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int:
         return sum(len(self._count_tokens(m.get("content", ""))) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
@@ -81,7 +81,7 @@ class BudgetedChat:
         *,
         json_mode: bool = False,
         max_tokens: int | None = None,
-    ) -> ChatResult:
+    ) -> ChatReply:
         estimate = self._budget.count_prompt_tokens(messages)
         # Reserved before the await: concurrent callers can never overshoot together.
         self._budget.admit(estimate)

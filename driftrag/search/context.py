@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from driftrag.providers.usage import cl100k_tokenizer
-from driftrag.search.models import SearchContext, Source
-from driftrag.store.search import ChunkRow, CommunityRow, RelationshipRow, community_source
+from driftrag.models.search import ChunkRow, CommunityRow, RelationshipRow, Source, community_source
+from driftrag.providers.tokens import tokenizer
+from driftrag.search.models import SearchContext
 
 _SEPARATOR = "\n\n"
 
@@ -78,7 +78,7 @@ def assemble_context(
     sections: Sequence[ContextSection], budget_tokens: int, *, overflow_order: Sequence[str] = ()
 ) -> SearchContext:
     """Fill the sections within `budget_tokens` (see the module docstring for the rules)."""
-    tokenize = cl100k_tokenizer()
+    tokenize = tokenizer()
     counted: dict[str, int] = {}
 
     def count(text: str) -> int:

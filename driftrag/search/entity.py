@@ -1,7 +1,5 @@
 """Entity search: chunks reached through the entities a question names, beside plain vector search.
 
-    result = await entity_search(deps, "alice", "What does the Mock Turtle tell Alice?")
-
 The namer task lists the names in the question while the question is embedded. Vector search returns
 the top `basic_top_k` enabled chunks. Valid entities whose name contains one of the names
 (case-sensitive; exact matches first, then shorter names; at most `entity_search_max_entities`) and
@@ -18,13 +16,10 @@ from __future__ import annotations
 
 import asyncio
 
-from driftrag.search.basic import QueryRun
-from driftrag.search.budget import QueryBudget
+from driftrag.models.search import EntityRow, Source
 from driftrag.search.context import ContextItem, ContextPart, ContextSection, assemble_context, chunk_source
-from driftrag.search.deps import QueryDeps
-from driftrag.search.models import SearchContext, SearchResult, Source
-from driftrag.search.tasks import QueryEntityNamer, QueryTasks
-from driftrag.store.search import EntityRow, SearchStore
+from driftrag.search.models import SearchContext
+from driftrag.search.run import QueryRun
 
 ENTITY_CHUNK_SHARE = 0.45
 MAX_LINKED_CHUNKS = 50
@@ -61,11 +56,12 @@ def map_items(sources: list[Source]) -> list[ContextItem]:
     return [ContextItem(source) for source in sources]
 
 
-async def retrieve_entity(deps: QueryDeps, kb: str, question: str, namer: QueryEntityNamer) -> SearchContext:
+async def retrieve_entity(run: QueryRun) -> SearchContext:
     """Similar chunks, plus the chunks linked to the entities the question names (module docstring)."""
-    settings = deps.settings
-    store = SearchStore(deps.store)
-    names, vector = await asyncio.gather(namer.entity_names(question), deps.embedder.aget_query_embedding(question))
+    settings, store, kb = run.settings, run.deps.stores.search, run.kb
+    names, vector = await asyncio.gather(
+        run.tasks.namer.entity_names(run.question), run.deps.embedder.aget_query_embedding(run.question)
+    )
     similar, matched = await asyncio.gather(
         store.search_chunks(kb, vector, settings.basic_top_k),
         store.match_entity_names(kb, names, settings.entity_search_max_entities),
@@ -81,16 +77,3 @@ async def retrieve_entity(deps: QueryDeps, kb: str, question: str, namer: QueryE
         _entity_source(n, f"neighbour:{matched[n.via_rank or 0].name}") for n in neighbours
     ]
     return entity_context(similar, linked, entities, settings.local_context_tokens)
-
-
-async def entity_search(
-    deps: QueryDeps,
-    kb: str,
-    question: str,
-    *,
-    tasks: QueryTasks | None = None,
-    budget: QueryBudget | None = None,
-) -> SearchResult:
-    run = QueryRun(deps, kb, question, tasks, budget)
-    await run.ensure_available("entity")
-    return await run.answer("entity", await retrieve_entity(deps, run.kb, question, run.tasks.namer))

@@ -17,9 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from driftrag.errors import InvalidQueryError
 from driftrag.settings import Settings
-from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.identifiers import validate_kb_id
-from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.store.protocols import GraphSearchStorage
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +207,7 @@ def parse_request(
 
 
 async def graph_search(
-    store: Neo4jStore,
+    store: GraphSearchStorage,
     settings: Settings,
     kb: str,
     query: str,
@@ -225,7 +224,7 @@ async def graph_search(
     request = parse_request(kb, query, max_seeds=max_seeds, max_rows=max_rows)
     seeds_cap = request.max_seeds or settings.graph_search_max_seeds
     rows_cap = request.max_rows or settings.graph_search_max_rows
-    result = await GraphSearchStore(store).one_hop(request.kb, request.query, max_seeds=seeds_cap, max_rows=rows_cap)
+    result = await store.one_hop(request.kb, request.query, max_seeds=seeds_cap, max_rows=rows_cap)
     cutter = FieldCutter(settings.graph_search_max_field_chars, settings.graph_search_max_list_items)
     response = build_response(request, result, cutter)
     if response.truncation.results_truncated:

@@ -2,8 +2,8 @@
 
 Each JSON task shows its pydantic schema in the prompt, parses the answer with `json_repair`
 (`extract_json_object`), coerces what is easy to coerce, and validates with the same model. An answer
-that cannot be used is re-asked once with the parse error appended (a changed request, so a response
-cache cannot replay it); a second unusable answer raises `ModelError`. Citations are kept only when
+that cannot be used is re-asked once by the one JSON-answer helper (`driftrag.providers.json_answer`);
+a second unusable answer raises `InvalidModelOutput` (a `ModelError`). Citations are kept only when
 the cited id was shown to the model (in the `citations` list or inline as `[id]` in the answer).
 
 Question, context and template travel between `<<<NAME>>>` / `<<<END_NAME>>>` lines; those markers
@@ -18,16 +18,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from driftrag.errors import ModelError
-from driftrag.ingestion.extraction import InvalidModelOutput, extract_json_object, json_schema
-from driftrag.ingestion.tasks import ChatModel
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.chat import ChatModel, turn
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json, extract_json_object, json_schema
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
 from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
 
-MAX_ATTEMPTS = 2
 _MARKER = re.compile(r"<<<(?:END_)?[A-Z_]+>>>")
 _NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -45,10 +43,6 @@ class EntityNames(BaseModel):
 def delimit(name: str, text: str) -> str:
     """`text` between `<<<NAME>>>` and `<<<END_NAME>>>` lines, with any such marker removed from it."""
     return f"<<<{name}>>>\n{_MARKER.sub('', text).strip()}\n<<<END_{name}>>>"
-
-
-def _turn(role: str, content: str) -> dict[str, str]:
-    return {"role": role, "content": content}
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -135,7 +129,7 @@ def render_answers(answers: Sequence[IntermediateAnswer]) -> str:
 
 
 class _JsonAsker:
-    """One prompt, a JSON answer parsed by `parse`, one re-ask with the error if it is unusable."""
+    """The tasks' shared chat, prompts and answer cap; `ask` raises when the answer stays unusable."""
 
     def __init__(self, chat: ChatModel, prompts: PromptRegistry, max_tokens: int) -> None:
         self.chat = chat
@@ -143,18 +137,8 @@ class _JsonAsker:
         self.max_tokens = max_tokens
 
     async def ask(self, task: str, prompt: str, schema: str, parse: Callable[[str], T]) -> T:
-        messages = [_turn("user", prompt)]
-        raw, error = "", ""
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            raw = (await self.chat.chat(messages, json_mode=True, max_tokens=self.max_tokens)).text
-            try:
-                return parse(raw)
-            except InvalidModelOutput as exc:
-                error = str(exc)
-                if attempt < MAX_ATTEMPTS:
-                    repair = self.prompts.render("repair_json", error=error, schema=schema)
-                    messages = [*messages, _turn("assistant", raw), _turn("user", repair)]
-        raise ModelError(f"{task}: no usable answer after {MAX_ATTEMPTS} attempts: {error}; last output: {raw[:300]!r}")
+        answer = await ask_json(self.chat, self.prompts, prompt, parse, schema, max_tokens=self.max_tokens)
+        return answer.unwrap(task)
 
 
 class LLMQueryEntityNamer:
@@ -205,7 +189,7 @@ class LLMHydeWriter:
         prompt = self._asker.prompts.render(
             "drift_hyde", question=delimit("QUESTION", question), template=delimit("TEMPLATE", template)
         )
-        result = await self._asker.chat.chat([_turn("user", prompt)], max_tokens=self._asker.max_tokens)
+        result = await self._asker.chat.chat([turn("user", prompt)], max_tokens=self._asker.max_tokens)
         # An empty report would search with nothing: the question itself is the better probe.
         return result.text.strip() or question
 

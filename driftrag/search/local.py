@@ -1,13 +1,11 @@
 """Local search: the question's nearest entities, and what the graph holds on them, answered from.
 
-    result = await local_search(deps, "alice", "What does the Hatter think of Time?")
-
 Query embedding → top `local_top_k_entities` valid entities → (in parallel) the enabled chunks that
 mention them, interleaved with as many chunks nearest to the question; the reported communities they
 belong to; the relationships among them and to their neighbours → a context within
 `local_context_tokens` (see `driftrag.search.context.local_context`) → an answer citing the ids of
-that context. DRIFT calls `local_search` for each follow-up with a vector it embedded in a batch, its
-own tasks and its budget.
+that context. DRIFT builds the local context of each follow-up from a vector it embedded in a batch, and answers
+it within its own run.
 """
 
 from __future__ import annotations
@@ -15,14 +13,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from driftrag.search.basic import QueryRun
-from driftrag.search.budget import QueryBudget
 from driftrag.search.context import local_context
 from driftrag.search.deps import QueryDeps
-from driftrag.search.models import SearchContext, SearchResult
-from driftrag.search.tasks import QueryTasks
+from driftrag.search.models import SearchContext
+from driftrag.search.run import QueryRun
 from driftrag.store.identifiers import validate_kb_id
-from driftrag.store.search import SearchStore
 
 # Candidates read per kind: more than any budget of a few thousand tokens can hold, bounded anyway.
 MAX_CANDIDATE_CHUNKS = 50
@@ -32,7 +27,7 @@ MAX_CANDIDATE_RELATIONSHIPS = 100
 
 async def build_local_context(deps: QueryDeps, kb: str, question_vector: Sequence[float]) -> SearchContext:
     settings = deps.settings
-    store = SearchStore(deps.store)
+    store = deps.stores.search
     kb = validate_kb_id(kb)
     entities = await store.search_entities(kb, question_vector, settings.local_top_k_entities)
     ids = [entity.id for entity in entities]
@@ -56,25 +51,7 @@ async def build_local_context(deps: QueryDeps, kb: str, question_vector: Sequenc
     )
 
 
-async def retrieve_local(
-    deps: QueryDeps, kb: str, question: str, question_vector: Sequence[float] | None = None
-) -> SearchContext:
-    """The local context of a question, embedding it unless its vector is given."""
-    vector = question_vector if question_vector is not None else await deps.embedder.aget_query_embedding(question)
-    return await build_local_context(deps, kb, vector)
-
-
-async def local_search(
-    deps: QueryDeps,
-    kb: str,
-    question: str,
-    *,
-    question_vector: Sequence[float] | None = None,
-    max_follow_ups: int = 0,
-    tasks: QueryTasks | None = None,
-    budget: QueryBudget | None = None,
-) -> SearchResult:
-    run = QueryRun(deps, kb, question, tasks, budget)
-    await run.ensure_available("local")
-    context = await retrieve_local(deps, run.kb, question, question_vector)
-    return await run.answer("local", context, max_follow_ups=max_follow_ups)
+async def retrieve_local(run: QueryRun) -> SearchContext:
+    """The local context of the run's question."""
+    vector = await run.deps.embedder.aget_query_embedding(run.question)
+    return await build_local_context(run.deps, run.kb, vector)

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from driftrag.models.search import Source
     from driftrag.search.drift.models import DriftResult, FollowUp
-    from driftrag.search.models import SearchResult, Source
+    from driftrag.search.models import SearchResult
 
 EXCERPT_CHARS = 240
 

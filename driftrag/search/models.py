@@ -6,30 +6,14 @@ Every source is identified by the id it carries in the graph (`chunk-…`, `enti
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
+from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
-
-SourceKind = Literal["chunk", "entity", "relationship", "community"]
-SearchMode = Literal["basic", "local", "entity", "drift"]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Source(_Model):
-    """One piece of retrieved material, as shown to the answering step."""
-
-    id: str
-    kind: SourceKind
-    title: str = Field(default="", description="Entity name, community title, or the chunk's document title.")
-    text: str
-    score: float | None = Field(default=None, description="Retrieval score (similarity, rank weight) if any.")
-    origin: str = Field(default="", description="How it was found: vector, entity:<name>, neighbour, community…")
-    rating: float | None = Field(default=None, description="Community reports: the report's rating, 0-10.")
 
 
 class SearchContext(_Model):
@@ -61,24 +45,39 @@ class ReducedAnswer(_Model):
     citations: list[str] = Field(default_factory=list)
 
 
-class SearchResult(_Model):
-    """The outcome of one basic, local or entity search."""
+class QueryResult(_Model):
+    """What every mode's result carries: the answer, its citations, and the run's accounting."""
 
-    mode: SearchMode
+    mode: str
     kb: str
     question: str
     answer: str
-    score: int | None = None
-    follow_up_queries: list[str] = Field(default_factory=list)
-    source_ids: list[str] = Field(default_factory=list, description="Cited ids that exist in the context.")
-    context: SearchContext
+    source_ids: list[str] = Field(default_factory=list, description="Cited ids that exist in what was retrieved.")
     extractive: bool = Field(default=False, description="True when produced by the offline extractive mode.")
     usage: Usage = Field(default_factory=Usage)
+    llm_calls: int = Field(default=0, description="Model calls spent from the query's budget (cache hits are free).")
+    prompt_tokens: int = Field(default=0, description="Prompt tokens spent from the query's budget.")
     seconds: float = 0.0
+
+    def retrieved_sources(self) -> list[Source]:
+        """Everything retrieved, best-ranked first (the order retrieval metrics truncate in)."""
+        raise NotImplementedError
 
     def cited_sources(self) -> list[Source]:
         cited = set(self.source_ids)
-        return [source for source in self.context.sources if source.id in cited]
+        return [source for source in self.retrieved_sources() if source.id in cited]
+
+
+class SearchResult(QueryResult):
+    """The outcome of one single-pass search (basic, local, entity…)."""
+
+    score: int | None = None
+    follow_up_queries: list[str] = Field(default_factory=list)
+    context: SearchContext
+
+    def retrieved_sources(self) -> list[Source]:
+        # The context's own order is the mode's ranking.
+        return list(self.context.sources)
 
     def _repr_markdown_(self) -> str:
         from driftrag.search.markdown import search_result_markdown

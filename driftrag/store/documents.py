@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
-from driftrag.ingestion.models import Chunk, SourceDocument
+from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.store.cypher import documents as cy
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
-
-NodeKind = Literal["chunk", "entity", "community"]
+from driftrag.store.protocols import NodeKind
 
 _SET_EMBEDDINGS = {
     "chunk": cy.SET_CHUNK_EMBEDDINGS,

@@ -11,16 +11,17 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from driftrag.ingestion.models import (
+from driftrag.models.graph import (
     Chunk,
     Community,
     CommunityReport,
     ExtractConfig,
     ExtractionOutcome,
+    FailedChunk,
+    KbCounts,
     MergedEntity,
     MergedRelationship,
+    StoredState,
     stable_hash,
 )
 from driftrag.store.cypher import graph as cy
@@ -28,38 +29,6 @@ from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
 
 _BATCH = 500
-
-
-class KbCounts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    documents: int = 0
-    chunks: int = 0
-    entities: int = 0
-    relationships: int = 0
-    communities: int = 0
-    reports: int = 0
-
-
-class FailedChunk(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    document_id: str
-    index: int
-    error: str | None
-
-
-class StoredState(BaseModel):
-    """What a rebuild may reuse: hashes of inputs and the outputs they produced."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    input_hash: str | None = None
-    output: str | None = None
-    embedding_hash: str | None = None
-    embedded: bool = False
 
 
 def descriptions_hash(descriptions: Sequence[str]) -> str:

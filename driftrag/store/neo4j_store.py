@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, LiteralString
 
 import neo4j
@@ -29,6 +29,8 @@ from driftrag.store.identifiers import validate_kb_id
 log = logging.getLogger(__name__)
 
 _INDEX_WAIT_S = 300
+# Vector search: candidates fetched per k at first, and the widening factor; the most ever fetched.
+_OVER_FETCH = 4
 _MAX_VECTOR_FETCH = 100_000
 
 
@@ -183,24 +185,46 @@ class Neo4jStore:
             await self.write(cy.DROP_VECTOR_INDEX, name=name)
         await self.run_in_transactions(cy.REMOVE_EMBEDDINGS)
 
-    async def query_vector_index(
-        self, index: str, kb: str, vector: list[float], k: int, *, over_fetch: int = 4
-    ) -> list[tuple[str, float]]:
-        """Top-k node ids of one kb by cosine similarity, best first.
+    async def query_vector_index(self, index: str, kb: str, vector: list[float], k: int) -> list[tuple[str, float]]:
+        """Top-k node ids of one kb by cosine similarity, best first."""
+        return [(row["id"], score) for row, score in await self.vector_hits(index, kb, vector, k)]
 
-        The vector indexes are shared by all knowledge bases, so the search over-fetches, keeps the
-        kb's nodes, and widens (x4 each time) while fewer than k remain and the index has more.
+    async def vector_hits(
+        self,
+        index: str,
+        kb: str,
+        vector: Sequence[float],
+        k: int,
+        details: LiteralString | None = None,
+        **params: Any,
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Top-k nodes of one kb by cosine similarity, best first, as (row, score).
+
+        The vector indexes are shared by all knowledge bases, so the search over-fetches, keeps the kb's
+        nodes and, with `details` (a statement taking `$kb` and `$ids`), only those it returns a row for
+        (enabled chunks, valid entities…); it widens x4 while fewer than k remain and the index has more,
+        up to `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of every vector search.
         """
         if index not in cy.VECTOR_INDEXES:
             raise ConfigurationError(f"unknown vector index {index!r}")
         validate_kb_id(kb)
-        fetch = max(k * over_fetch, k)
+        if k < 1:
+            return []
+        query = [float(x) for x in vector]
+        fetch = min(k * _OVER_FETCH, _MAX_VECTOR_FETCH)
         while True:
-            rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=vector, k=k, fetch=fetch)
+            rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=query, k=fetch, fetch=fetch)
             hits, fetched = rows[0]["rows"], rows[0]["fetched"]
-            if len(hits) >= k or fetched < fetch or fetch >= _MAX_VECTOR_FETCH:
-                return [(hit["id"], hit["score"]) for hit in hits]
-            fetch = min(fetch * 4, _MAX_VECTOR_FETCH)
+            if details is None:
+                kept = [({"id": hit["id"]}, hit["score"]) for hit in hits]
+            else:
+                found = await self.read(details, kb=kb, ids=[hit["id"] for hit in hits], **params)
+                by_id = {row["id"]: row for row in found}
+                kept = [(by_id[hit["id"]], hit["score"]) for hit in hits if hit["id"] in by_id]
+            # Fewer candidates than asked means the index has no more nodes.
+            if len(kept) >= k or fetched < fetch or fetch >= _MAX_VECTOR_FETCH:
+                return kept[:k]
+            fetch = min(fetch * _OVER_FETCH, _MAX_VECTOR_FETCH)
 
     # --- query helpers (statements must come from driftrag.store.cypher) -----------------------
 

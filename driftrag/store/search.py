@@ -3,7 +3,8 @@ behind local and entity search.
 
 Nothing here returns a disabled chunk, an entity no enabled chunk mentions, or a relationship none of
 whose source chunks is enabled (see `driftrag.store.cypher.search`). Vector searches filter after the
-index lookup, so they widen the lookup (x4 each time) until k valid hits are found or the kb has no more.
+index lookup (`Neo4jStore.vector_hits`, the one over-fetch loop), widening it until k valid hits are found
+or the kb has no more.
 """
 
 from __future__ import annotations
@@ -11,74 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, LiteralString
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from driftrag.search.models import Source
+from driftrag.models.search import ChunkRow, CommunityRow, EntityRow, RelationshipRow, Source, community_source
 from driftrag.store.cypher import schema as schema_cy
 from driftrag.store.cypher import search as cy
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
 
-_MAX_VECTOR_FETCH = 10_000
 # Entity search: names longer than this cannot be entity names, and more than this many is an abuse.
 _MAX_NAME_CHARS = 200
 _MAX_NAMES = 64
-
-
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ChunkRow(_Row):
-    id: str
-    title: str = Field(description="The chunk's document title.")
-    text: str
-    entity_ids: list[str] = Field(default_factory=list, description="Which of the given entities it mentions.")
-    best_rank: int = Field(default=0, description="Rank (in the given list) of the best entity it mentions.")
-
-
-class EntityRow(_Row):
-    id: str
-    name: str
-    type: str = ""
-    description: str = ""
-    exact: bool = False
-    via_rank: int | None = Field(default=None, description="Neighbours: rank of the entity they neighbour.")
-    weight: float | None = Field(default=None, description="Neighbours: weight of the strongest relationship.")
-
-
-class RelationshipRow(_Row):
-    id: str
-    source_id: str
-    source: str
-    target_id: str
-    target: str
-    type: str = ""
-    description: str = ""
-    weight: float = 0.0
-
-
-class CommunityRow(_Row):
-    id: str
-    title: str
-    summary: str = ""
-    full_content: str
-    rating: float | None = None
-    level: int = 0
-    size: int = 0
-    n_entities: int = Field(default=0, description="How many of the given entities it contains.")
-
-
-def community_source(row: CommunityRow, *, score: float | None = None, origin: str = "") -> Source:
-    return Source(
-        id=row.id,
-        kind="community",
-        title=row.title,
-        text=row.full_content,
-        score=score,
-        origin=origin,
-        rating=row.rating,
-    )
 
 
 class SearchStore:
@@ -127,20 +69,7 @@ class SearchStore:
     async def _valid_vector_hits(
         self, index: str, kb: str, vector: Sequence[float], k: int, details: LiteralString, **params: Any
     ) -> list[tuple[dict[str, Any], float]]:
-        validate_kb_id(kb)
-        if k < 1:
-            return []
-        query = [float(x) for x in vector]
-        fetch = k
-        while True:
-            hits = await self._store.query_vector_index(index, kb, query, fetch)
-            rows = await self._store.read(details, kb=kb, ids=[node_id for node_id, _ in hits], **params)
-            by_id = {row["id"]: row for row in rows}
-            kept = [(by_id[node_id], score) for node_id, score in hits if node_id in by_id]
-            # Fewer hits than asked means the kb has no more nodes in the index.
-            if len(kept) >= k or len(hits) < fetch or fetch >= _MAX_VECTOR_FETCH:
-                return kept[:k]
-            fetch = min(fetch * 4, _MAX_VECTOR_FETCH)
+        return await self._store.vector_hits(index, kb, vector, k, details, **params)
 
     # --- local context ------------------------------------------------------------------------------------
 

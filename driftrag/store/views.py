@@ -20,13 +20,13 @@ GraphML) turn it into pictures and files without touching Neo4j.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.errors import CommunityNotFoundError, InvalidIdentifierError, KnowledgeBaseNotFoundError
+from driftrag.models.graph import pmi
 from driftrag.store.cypher import views as cy
 from driftrag.store.identifiers import validate_kb_id, validate_node_id
 from driftrag.store.neo4j_store import Neo4jStore
@@ -83,13 +83,6 @@ class GraphView(_Model):
         if self.truncated and with_cut:
             text += f"; cut to the {self.max_nodes} highest-degree entities (max_nodes)"
         return text
-
-
-def fallback_pmi(pair_chunks: int, source_mentions: int, target_mentions: int, chunks: int) -> float:
-    """log2(P(a,b) / (P(a)·P(b))) with probabilities estimated as chunk counts over `chunks`."""
-    if min(pair_chunks, source_mentions, target_mentions, chunks) <= 0:
-        return 0.0
-    return math.log2(pair_chunks * chunks / (source_mentions * target_mentions))
 
 
 def _validate_community_id(community_id: str) -> str:
@@ -179,10 +172,11 @@ class GraphViewStore:
     @staticmethod
     def _relationship(row: dict[str, Any], mentions: dict[str, int], chunks: int) -> ViewRelationship:
         stored = row["pmi"]
-        pmi = (
+        # A pair with a zero count has no PMI: 0.0 (independence) is shown instead.
+        value = (
             float(stored)
             if stored is not None
-            else fallback_pmi(row["source_chunks"], mentions[row["source_id"]], mentions[row["target_id"]], chunks)
+            else pmi(row["source_chunks"], mentions[row["source_id"]], mentions[row["target_id"]], chunks) or 0.0
         )
         return ViewRelationship(
             id=row["id"],
@@ -190,7 +184,7 @@ class GraphViewStore:
             target_id=row["target_id"],
             type=row["type"],
             weight=float(row["weight"]),
-            pmi=pmi,
+            pmi=value,
             pmi_estimated=stored is None,
             source_chunks=row["source_chunks"],
             listed_source_chunks=row["listed_source_chunks"],

@@ -1,6 +1,6 @@
 """Graph views: Mermaid, self-contained HTML (inline SVG) and GraphML renderings of a `GraphView`.
 
-Read a view with `driftrag.store.views.GraphViewStore(store).read_view(kb, community_id=…, max_nodes=…)`;
+Read a view with `DriftRAG.graph_view(kb, community_id=…, max_nodes=…)`;
 everything here is pure (no Neo4j, no network). Weights, bold edges, hubs and components are defined
 once in `driftrag.views.measures` and drawn the same way by every renderer.
 """

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from driftrag.ingestion.models import GENERIC_RELATIONSHIP_TYPE
+from driftrag.models.graph import GENERIC_RELATIONSHIP_TYPE
 from driftrag.store.views import GraphView, ViewEntity, ViewRelationship
 
 PMI_SHARE = 0.6

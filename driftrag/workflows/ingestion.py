@@ -18,8 +18,9 @@ from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
 from driftrag.ingestion import indexing
-from driftrag.ingestion.models import ExtractConfig, MergeResult
-from driftrag.ingestion.run import DocumentOutcome, IngestionDeps, IngestionResult, IngestRequest, Progress
+from driftrag.ingestion.deps import IngestionDeps
+from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, IngestRequest, Progress
+from driftrag.models.graph import ExtractConfig, MergeResult
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 
@@ -84,7 +85,7 @@ class IngestionWorkflow(Workflow):
         self._usage_start = self._deps.usage.snapshot()
         kb = ev.request.kb
         documents = await indexing.load_documents(ev.request, self._deps.settings.max_file_mb)
-        await self._deps.store.ensure_schema(self._deps.embedding_dimension)
+        await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
         if ev.extract_config is not None:
             await self._deps.graph.set_extract_config(kb, ev.extract_config)
         outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from driftrag.eval.methods import MethodOutput
 from driftrag.eval.records import RunRow
-from driftrag.search.models import Source
+from driftrag.models.search import Source
 from driftrag.settings import Settings
 
 # Words per answer: the scripted judge's "length" policy prefers longer answers.

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from driftrag.ingestion.run import Progress
+from driftrag.ingestion.requests import Progress
+from driftrag.models.search import Source
 from driftrag.notebook import AnswerView, FollowUpTree, ProgressPrinter, Table, cited_sources
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
-from driftrag.search.models import SearchContext, SearchResult, Source
+from driftrag.search.models import SearchContext, SearchResult
 
 
 def source(source_id: str, kind: str = "chunk", text: str = "text") -> Source:

@@ -68,8 +68,9 @@ ENVIRONMENT = {
     "DRIFTRAG_DRIFT_NUM_WORKERS": ("drift_num_workers", "2"),
     "DRIFTRAG_DRIFT_DEDUP_SIMILARITY": ("drift_dedup_similarity", "0.8"),
     "DRIFTRAG_DRIFT_MIN_ANSWER_SCORE": ("drift_min_answer_score", "40"),
-    "DRIFTRAG_DRIFT_MAX_LLM_CALLS": ("drift_max_llm_calls", "12"),
-    "DRIFTRAG_DRIFT_MAX_PROMPT_TOKENS": ("drift_max_prompt_tokens", "50000"),
+    "DRIFTRAG_QUERY_MAX_LLM_CALLS": ("query_max_llm_calls", "12"),
+    "DRIFTRAG_QUERY_MAX_PROMPT_TOKENS": ("query_max_prompt_tokens", "50000"),
+    "DRIFTRAG_PROMPTS_DIR": ("prompts_dir", "/etc/driftrag/prompts"),
     "DRIFTRAG_OFFLINE_LANGUAGE": ("offline_language", "french"),
     "DRIFTRAG_OFFLINE_CHUNK_SIZE": ("offline_chunk_size", "250"),
     "DRIFTRAG_OFFLINE_CHUNK_OVERLAP": ("offline_chunk_overlap", "20"),
@@ -128,3 +129,10 @@ def test_auto_provider_follows_the_api_key() -> None:
     assert Settings(_env_file=None, openai_api_key=None).resolved_llm_provider() == "offline"
     assert Settings(_env_file=None, openai_api_key="k").resolved_llm_provider() == "openai"
     assert Settings(_env_file=None, openai_api_key="k", llm_provider="offline").resolved_llm_provider() == "offline"
+
+
+def test_the_drift_budget_variables_still_set_the_query_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRIFTRAG_DRIFT_MAX_LLM_CALLS", "7")
+    monkeypatch.setenv("DRIFTRAG_DRIFT_MAX_PROMPT_TOKENS", "5000")
+    settings = Settings(_env_file=None)
+    assert (settings.query_max_llm_calls, settings.query_max_prompt_tokens) == (7, 5000)

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from driftrag.providers.usage import Usage
-from driftrag.search.models import Source
+from driftrag.models.search import Source
+from driftrag.search.models import QueryResult
 
 FollowUpStatus = Literal["searched", "duplicate", "over_cap", "over_budget", "failed"]
 
@@ -42,25 +42,29 @@ class FollowUp(_Model):
     answer_id: str | None = None
 
 
-class DriftResult(_Model):
-    kb: str
-    question: str
-    answer: str
-    source_ids: list[str] = Field(default_factory=list, description="Ids cited by the final answer.")
+class DriftResult(QueryResult):
+    mode: Literal["drift"] = "drift"
     sources: list[Source] = Field(default_factory=list, description="Every source any step used, once each.")
     hyde: str = ""
     communities: list[Source] = Field(default_factory=list, description="The reports that primed the search.")
     intermediate: list[IntermediateAnswer] = Field(default_factory=list)
     reduced_from: list[str] = Field(default_factory=list, description="Intermediate answers given to the reduce.")
     follow_ups: list[FollowUp] = Field(default_factory=list)
-    extractive: bool = False
     budget_exhausted: bool = False
     notes: list[str] = Field(default_factory=list, description="What was skipped or cut, and why.")
-    usage: Usage = Field(default_factory=Usage)
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    seconds: float = 0.0
     seconds_by_phase: dict[str, float] = Field(default_factory=dict)
+
+    def retrieved_sources(self) -> list[Source]:
+        """DRIFT gathers sources from many steps and has no single ranking, so this defines one: sources
+        the final answer cites first, then by the best score of the intermediate answers that cite them
+        (sources no intermediate answer cites come last), then by id."""
+        cited = set(self.source_ids)
+        best: dict[str, int] = {}
+        for answer in self.intermediate:
+            for source_id in answer.source_ids:
+                best[source_id] = max(best.get(source_id, -1), answer.score)
+        unique = {source.id: source for source in reversed(self.sources)}
+        return sorted(unique.values(), key=lambda s: (s.id not in cited, -best.get(s.id, -1), s.id))
 
     def _repr_markdown_(self) -> str:
         from driftrag.search.markdown import drift_result_markdown

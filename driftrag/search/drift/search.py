@@ -15,19 +15,17 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from driftrag.errors import BackendUnavailableError, GraphDisabledError, InvalidQueryError, ModelError
+from driftrag.errors import BackendUnavailableError, ModelError
+from driftrag.models.search import Source
 from driftrag.providers.embeddings import aembed_queries
 from driftrag.search.budget import BudgetExhausted
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.followups import Asked, Proposal, select_follow_ups
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
-from driftrag.search.drift.primer import reports_context
-from driftrag.search.local import local_search
-from driftrag.search.models import AnswerPayload, Source
-from driftrag.search.retry import retrying
-from driftrag.store.graph_search import GraphSearchStore
-from driftrag.store.identifiers import validate_kb_id
-from driftrag.store.search import SearchStore
+from driftrag.search.drift.reports import reports_context
+from driftrag.search.local import build_local_context
+from driftrag.search.models import AnswerPayload, SearchResult
+from driftrag.search.modes import start_run
 
 T = TypeVar("T")
 ProgressSink = Callable[[DriftProgress], Awaitable[None]]
@@ -44,16 +42,15 @@ class DriftSearch:
     """The state of one DRIFT query. Constructing it does no I/O; run the phases in order."""
 
     def __init__(self, deps: QueryDeps, kb: str, question: str, emit: ProgressSink = _ignore) -> None:
-        if not question.strip():
-            raise InvalidQueryError("the question is empty")
+        self.run = start_run(deps, "drift", kb, question)
         self.deps = deps
         self.settings = deps.settings
-        self.kb = validate_kb_id(kb)
+        self.kb = self.run.kb
         self.question = question
         self.emit = emit
-        self.budget = deps.budget()
-        self.tasks = deps.tasks(self.budget)
-        self.search_store = SearchStore(deps.store)
+        self.budget = self.run.budget
+        self.tasks = self.run.tasks
+        self.search_store = deps.stores.search
         self.hyde_text = ""
         self.question_vector: list[float] = []
         self.communities: list[Source] = []
@@ -65,23 +62,17 @@ class DriftSearch:
         self.seconds_by_phase: dict[str, float] = {}
         self._hyde_vector: list[float] = []
         self._vectors: dict[str, list[float]] = {}
-        self._started = time.monotonic()
-        self._usage_start = deps.usage.snapshot()
         settings = self.settings
         answers_reduced = 1 + settings.drift_max_depth * settings.drift_followups_per_round
         reserve = answers_reduced * settings.answer_max_tokens + _REDUCE_PROMPT_OVERHEAD_TOKENS
-        self.budget.hold(calls=1, tokens=min(reserve, settings.drift_max_prompt_tokens // _REDUCE_TOKEN_SHARE))
+        self.budget.hold(calls=1, tokens=min(reserve, settings.query_max_prompt_tokens // _REDUCE_TOKEN_SHARE))
 
     # --- phases ------------------------------------------------------------------------------------
 
     async def hyde(self) -> None:
         started = time.monotonic()
         # Unknown kb and disabled graph fail here, before any model call, with their own errors.
-        if not await self._retrying(lambda: GraphSearchStore(self.deps.store).graph_enabled(self.kb)):
-            raise GraphDisabledError(
-                f"the graph of knowledge base {self.kb!r} is disabled, so DRIFT search cannot run; enable it "
-                f"with `driftrag graph-enable --kb {self.kb}` (basic search still works)"
-            )
+        await self._retrying(self.run.ensure_available)
         template = await self._retrying(lambda: self.search_store.top_rated_report(self.kb))
         if template is None:
             self.hyde_text = self.question
@@ -229,14 +220,10 @@ class DriftSearch:
             intermediate=self.intermediate,
             reduced_from=[a.id for a in chosen],
             follow_ups=self.follow_ups,
-            extractive=self.tasks.extractive,
             budget_exhausted=self.budget.refused > 0 or any(f.status == "over_budget" for f in self.follow_ups),
             notes=self.notes,
-            usage=self.deps.usage.since(self._usage_start),
-            llm_calls=self.budget.calls,
-            prompt_tokens=self.budget.prompt_tokens,
-            seconds=round(time.monotonic() - self._started, 3),
             seconds_by_phase=dict(self.seconds_by_phase),
+            **self.run.accounting(),
         )
 
     # --- helpers -------------------------------------------------------------------------------------
@@ -258,17 +245,7 @@ class DriftSearch:
 
     async def _local(self, follow_up: FollowUp, depth: int) -> IntermediateAnswer | None:
         try:
-            result = await self._retrying(
-                lambda: local_search(
-                    self.deps,
-                    self.kb,
-                    follow_up.query,
-                    question_vector=self._vectors[follow_up.query],
-                    max_follow_ups=self.settings.drift_followups_per_answer,
-                    tasks=self.tasks,
-                    budget=self.budget,
-                )
-            )
+            result = await self._retrying(lambda: self._local_answer(follow_up))
         except BudgetExhausted:
             self._set_status(follow_up, "over_budget")
             return None
@@ -285,6 +262,16 @@ class DriftSearch:
         )
         return self._intermediate(
             follow_up.id, depth, follow_up.query, payload, result.context.ids(), follow_up.parent_id
+        )
+
+    async def _local_answer(self, follow_up: FollowUp) -> SearchResult:
+        """A local search of the follow-up, from its batch-embedded vector, answered within this run."""
+        context = await build_local_context(self.deps, self.kb, self._vectors[follow_up.query])
+        return await self.run.answer(
+            context,
+            question=follow_up.query,
+            mode="local",
+            max_follow_ups=self.settings.drift_followups_per_answer,
         )
 
     def _within_budget(self, selected: Sequence[FollowUp]) -> list[FollowUp]:
@@ -360,4 +347,4 @@ class DriftSearch:
         self.seconds_by_phase[phase] = round(time.monotonic() - started, 3)
 
     async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
-        return await retrying(call, self.settings.query_step_retries)
+        return await self.run.retrying(call)

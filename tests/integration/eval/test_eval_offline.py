@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from driftrag.composition import ingestion_deps, query_deps
 from driftrag.eval.generate import kb_description
 from driftrag.eval.jsonl import read_rows
 from driftrag.eval.methods import METHODS
@@ -16,12 +17,12 @@ from driftrag.eval.questions import dump_questions, load_questions
 from driftrag.eval.records import MANIFEST, QUESTIONS, REPORT, ROWS, SUMMARY, RunRow, load_run
 from driftrag.eval.report import build_report
 from driftrag.eval.runner import ensure_kb_has_chunks, run_eval
-from driftrag.ingestion.run import IngestionDeps, IngestRequest
+from driftrag.ingestion.requests import IngestRequest
 from driftrag.providers import build_providers
-from driftrag.search.deps import QueryDeps
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
+from driftrag.store.protocols import Stores
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -54,11 +55,12 @@ async def test_offline_eval_of_all_methods_on_the_sample(
     settings = neo4j_settings.model_copy(update=SMALL)
     providers = build_providers(settings)
     assert providers.mode == "offline"
-    ingestion = IngestionDeps.from_providers(settings, store, providers)
+    stores = Stores.neo4j(store)
+    ingestion = ingestion_deps(settings, stores, providers)
     await IngestionWorkflow(ingestion).run(start_event=IngestStart(request=IngestRequest(kb=kb, paths=CHAPTERS)))
     try:
-        await ensure_kb_has_chunks(store, kb)
-        deps = QueryDeps.from_providers(settings, store, providers)
+        await ensure_kb_has_chunks(stores.graph, kb)
+        deps = query_deps(settings, stores, providers)
         questions = write_subset(tmp_path / "subset.jsonl")
         out = tmp_path / "results"
         summary = await run_eval(deps, kb, questions, list(METHODS), out, mode=providers.mode)
@@ -95,7 +97,7 @@ async def test_offline_eval_of_all_methods_on_the_sample(
         assert len(outcome.plots) == 2 and all(p.is_file() for p in outcome.plots)
 
         # The question generator's corpus description comes from the kb's community reports.
-        description = await kb_description(store, kb, 300)
+        description = await kb_description(stores.graph, kb, 300)
         assert description.startswith("- ") and len(description.splitlines()) >= 1
     finally:
         await GraphStore(store).delete_kb(kb)

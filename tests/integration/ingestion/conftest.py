@@ -8,17 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from driftrag.ingestion.run import (
-    IngestionDeps,
-    IngestionResult,
-    IngestRequest,
-    Progress,
-    TextInput,
-)
+from driftrag.composition import ingestion_deps
+from driftrag.ingestion.deps import IngestionDeps
+from driftrag.ingestion.requests import IngestionResult, IngestRequest, Progress, TextInput
 from driftrag.providers import Providers, build_providers
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
+from driftrag.store.protocols import Stores
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress, IngestStart
 from tests.fakes.harbor_corpus import CORPUS, DescriptiveChatModel
 from tests.fakes.scripted_llm import ScriptedChatModel
@@ -51,7 +48,7 @@ class Ingestor:
 
     def deps(self, chat: ScriptedChatModel, settings: Settings | None = None) -> IngestionDeps:
         settings = settings or self.settings
-        return IngestionDeps.from_providers(settings, self.store, self.providers, chat)
+        return ingestion_deps(settings, Stores.neo4j(self.store), self.providers, chat)
 
     async def run(
         self,

@@ -14,7 +14,7 @@ import pytest
 from driftrag.errors import DriftRAGError
 from driftrag.ingestion import indexing
 from driftrag.ingestion.merge import needs_summary
-from driftrag.ingestion.run import TextInput, no_progress
+from driftrag.ingestion.requests import TextInput, no_progress
 from tests.fakes.harbor_corpus import CORPUS, MONASTERY, DescriptiveChatModel
 from tests.integration.ingestion.conftest import Ingestor, texts_of
 

@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from driftrag.composition import ingestion_deps, query_deps
 from driftrag.eval.questions import normalise as normalise_text
-from driftrag.ingestion.run import IngestionDeps, IngestRequest, TextInput
+from driftrag.ingestion.requests import IngestRequest, TextInput
 from driftrag.providers import Providers, build_providers
-from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftResult
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
+from driftrag.store.protocols import Stores
 from driftrag.workflows.drift import DriftStart, DriftWorkflow
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
@@ -60,7 +61,7 @@ async def drift_store(neo4j_settings: Settings) -> AsyncIterator[Neo4jStore]:
 
 
 async def ingest(store: Neo4jStore, settings: Settings, providers: Providers, request: IngestRequest) -> None:
-    deps = IngestionDeps.from_providers(settings, store, providers)
+    deps = ingestion_deps(settings, Stores.neo4j(store), providers)
     result = await IngestionWorkflow(deps, timeout=1800).run(start_event=IngestStart(request=request))
     assert result.usage.chat_calls == 0 and result.counts.reports > 0
 
@@ -94,8 +95,8 @@ async def alice_kb(drift_store, offline_settings, offline_providers, alice_chapt
 
 
 async def drift(store, settings, providers, kb: str, question: str) -> DriftResult:
-    deps = QueryDeps.from_providers(settings, store, providers)
-    assert deps.extractive
+    deps = query_deps(settings, Stores.neo4j(store), providers)
+    assert deps.tasks(deps.budget()).extractive
     return await DriftWorkflow(deps).run(start_event=DriftStart(kb=kb, question=question))
 
 

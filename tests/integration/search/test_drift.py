@@ -7,12 +7,14 @@ import re
 
 import pytest
 
+from driftrag.composition import query_deps
 from driftrag.errors import GraphDisabledError, InvalidQueryError, KnowledgeBaseNotFoundError
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.followups import normalise_query
 from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.settings import Settings
 from driftrag.store.graph_search import GraphSearchStore
+from driftrag.store.protocols import Stores
 from driftrag.workflows.drift import DriftProgressEvent, DriftStart, DriftWorkflow
 from tests.fakes.scripted_llm import ScriptedChatModel
 
@@ -21,7 +23,7 @@ QUESTION = "What did Captain Mirela Voss tell Jonas Pell about the Grey Reef?"
 
 def drift_deps(settings: Settings, store, providers, **overrides) -> tuple[QueryDeps, ScriptedChatModel]:
     chat = ScriptedChatModel()
-    deps = QueryDeps.from_providers(settings.model_copy(update=overrides), store, providers, chat=chat)
+    deps = query_deps(settings.model_copy(update=overrides), Stores.neo4j(store), providers, chat)
     return deps, chat
 
 
@@ -50,7 +52,7 @@ async def test_drift_answer_and_every_step_cite_sources_that_exist_in_the_graph(
     assert result.intermediate[0].id == "primer" and result.intermediate[0].depth == 0
     assert {a.depth for a in result.intermediate} == {0, 1, 2}
     assert chat.calls["hyde"] == 1 and chat.calls["primer"] == 1 and chat.calls["reduce"] == 1
-    assert result.llm_calls == sum(chat.calls.values()) <= search_settings.drift_max_llm_calls
+    assert result.llm_calls == sum(chat.calls.values()) <= search_settings.query_max_llm_calls
     assert set(result.seconds_by_phase) >= {"hyde", "communities", "primer", "depth-1", "depth-2", "reduce"}
     # The HyDE text is shaped like the best report, and the question leads it.
     assert result.hyde.startswith(QUESTION)
@@ -136,7 +138,7 @@ async def test_near_duplicate_follow_ups_are_dropped(search_settings, module_sto
 async def test_the_call_budget_is_never_exceeded_and_the_reduce_still_runs(
     search_settings, module_store, search_providers, graph_kb, max_calls
 ) -> None:
-    deps, chat = drift_deps(search_settings, module_store, search_providers, drift_max_llm_calls=max_calls)
+    deps, chat = drift_deps(search_settings, module_store, search_providers, query_max_llm_calls=max_calls)
     result, _ = await run_drift(deps, graph_kb)
     assert sum(chat.calls.values()) == result.llm_calls <= max_calls
     assert chat.calls["reduce"] == 1 and result.answer.strip()
@@ -146,7 +148,7 @@ async def test_the_call_budget_is_never_exceeded_and_the_reduce_still_runs(
 
 async def test_the_token_budget_is_never_exceeded(search_settings, module_store, search_providers, graph_kb) -> None:
     deps, chat = drift_deps(
-        search_settings, module_store, search_providers, drift_max_prompt_tokens=4000, local_context_tokens=800
+        search_settings, module_store, search_providers, query_max_prompt_tokens=4000, local_context_tokens=800
     )
     result, _ = await run_drift(deps, graph_kb)
     # The cap holds on the tokens counted before each call; the result reports what the provider billed.

@@ -22,7 +22,7 @@ from driftrag.errors import (
     InvalidQueryError,
     KnowledgeBaseNotFoundError,
 )
-from driftrag.ingestion.models import Chunk, MergedEntity, MergedRelationship, SourceDocument, stable_hash
+from driftrag.models.graph import Chunk, MergedEntity, MergedRelationship, SourceDocument, stable_hash
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
@@ -99,7 +99,7 @@ async def test_seeds_are_ordered_exact_then_shorter_then_alphabetical(
     alice = entity("Alice")
     await write_graph(store, kb, [*entities, alice], [relate(alice, entities[5])])
 
-    response = await graph_search(store, neo4j_settings, kb, "Rabbit")
+    response = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Rabbit")
 
     assert names(response, seeds=True) == ["Rabbit", "Rabbits", "A Rabbit", "B Rabbit", "Rabbit hole", "White Rabbit"]
     assert [e.seed_rank for e in response.entities if e.is_seed] == [1, 2, 3, 4, 5, 6]
@@ -127,9 +127,9 @@ async def test_matching_is_case_sensitive_and_stays_in_its_kb(
     await write_graph(store, kb, [entity("rabbit stew"), entity("Rabbit"), entity("RABBIT")])
     await write_graph(store, f"{kb}-other", [entity("rabbit pie")])
 
-    assert names(await graph_search(store, neo4j_settings, kb, "rabbit")) == ["rabbit stew"]
-    assert names(await graph_search(store, neo4j_settings, kb, "RABBIT")) == ["RABBIT"]
-    assert names(await graph_search(store, neo4j_settings, kb, "Stew")) == []
+    assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, "rabbit")) == ["rabbit stew"]
+    assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, "RABBIT")) == ["RABBIT"]
+    assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Stew")) == []
 
 
 async def test_seeds_are_capped_with_exact_markers(
@@ -137,7 +137,7 @@ async def test_seeds_are_capped_with_exact_markers(
 ) -> None:
     await write_graph(store, kb, [entity(f"Card {i:03d}") for i in range(250)])
 
-    response = await graph_search(store, neo4j_settings, kb, "Card")
+    response = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Card")
 
     assert names(response) == [f"Card {i:03d}" for i in range(200)]
     assert all(e.is_seed and not response.relationships for e in response.entities)
@@ -149,7 +149,7 @@ async def test_seeds_are_capped_with_exact_markers(
     )
     assert (truncation.rows_total, truncation.rows_returned, truncation.results_truncated) == (200, 200, False)
 
-    small = await graph_search(store, neo4j_settings, kb, "Card", max_seeds=5)
+    small = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Card", max_seeds=5)
     assert names(small) == [f"Card {i:03d}" for i in range(5)]
     assert (small.truncation.candidates_matched, small.truncation.candidates_returned) == (250, 5)
 
@@ -167,7 +167,7 @@ async def test_rows_are_capped_keeping_the_best_seeds_neighbourhoods(
     assert time.monotonic() - started < 60
 
     with caplog.at_level(logging.WARNING, logger="driftrag.search.graph_search"):
-        response = await graph_search(store, neo4j_settings, kb, "Hub")
+        response = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Hub")
 
     assert response.truncation.model_dump(exclude={"fields"}) == {
         "results_truncated": True,
@@ -185,7 +185,7 @@ async def test_rows_are_capped_keeping_the_best_seeds_neighbourhoods(
     assert "cut at max_rows=2000: 2000 of 2103 rows" in caplog.text
 
     # Room for one more row: the second seed comes in with its heaviest relationship only.
-    wider = await graph_search(store, neo4j_settings, kb, "Hub", max_rows=2101)
+    wider = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Hub", max_rows=2101)
     assert names(wider, seeds=True) == ["Hub", "Hubble"]
     assert (wider.truncation.rows_returned, wider.truncation.rows_total) == (2101, 2103)
     assert wider.truncation.candidates_returned == 2 and not wider.truncation.candidates_truncated
@@ -198,12 +198,14 @@ async def test_entity_without_relationships_and_shared_relationships_appear_once
     shared = relate(mad, march, weight=3)
     await write_graph(store, kb, [mad, march, lonely], [shared])
 
-    hatters = await graph_search(store, neo4j_settings, kb, "Hatter")
+    hatters = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Hatter")
     assert names(hatters, seeds=True) == ["Mad Hatter", "Lonely Hatter"]
     assert [r.id for r in hatters.relationships] == [shared.id]
     assert hatters.truncation.rows_returned == 2
 
-    both = await graph_search(store, neo4j_settings, kb, "M")  # both ends are seeds: one relationship, two rows
+    both = await graph_search(
+        GraphSearchStore(store), neo4j_settings, kb, "M"
+    )  # both ends are seeds: one relationship, two rows
     assert names(both) == ["Mad Hatter", "March Hare"] and all(e.is_seed for e in both.entities)
     assert [r.id for r in both.relationships] == [shared.id]
     assert (both.truncation.rows_returned, both.truncation.rows_total) == (2, 2)
@@ -221,17 +223,17 @@ async def test_deleted_sources_hide_entities_and_relationships(
     await write_graph(
         store, kb, [queen, knave, king], [relate(queen, knave, "chunk-1a"), relate(king, queen, "chunk-2a")]
     )
-    before = await graph_search(store, neo4j_settings, kb, "Queen")
+    before = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Queen")
     assert names(before) == ["Queen", "Knave", "King"]
 
     await GraphStore(store).delete_document(kb, "document-two")  # no rebuild: the search must check itself
 
-    after = await graph_search(store, neo4j_settings, kb, "Queen")
+    after = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Queen")
     assert names(after) == ["Queen"]
     assert after.entities[0].source_chunk_ids == ["chunk-1a"]
     assert after.relationships == []
-    assert (await graph_search(store, neo4j_settings, kb, "Knave")).entities == []
-    assert names(await graph_search(store, neo4j_settings, kb, "King")) == ["King"]
+    assert (await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Knave")).entities == []
+    assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, "King")) == ["King"]
 
 
 async def test_disabled_chunk_hides_an_entity_until_enabled_again(
@@ -242,11 +244,13 @@ async def test_disabled_chunk_hides_an_entity_until_enabled_again(
     switches = GraphSearchStore(store)
 
     assert await switches.set_chunks_enabled(kb, ["chunk-1b", "chunk-1b", "chunk-missing"], False) == 1
-    assert names(await graph_search(store, neo4j_settings, kb, "Cat")) == []
-    assert names(await graph_search(store, neo4j_settings, kb, "Alice")) == ["Alice"]  # not as a neighbour either
+    assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Cat")) == []
+    assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Alice")) == [
+        "Alice"
+    ]  # not as a neighbour either
 
     assert await switches.set_chunks_enabled(kb, ["chunk-1b"], True) == 1
-    assert names(await graph_search(store, neo4j_settings, kb, "Cat")) == ["Cheshire Cat", "Alice"]
+    assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Cat")) == ["Cheshire Cat", "Alice"]
 
 
 async def test_relationship_vanishes_when_its_sources_are_disabled(
@@ -257,11 +261,11 @@ async def test_relationship_vanishes_when_its_sources_are_disabled(
     switches = GraphSearchStore(store)
 
     await switches.set_chunks_enabled(kb, ["chunk-1b"], False)
-    partly = await graph_search(store, neo4j_settings, kb, "Duchess")
+    partly = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Duchess")
     assert partly.relationships[0].source_chunk_ids == ["chunk-2a"]
 
     await switches.set_chunks_enabled(kb, ["chunk-2a"], False)
-    gone = await graph_search(store, neo4j_settings, kb, "Duchess")
+    gone = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Duchess")
     assert names(gone) == ["Duchess"] and gone.relationships == []
     assert gone.truncation.rows_returned == 1
 
@@ -301,11 +305,13 @@ async def test_hostile_queries_are_plain_substrings(
 ) -> None:
     await write_graph(store, kb, [entity(ODD_NAME), entity("Plain")])
 
-    response = await graph_search(store, neo4j_settings, kb, query)
+    response = await graph_search(GraphSearchStore(store), neo4j_settings, kb, query)
 
     assert names(response) == ([ODD_NAME] if query in ODD_NAME else [])
     assert response.query == query
-    assert names(await graph_search(store, neo4j_settings, kb, "Plain")) == ["Plain"]  # nothing was touched
+    assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Plain")) == [
+        "Plain"
+    ]  # nothing was touched
 
 
 async def test_unicode_and_literal_regex_characters_match(
@@ -313,7 +319,7 @@ async def test_unicode_and_literal_regex_characters_match(
 ) -> None:
     await write_graph(store, kb, [entity(ODD_NAME), entity("Plain")])
     for query in ("🐇", "Straße", ".*[](){}", "`tick`", 'O\'Brien "the"'):
-        assert names(await graph_search(store, neo4j_settings, kb, query)) == [ODD_NAME]
+        assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, query)) == [ODD_NAME]
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t", "x" * 16_385])
@@ -321,9 +327,9 @@ async def test_blank_or_huge_queries_fail_validation_before_any_query(query: str
     settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
     async with Neo4jStore.from_settings(settings) as unreachable:
         with pytest.raises(InvalidQueryError, match="query: "):
-            await graph_search(unreachable, settings, "kb", query)
+            await graph_search(GraphSearchStore(unreachable), settings, "kb", query)
         with pytest.raises(InvalidIdentifierError):
-            await graph_search(unreachable, settings, "bad kb'", "Alice")
+            await graph_search(GraphSearchStore(unreachable), settings, "bad kb'", "Alice")
 
 
 async def test_long_fields_are_cut_with_markers(
@@ -334,7 +340,7 @@ async def test_long_fields_are_cut_with_markers(
     await write_graph(store, kb, [wordy])
     settings = neo4j_settings.model_copy(update={"graph_search_max_field_chars": 20, "graph_search_max_list_items": 2})
 
-    response = await graph_search(store, settings, kb, "Wordy")
+    response = await graph_search(GraphSearchStore(store), settings, kb, "Wordy")
 
     [found] = response.entities
     assert found.description == "d" * 20
@@ -357,21 +363,21 @@ async def test_empty_result_unknown_kb_and_disabled_graph_are_distinct(
     store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
 ) -> None:
     await write_graph(store, kb, [entity("Dormouse")])
-    empty = await graph_search(store, neo4j_settings, kb, "Gryphon")
+    empty = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Gryphon")
     assert empty.entities == [] and empty.truncation.candidates_matched == 0
 
     with pytest.raises(KnowledgeBaseNotFoundError):
-        await graph_search(store, neo4j_settings, f"{kb}-absent", "Dormouse")
+        await graph_search(GraphSearchStore(store), neo4j_settings, f"{kb}-absent", "Dormouse")
 
     switches = GraphSearchStore(store)
     await switches.set_graph_enabled(kb, False)
     with pytest.raises(GraphDisabledError) as raised:
-        await graph_search(store, neo4j_settings, kb, "Dormouse")
+        await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Dormouse")
     assert isinstance(raised.value, BackendUnavailableError)
     assert f"driftrag graph-enable --kb {kb}" in str(raised.value)
 
     await switches.set_graph_enabled(kb, True)
-    assert names(await graph_search(store, neo4j_settings, kb, "Dormouse")) == ["Dormouse"]
+    assert names(await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Dormouse")) == ["Dormouse"]
     with pytest.raises(KnowledgeBaseNotFoundError):
         await switches.set_graph_enabled(f"{kb}-absent", False)
 
@@ -382,7 +388,7 @@ async def test_unreachable_neo4j_raises_instead_of_answering_empty(tmp_path: Pat
     driver = neo4j.AsyncGraphDatabase.driver(settings.bolt_uri, auth=("neo4j", "x"), max_transaction_retry_time=0)
     async with Neo4jStore(settings, driver) as unreachable:
         with pytest.raises(BackendUnavailableError):
-            await graph_search(unreachable, settings, "kb", "Alice")
+            await graph_search(GraphSearchStore(unreachable), settings, "kb", "Alice")
 
 
 # --- CLI ---------------------------------------------------------------------------------------------

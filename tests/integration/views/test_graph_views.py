@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from driftrag.errors import CommunityNotFoundError, InvalidIdentifierError, KnowledgeBaseNotFoundError
-from driftrag.ingestion.models import (
+from driftrag.models.graph import (
     Chunk,
     Community,
     CommunityReport,

@@ -147,7 +147,7 @@ async def test_unparseable_output_is_reasked_once_then_recorded_as_failed() -> N
     assert "could not be used" in double.requests[1][-1]["content"]
     stubborn = ScriptedJudge(malformed="always_garbage")
     failed = await PairwiseJudge(stubborn, PromptRegistry.load(), max_tokens=500).judge(spec("ab"), "?", "a b", "a")
-    assert failed.error is not None and "after 2 attempts" in failed.error and failed.winners == {}
+    assert failed.error is not None and "after 2 attempt" in failed.error and failed.winners == {}
     assert stubborn.calls == 2 and failed.prompt_tokens > 0
 
 

@@ -1,13 +1,14 @@
-"""The method adapter: method names, DRIFT's source ranking, result mapping, failures recorded."""
+"""The method adapter: method names, each mode's source ranking, one result mapping, failures recorded."""
 
 from __future__ import annotations
 
 import pytest
 
-from driftrag.eval.methods import from_drift, from_search, parse_methods, run_method
+from driftrag.eval.methods import from_result, parse_methods, run_method
+from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 from driftrag.search.drift.models import DriftResult, IntermediateAnswer
-from driftrag.search.models import SearchContext, SearchResult, Source
+from driftrag.search.models import SearchContext, SearchResult
 from tests.fakes.eval_results import SettingsOnlyDeps
 
 
@@ -52,7 +53,7 @@ def test_drift_sources_are_ranked_cited_first_then_best_intermediate_score_then_
         prompt_tokens=1234,
         usage=Usage(completion_tokens=56, embedding_requests=3),
     )
-    output = from_drift(result)
+    output = from_result("drift", result)
     # Cited: chunk-z (best 90) before community-c (60). Then chunk-a (90), chunk-b (60), entity-e (30),
     # then chunk-0 (no intermediate answer cites it).
     assert [s.id for s in output.sources] == ["chunk-z", "community-c", "chunk-a", "chunk-b", "entity-e", "chunk-0"]
@@ -67,10 +68,10 @@ def test_drift_sources_are_ranked_cited_first_then_best_intermediate_score_then_
 
 def test_ties_in_drift_ranking_fall_back_to_the_id() -> None:
     result = DriftResult(kb="kb1", question="?", answer="", sources=[src("chunk-b"), src("chunk-a")])
-    assert [s.id for s in from_drift(result).sources] == ["chunk-a", "chunk-b"]
+    assert [s.id for s in from_result("drift", result).sources] == ["chunk-a", "chunk-b"]
 
 
-def test_search_results_keep_the_context_order() -> None:
+def test_search_results_keep_the_context_order_and_count_calls_from_the_budget() -> None:
     context = SearchContext(
         text="...", n_tokens=3, budget_tokens=10, sources=[src("entity-1", "entity"), src("chunk-9")]
     )
@@ -83,8 +84,10 @@ def test_search_results_keep_the_context_order() -> None:
         context=context,
         extractive=True,
         usage=Usage(chat_calls=1, prompt_tokens=400, completion_tokens=50),
+        llm_calls=1,
+        prompt_tokens=400,
     )
-    output = from_search("local", result)
+    output = from_result("local", result)
     assert [s.id for s in output.sources] == ["entity-1", "chunk-9"]
     assert (output.llm_calls, output.prompt_tokens, output.extractive) == (1, 400, True)
 

@@ -15,7 +15,7 @@ from driftrag.eval.metrics import (
     words,
 )
 from driftrag.eval.questions import QuestionItem
-from driftrag.search.models import Source
+from driftrag.models.search import Source
 
 
 class WordTokens:

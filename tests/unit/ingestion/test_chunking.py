@@ -3,8 +3,9 @@ import itertools
 import pytest
 
 from driftrag.errors import ConfigurationError
-from driftrag.ingestion.chunking import chunk_document, count_tokens, skip_reason
+from driftrag.ingestion.chunking import chunk_document, skip_reason
 from driftrag.ingestion.loading import document_from_text
+from driftrag.providers.tokens import count_tokens
 
 WORDS = " ".join(f"word{i}" for i in range(3000))
 

@@ -3,7 +3,7 @@ import random
 
 from driftrag.ingestion.communities import community_edges, detect_communities, finest_community_by_entity
 from driftrag.ingestion.merge import relationship_id
-from driftrag.ingestion.models import MergedEntity, MergedRelationship
+from driftrag.models.graph import MergedEntity, MergedRelationship
 
 
 def _graph(groups=4, size=8, seed=7):

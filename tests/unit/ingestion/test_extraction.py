@@ -6,18 +6,17 @@ from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.extraction import (
     CUSTOM_CLOSE,
     CUSTOM_OPEN,
-    InvalidModelOutput,
     build_extraction_messages,
     extract_all,
-    extract_json_object,
     map_relationship_type,
     normalise_type,
     parse_extraction,
 )
 from driftrag.ingestion.llm_tasks import LLMGraphExtractor
 from driftrag.ingestion.loading import document_from_text
-from driftrag.ingestion.models import TYPE_PATTERN, Chunk, ExampleNode, ExampleRelation, ExtractConfig
+from driftrag.models.graph import TYPE_PATTERN, Chunk, ExampleNode, ExampleRelation, ExtractConfig
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object
 from tests.fakes.scripted_llm import ScriptedChatModel, scripted_graph
 
 TEXT = "Alice Liddell follows the White Rabbit into the hole. Then the Mad Hatter pours tea for the March Hare."

@@ -2,13 +2,12 @@ from driftrag.ingestion.merge import (
     apply_summaries,
     entity_id,
     merge_extractions,
-    merge_into,
     needs_summary,
     normalise_name,
     summarize_all,
     summary_items,
 )
-from driftrag.ingestion.models import ExtractedEntity, ExtractedRelationship, ExtractionOutcome
+from driftrag.models.graph import ExtractedEntity, ExtractedRelationship, ExtractionOutcome
 
 
 def _outcome(chunk_id, entities=(), relationships=(), failed=False):
@@ -129,19 +128,6 @@ def test_merge_is_deterministic_and_order_independent_in_ids():
     assert [e.id for e in forward.entities] == [e.id for e in backward.entities]
     assert [(r.id, r.weight) for r in forward.relationships] == [(r.id, r.weight) for r in backward.relationships]
     assert merge_extractions(outcomes) == forward
-
-
-def test_merge_into_adds_new_chunks_and_ignores_already_merged_ones():
-    first = merge_extractions([_outcome("c1", [("Alice", "PERSON", "x")], [("Alice", "Rabbit", "FOLLOWS", "r", 4)])])
-    first = apply_summaries(first, {first.entities[0].id: "summary"})
-    again = merge_into(first, first)
-    assert again.entities == first.entities and again.relationships == first.relationships
-    second = merge_extractions([_outcome("c2", [("alice", "PERSON", "y")], [("Alice", "Rabbit", "FOLLOWS", "q", 2)])])
-    combined = merge_into(first, second)
-    alice = next(e for e in combined.entities if e.normalised_name == "alice")
-    assert alice.source_chunk_ids == ["c1", "c2"] and alice.descriptions == ["x", "y"] and alice.summary is None
-    (rel,) = combined.relationships
-    assert rel.weight == 6 and rel.source_chunk_ids == ["c1", "c2"]
 
 
 def test_needs_summary():

@@ -3,11 +3,11 @@ import json
 import pytest
 
 from driftrag.errors import ModelError
-from driftrag.ingestion.extraction import InvalidModelOutput
 from driftrag.ingestion.llm_tasks import LLMCommunityReporter, LLMDescriptionSummarizer
-from driftrag.ingestion.models import Community, CommunityReport, MergedEntity, MergedRelationship
 from driftrag.ingestion.reports import build_report_context, generate_reports, parse_report, report_levels
+from driftrag.models.graph import Community, CommunityReport, MergedEntity, MergedRelationship
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.json_answer import InvalidModelOutput
 from tests.fakes.scripted_llm import ScriptedChatModel
 
 PROMPTS = PromptRegistry.load()
@@ -183,7 +183,7 @@ async def test_reporter_gives_up_with_model_error_after_attempts():
     entities, rels, (parent, _, _) = _world()
     context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {}, {}, 4000)
     model = ScriptedChatModel(invalid_reports=True)
-    with pytest.raises(ModelError, match="no valid report for community-0-0 after 2"):
+    with pytest.raises(ModelError, match="community report of community-0-0: invalid output after 2"):
         await LLMCommunityReporter(model, PROMPTS).report(context)
     assert model.calls == {"report": 1, "repair": 1}
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from driftrag.ingestion.models import GENERIC_RELATIONSHIP_TYPE, Chunk, ExampleNode, ExtractConfig
 from driftrag.ingestion.tasks import GraphExtractor
-from driftrag.offline.extractor import DESCRIPTION_WORDS, OfflineGraphExtractor, excerpt
+from driftrag.models.graph import GENERIC_RELATIONSHIP_TYPE, Chunk, ExampleNode, ExtractConfig
+from driftrag.offline.ingestion.extractor import DESCRIPTION_WORDS, OfflineGraphExtractor, excerpt
 from driftrag.offline.nlp import LanguageResources
 
 CHUNK = (

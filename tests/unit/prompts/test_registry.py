@@ -1,8 +1,8 @@
 import pytest
 
-from driftrag.ingestion.extraction import json_schema
-from driftrag.ingestion.models import ExtractionPayload
+from driftrag.models.graph import ExtractionPayload
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptError, PromptRegistry
+from driftrag.providers.json_answer import json_schema
 
 
 def _valid_templates() -> dict[str, str]:

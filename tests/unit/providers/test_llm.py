@@ -51,7 +51,7 @@ async def test_chat_returns_responder_text_and_records_usage(
 
 async def test_identical_call_is_a_cache_hit(openai_settings: Settings, openai_server: FakeOpenAIServer) -> None:
     client = _client(openai_settings)
-    first = await client.complete_text("hello", system="be kind")
+    first = await client.chat([{"role": "system", "content": "be kind"}, {"role": "user", "content": "hello"}])
     second = await client.chat([ChatMessage(role="system", content="be kind"), {"role": "user", "content": "hello"}])
 
     assert openai_server.request_count == 1
@@ -61,8 +61,8 @@ async def test_identical_call_is_a_cache_hit(openai_settings: Settings, openai_s
 
     # Another client on the same cache directory (a new run) hits it too; a changed param does not.
     again = _client(openai_settings)
-    assert (await again.complete_text("hello", system="be kind")).cached
-    await again.complete_text("hello", system="be kind", temperature=0.9)
+    assert (await again.chat([{"role": "system", "content": "be kind"}, {"role": "user", "content": "hello"}])).cached
+    await again.chat([{"role": "system", "content": "be kind"}, {"role": "user", "content": "hello"}], temperature=0.9)
     assert openai_server.request_count == 2
 
 
@@ -72,7 +72,7 @@ async def test_rate_limit_honours_retry_after_then_succeeds(
     client = _client(openai_settings)
     openai_server.inject(Fault.rate_limit(retry_after=1.0))
     started = time.monotonic()
-    result = await client.complete_text("ping")
+    result = await client.chat([{"role": "user", "content": "ping"}])
     elapsed = time.monotonic() - started
 
     assert result.text == "echo: ping"
@@ -84,7 +84,7 @@ async def test_rate_limit_honours_retry_after_then_succeeds(
 async def test_server_error_then_success_is_retried(openai_settings: Settings, openai_server: FakeOpenAIServer) -> None:
     client = _client(openai_settings)
     openai_server.inject(Fault.server_error(503))
-    assert (await client.complete_text("ping")).text == "echo: ping"
+    assert (await client.chat([{"role": "user", "content": "ping"}])).text == "echo: ping"
     assert openai_server.request_count == 2
 
 
@@ -95,7 +95,7 @@ async def test_persistent_server_error_raises_model_error_and_is_not_cached(
     openai_server.inject(*[Fault.server_error()] * 3)
 
     with pytest.raises(ModelError) as caught:
-        await client.complete_text("ping")
+        await client.chat([{"role": "user", "content": "ping"}])
 
     message = str(caught.value)
     assert openai_server.request_count == openai_settings.llm_max_retries + 1 == 3
@@ -104,7 +104,7 @@ async def test_persistent_server_error_raises_model_error_and_is_not_cached(
     assert isinstance(caught.value.__cause__, openai.InternalServerError)
     assert client.usage.snapshot().failed_calls == 1
 
-    result = await client.complete_text("ping")
+    result = await client.chat([{"role": "user", "content": "ping"}])
     assert not result.cached and result.text == "echo: ping"
     assert openai_server.request_count == 4
 
@@ -113,7 +113,7 @@ async def test_client_error_is_not_retried(openai_settings: Settings, openai_ser
     client = _client(openai_settings)
     openai_server.inject(Fault.server_error(400))
     with pytest.raises(ModelError, match="failed after 1 attempt: HTTP 400"):
-        await client.complete_text("ping")
+        await client.chat([{"role": "user", "content": "ping"}])
     assert openai_server.request_count == 1
 
 
@@ -125,7 +125,7 @@ async def test_slow_response_times_out_within_bounded_time(
     started = time.monotonic()
 
     with pytest.raises(ModelError, match=r"timed out after 2 attempts of 0\.3 s") as caught:
-        await client.complete_text("ping")
+        await client.chat([{"role": "user", "content": "ping"}])
 
     assert time.monotonic() - started < 2.5
     assert isinstance(caught.value.__cause__, openai.APITimeoutError)
@@ -136,7 +136,7 @@ async def test_malformed_json_body_is_a_model_error(openai_settings: Settings, o
     client = _client(openai_settings)
     openai_server.inject(Fault.malformed_json())
     with pytest.raises(ModelError, match="unusable response"):
-        await client.complete_text("ping")
+        await client.chat([{"role": "user", "content": "ping"}])
     assert client.usage.snapshot().chat_calls == 0
     assert not list(openai_settings.llm_cache_dir.glob("*/*.json"))
 
@@ -146,7 +146,7 @@ async def test_concurrency_limit_is_honoured(openai_settings: Settings, openai_s
     client = _client(openai_settings, llm_concurrency=2, llm_cache=False)
     started = time.monotonic()
 
-    results = await asyncio.gather(*(client.complete_text(f"q{i}") for i in range(6)))
+    results = await asyncio.gather(*(client.chat([{"role": "user", "content": f"q{i}"}]) for i in range(6)))
 
     assert [r.text for r in results] == [f"echo: q{i}" for i in range(6)]
     assert openai_server.max_in_flight == 2
@@ -175,5 +175,5 @@ async def test_model_names_unknown_to_llama_index_work(
     openai_settings: Settings, openai_server: FakeOpenAIServer
 ) -> None:
     client = _client(openai_settings, llm_model="llama3-8b-instruct")
-    assert (await client.complete_text("hi")).text == "echo: hi"
+    assert (await client.chat([{"role": "user", "content": "hi"}])).text == "echo: hi"
     assert openai_server.requests_to(CHAT)[0].json["model"] == "llama3-8b-instruct"

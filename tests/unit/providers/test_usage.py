@@ -1,7 +1,10 @@
+import os
+
 import pytest
 from pydantic import ValidationError
 
-from driftrag.providers.usage import Usage, UsageTracker, cl100k_tokenizer
+from driftrag.providers.tokens import get_encoding, tokenizer
+from driftrag.providers.usage import Usage, UsageTracker
 
 
 def test_tracker_counts_and_reports_a_delta() -> None:
@@ -38,6 +41,10 @@ def test_snapshot_is_frozen_and_independent() -> None:
         snap.cache_hits = 3  # type: ignore[misc]
 
 
-def test_cl100k_tokenizer_works_offline() -> None:
-    encode = cl100k_tokenizer()
+def test_tokenizer_works_offline_and_leaves_the_environment_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
+    get_encoding.cache_clear()
+    encode = tokenizer()
     assert encode("hello world") == [15339, 1917]
+    assert "TIKTOKEN_CACHE_DIR" not in os.environ

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 
-from driftrag.providers.usage import cl100k_tokenizer
+from driftrag.models.search import ChunkRow, CommunityRow, RelationshipRow, Source
+from driftrag.providers.tokens import tokenizer
 from driftrag.search.context import ContextItem, ContextPart, ContextSection, assemble_context, local_context
-from driftrag.search.models import Source
-from driftrag.store.search import ChunkRow, CommunityRow, RelationshipRow
 
-COUNT = cl100k_tokenizer()
+COUNT = tokenizer()
 FILLER = "the harbour lamps burn through the night while the tide turns slowly "
 
 

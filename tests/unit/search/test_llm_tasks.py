@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from driftrag.errors import ModelError
+from driftrag.models.search import Source
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
 from driftrag.search.budget import BudgetedChat, BudgetExhausted, QueryBudget
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.llm_tasks import delimit, llm_query_tasks, parse_answer
-from driftrag.search.models import SearchContext, Source
+from driftrag.search.models import SearchContext
 from driftrag.settings import Settings
 from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
 
@@ -119,7 +120,7 @@ async def test_an_invalid_answer_is_re_asked_once() -> None:
 async def test_a_second_invalid_answer_is_a_model_error() -> None:
     chat = ScriptedChatModel(query_misbehave={"answer": "invalid", "names": "invalid", "reduce": "invalid"})
     tasks = tasks_for(chat)
-    with pytest.raises(ModelError, match="no usable answer after 2 attempts"):
+    with pytest.raises(ModelError, match="invalid output after 2 attempt"):
         await tasks.answerer.answer("Who sailed?", context_of(SOURCES))
     with pytest.raises(ModelError):
         await tasks.namer.entity_names("Who is Jonas Pell?")

@@ -2,24 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-import pytest
-
-from driftrag.store.views import GraphView, ViewRelationship, fallback_pmi
-
-
-def test_fallback_pmi_is_log2_of_observed_over_expected_co_occurrence() -> None:
-    # P(a,b) = 2/16, P(a) = 2/16, P(b) = 4/16 -> log2((2/16) / (2/16 * 4/16)) = log2(4)
-    assert fallback_pmi(2, 2, 4, 16) == 2.0
-    # Together less often than chance: negative.
-    assert fallback_pmi(1, 8, 8, 16) == -2.0
-    assert math.isclose(fallback_pmi(3, 3, 3, 3), 0.0)
-
-
-@pytest.mark.parametrize("counts", [(0, 1, 1, 5), (1, 0, 1, 5), (1, 1, 0, 5), (1, 1, 1, 0)])
-def test_fallback_pmi_without_counts_is_zero(counts: tuple[int, int, int, int]) -> None:
-    assert fallback_pmi(*counts) == 0.0
+from driftrag.store.views import GraphView, ViewRelationship
 
 
 def test_mean_strength_divides_by_every_listed_source() -> None:

@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from driftrag.ingestion.extraction import skipped_outcome
-from driftrag.ingestion.models import (
+from driftrag.models.graph import (
     GENERIC_RELATIONSHIP_TYPE,
     Chunk,
     ExtractConfig,

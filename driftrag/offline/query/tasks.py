@@ -1,9 +1,9 @@
 """The query tasks of the offline extractive mode: no model, no network, same typed payloads.
 
-- namer: the proper-noun spans of the question (`query_text.name_spans`), case kept;
-- answerer and primer: the most relevant sentences of the context (`query_answers`);
+- namer: the proper-noun spans of the question (`text.name_spans`), case kept;
+- answerer and primer: the most relevant sentences of the context (`answers`);
 - HyDE: a fixed expansion of the question in the template report's shape (below);
-- reducer: the best statements of the intermediate answers (`query_reduce`).
+- reducer: the best statements of the intermediate answers (`reduce`).
 
 All of them share one `SentenceScorer`, built per query, so a sentence is embedded once per query.
 
@@ -31,10 +31,10 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from driftrag.offline.lexicon import lexicon_for
 from driftrag.offline.nlp import LanguageResources, words
-from driftrag.offline.query_answers import ExtractiveAnswerer, ExtractivePrimer
-from driftrag.offline.query_reduce import ExtractiveReducer
-from driftrag.offline.query_scoring import SentenceScorer, cosine_range
-from driftrag.offline.query_text import QueryLanguage, key_terms, name_spans
+from driftrag.offline.query.answers import ExtractiveAnswerer, ExtractivePrimer
+from driftrag.offline.query.reduce import ExtractiveReducer
+from driftrag.offline.query.scoring import SentenceScorer, cosine_range
+from driftrag.offline.query.text import QueryLanguage, key_terms, name_spans
 from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
 
@@ -86,8 +86,8 @@ def offline_query_tasks(
 ) -> QueryTasks:
     """The extractive tasks of one query; building them does no I/O (language data loads on first use).
 
-    Pass the same `resources` to every query (`QueryDeps` keeps one): Punkt models take about a second
-    to parse, once per `LanguageResources`, not per query.
+    Pass the same `resources` to every query (the composition root keeps one per engine): Punkt models
+    take about a second to parse, once per `LanguageResources`, not per query.
     """
     scorer = SentenceScorer(embedder, cosine_range=cosine_range(embedder))
     language = QueryLanguage(resources or LanguageResources(), settings.offline_language)

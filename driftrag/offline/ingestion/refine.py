@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from driftrag.ingestion.models import MergedRelationship, MergeResult
+from driftrag.models.graph import MergedRelationship, MergeResult
 
 DEFAULT_MIN_ENTITY_CHUNKS = 2
 DEFAULT_MIN_COOCCURRENCES = 2

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from driftrag.offline.extractor import OfflineGraphExtractor
+from driftrag.ingestion.deps import IngestionTasks
+from driftrag.offline.ingestion.extractor import OfflineGraphExtractor
+from driftrag.offline.ingestion.refine import OfflineGraphRefiner
+from driftrag.offline.ingestion.reports import OfflineCommunityReporter
+from driftrag.offline.ingestion.summaries import OfflineDescriptionSummarizer
 from driftrag.offline.nlp import LanguageResources
-from driftrag.offline.refine import OfflineGraphRefiner
-from driftrag.offline.reports import OfflineCommunityReporter
-from driftrag.offline.summaries import OfflineDescriptionSummarizer
 from driftrag.settings import Settings
-
-if TYPE_CHECKING:
-    from driftrag.ingestion.run import IngestionTasks
 
 
 def offline_ingestion_tasks(settings: Settings, resources: LanguageResources | None = None) -> IngestionTasks:
     """Extractor, summarizer, reporter and refiner that need no model API (and do no I/O until used)."""
-    from driftrag.ingestion.run import IngestionTasks
 
     resources = resources or LanguageResources()
     language = settings.offline_language

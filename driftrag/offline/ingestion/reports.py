@@ -25,9 +25,15 @@ import asyncio
 import math
 from collections import Counter
 
-from driftrag.ingestion.models import Citations, CommunityContext, CommunityReport, Finding, MergedEntity
+from driftrag.models.graph import Citations, CommunityContext, CommunityReport, Finding, MergedEntity
+from driftrag.offline.ingestion.summaries import (
+    central_sentences,
+    cut_words,
+    join_sentences,
+    shared_words,
+    split_sentences,
+)
 from driftrag.offline.nlp import AUTO, LanguageResources, paragraphs
-from driftrag.offline.summaries import central_sentences, cut_words, join_sentences, shared_words, split_sentences
 
 REPORT_WORDS = 120
 MAX_FINDINGS = 5

@@ -1,7 +1,7 @@
 """Follow-up questions of the extractive answers: names the context brings up that the question did not.
 
 A candidate is a name (an entity source's title, or a proper-noun span of the context) that the
-question does not already mention (`query_text.mentioned`). Candidates are ranked by relevance, the
+question does not already mention (`text.mentioned`). Candidates are ranked by relevance, the
 best relevance of a scored sentence that mentions them (or belongs to their entity source), then by
 where they were first found, then by name; the order is stable for a given input.
 
@@ -17,11 +17,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from driftrag.models.search import Source
 from driftrag.offline.lexicon import lexicon_for
 from driftrag.offline.nlp import Language, words
-from driftrag.offline.query_scoring import Scored
-from driftrag.offline.query_text import NameSpan, display_name, mentioned, name_key, name_spans
-from driftrag.search.models import Source
+from driftrag.offline.query.scoring import Scored
+from driftrag.offline.query.text import NameSpan, display_name, mentioned, name_key, name_spans
 
 # Sentences whose names are offered as follow-ups (the context's best ones).
 FOLLOW_UP_SENTENCES = 8

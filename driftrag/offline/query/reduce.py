@@ -6,7 +6,7 @@ are skipped. A statement cites the ids of its trailing brackets that the answer'
 or, without brackets, all of the answer's `source_ids`.
 
 Statements are ranked by `score / 100 × relevance` (relevance to the question as in
-`query_scoring`), ties by answer order then position. A near-duplicate of a statement already kept
+`scoring`), ties by answer order then position. A near-duplicate of a statement already kept
 is dropped and its citations go to the kept one. Kept: at most `REDUCE_SENTENCES`, each ranking at
 least `REDUCE_KEEP_RATIO` of the best, within the answer token budget.
 """
@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from driftrag.offline.nlp import Language
-from driftrag.offline.query_answers import EXTRACTIVE_LABEL, NO_ANSWER, WEAK_ANSWER
-from driftrag.offline.query_scoring import Scored, SentenceScorer, near_duplicate
-from driftrag.offline.query_text import QueryLanguage, Sentence, cite, split_citation
-from driftrag.providers.usage import cl100k_tokenizer
+from driftrag.offline.query.answers import EXTRACTIVE_LABEL, NO_ANSWER, WEAK_ANSWER
+from driftrag.offline.query.scoring import Scored, SentenceScorer, near_duplicate
+from driftrag.offline.query.text import QueryLanguage, Sentence, cite, split_citation
+from driftrag.providers.tokens import tokenizer
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.models import ReducedAnswer
 
@@ -92,7 +92,7 @@ class ExtractiveReducer:
     def _render(self, kept: Sequence[_Kept]) -> ReducedAnswer:
         if not kept:
             return ReducedAnswer(answer=f"{REDUCE_NOTE}\n\n{NO_STATEMENT}", citations=[])
-        count = cl100k_tokenizer()
+        count = tokenizer()
         used = len(count(REDUCE_NOTE))
         bullets: list[str] = []
         citations: list[str] = []

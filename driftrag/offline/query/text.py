@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from driftrag.ingestion.merge import normalise_name as name_key
+from driftrag.models.search import Source
 from driftrag.offline.entities import Mention, SpanDetector, resolve_mentions
 from driftrag.offline.lexicon import lexicon_for
 from driftrag.offline.nlp import AUTO, Language, LanguageResources, content_words, paragraphs, words
-from driftrag.search.models import Source
 
 # Sentences shorter than this (in words) are fragments ("CHAPTER X.", "'Come on!'"), not answers.
 MIN_SENTENCE_WORDS = 3

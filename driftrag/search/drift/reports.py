@@ -1,11 +1,12 @@
-"""The primer's material: the top community reports rendered as one context within a token budget."""
+"""The reports that prime DRIFT, rendered as one context within a token budget (the primer's material)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from driftrag.ingestion.chunking import get_encoding
-from driftrag.search.models import SearchContext, Source
+from driftrag.models.search import Source
+from driftrag.providers.tokens import get_encoding
+from driftrag.search.models import SearchContext
 
 
 def reports_context(reports: Sequence[Source], budget_tokens: int) -> SearchContext:

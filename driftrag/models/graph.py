@@ -7,6 +7,7 @@ derived from content hashes (see the helpers below) so re-ingesting the same tex
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -221,3 +222,42 @@ class CommunityContext(_Model):
     def citable_ids(self) -> set[str]:
         """Only ids rendered in the context may be cited by a report."""
         return {e.id for e in self.entities} | {r.id for r in self.relationships} | {c.chunk_id for c in self.chunks}
+
+
+class KbCounts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    documents: int = 0
+    chunks: int = 0
+    entities: int = 0
+    relationships: int = 0
+    communities: int = 0
+    reports: int = 0
+
+
+class FailedChunk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    document_id: str
+    index: int
+    error: str | None
+
+
+class StoredState(BaseModel):
+    """What a rebuild may reuse: hashes of inputs and the outputs they produced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    input_hash: str | None = None
+    output: str | None = None
+    embedding_hash: str | None = None
+    embedded: bool = False
+
+
+def pmi(pair_chunks: int, source_chunks: int, target_chunks: int, total_chunks: int) -> float | None:
+    """log2 of p(a,b) / (p(a) p(b)), probabilities over chunks; None when a count is zero."""
+    if min(pair_chunks, source_chunks, target_chunks, total_chunks) <= 0:
+        return None
+    return math.log2(pair_chunks * total_chunks / (source_chunks * target_chunks))

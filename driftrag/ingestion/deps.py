@@ -1,0 +1,53 @@
+"""What an ingestion run needs, wired once by the composition root (`driftrag.composition`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor, GraphRefiner
+from driftrag.providers.usage import UsageTracker
+from driftrag.settings import Settings
+from driftrag.store.protocols import DocumentStorage, GraphStorage, Stores
+
+
+@dataclass(frozen=True)
+class IngestionTasks:
+    """The model tasks of ingestion; LLM-backed or offline implementations fit the same slots.
+
+    `refiner` (optional) runs on the merged graph before summaries; the offline mode uses it for
+    corpus-level thresholds and PMI weights, the LLM mode leaves it out.
+    """
+
+    extractor: GraphExtractor
+    summarizer: DescriptionSummarizer
+    reporter: CommunityReporter
+    refiner: GraphRefiner | None = None
+
+
+@dataclass(frozen=True)
+class IngestionDeps:
+    settings: Settings
+    stores: Stores
+    tasks: IngestionTasks
+    embedder: BaseEmbedding
+    embedding_dimension: int
+    usage: UsageTracker
+    # Chunk length and overlap (tokens) of this run; None = `settings.chunk_size` / `chunk_overlap`.
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+
+    def chunking(self) -> tuple[int, int]:
+        """(chunk size, overlap) in tokens for this run."""
+        size = self.chunk_size if self.chunk_size is not None else self.settings.chunk_size
+        overlap = self.chunk_overlap if self.chunk_overlap is not None else self.settings.chunk_overlap
+        return size, overlap
+
+    @property
+    def graph(self) -> GraphStorage:
+        return self.stores.graph
+
+    @property
+    def documents(self) -> DocumentStorage:
+        return self.stores.documents

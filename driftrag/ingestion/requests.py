@@ -1,0 +1,76 @@
+"""What an ingestion run is asked (`IngestRequest`), what it reports while it runs (`Progress`) and what it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from driftrag.models.graph import FailedChunk, KbCounts
+from driftrag.providers.usage import Usage
+
+
+class TextInput(BaseModel):
+    """A document given as text (notebooks, tests); `title` identifies it across versions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(min_length=1)
+    text: str
+
+
+class IngestRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kb: str
+    paths: list[Path] = Field(default_factory=list)
+    texts: list[TextInput] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _something_to_ingest(self) -> IngestRequest:
+        if not self.paths and not self.texts:
+            raise ValueError("nothing to ingest: give paths or texts")
+        return self
+
+
+class Progress(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str
+    done: int
+    total: int
+    message: str = ""
+
+
+ProgressCallback = Callable[[Progress], Awaitable[None]]
+
+
+async def no_progress(_: Progress) -> None:
+    return None
+
+
+class DocumentOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str
+    source: str
+    status: str = Field(description="new, unchanged, replaced (an older version was removed) or resumed")
+    chunks: int
+    replaced_ids: list[str] = Field(default_factory=list)
+
+
+class IngestionResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kb: str
+    documents: list[DocumentOutcome]
+    counts: KbCounts
+    extracted_chunks: int = 0
+    failed_chunks: list[FailedChunk] = Field(default_factory=list)
+    graph_rebuilt: bool = False
+    summaries_generated: int = 0
+    reports_generated: int = 0
+    embedded: dict[str, int] = Field(default_factory=dict)
+    usage: Usage
+    seconds_per_stage: dict[str, float] = Field(default_factory=dict)

@@ -1,0 +1,81 @@
+"""Search rows: what the store's query-time reads return, and the `Source` every mode shows its answerer.
+
+Every source is identified by the id it carries in the graph (`chunk-…`, `entity-…`,
+`relationship-…`, `community-…`), so an answer's citations can be checked against the graph.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SourceKind = Literal["chunk", "entity", "relationship", "community"]
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Source(_Row):
+    """One piece of retrieved material, as shown to the answering step."""
+
+    id: str
+    kind: SourceKind
+    title: str = Field(default="", description="Entity name, community title, or the chunk's document title.")
+    text: str
+    score: float | None = Field(default=None, description="Retrieval score (similarity, rank weight) if any.")
+    origin: str = Field(default="", description="How it was found: vector, entity:<name>, neighbour, community…")
+    rating: float | None = Field(default=None, description="Community reports: the report's rating, 0-10.")
+
+
+class ChunkRow(_Row):
+    id: str
+    title: str = Field(description="The chunk's document title.")
+    text: str
+    entity_ids: list[str] = Field(default_factory=list, description="Which of the given entities it mentions.")
+    best_rank: int = Field(default=0, description="Rank (in the given list) of the best entity it mentions.")
+
+
+class EntityRow(_Row):
+    id: str
+    name: str
+    type: str = ""
+    description: str = ""
+    exact: bool = False
+    via_rank: int | None = Field(default=None, description="Neighbours: rank of the entity they neighbour.")
+    weight: float | None = Field(default=None, description="Neighbours: weight of the strongest relationship.")
+
+
+class RelationshipRow(_Row):
+    id: str
+    source_id: str
+    source: str
+    target_id: str
+    target: str
+    type: str = ""
+    description: str = ""
+    weight: float = 0.0
+
+
+class CommunityRow(_Row):
+    id: str
+    title: str
+    summary: str = ""
+    full_content: str
+    rating: float | None = None
+    level: int = 0
+    size: int = 0
+    n_entities: int = Field(default=0, description="How many of the given entities it contains.")
+
+
+def community_source(row: CommunityRow, *, score: float | None = None, origin: str = "") -> Source:
+    return Source(
+        id=row.id,
+        kind="community",
+        title=row.title,
+        text=row.full_content,
+        score=score,
+        origin=origin,
+        rating=row.rating,
+    )

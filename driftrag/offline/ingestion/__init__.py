@@ -1,0 +1,1 @@
+"""The offline ingestion tasks: name-span extraction, PMI refinement, extractive summaries and reports."""

@@ -1,0 +1,1 @@
+"""The offline query tasks: extractive answers, HyDE, primer and reduce from the retrieved text."""

@@ -1,0 +1,127 @@
+"""The one JSON-answer helper of every model task (ingestion, search, evaluation).
+
+A task renders its prompt with its pydantic schema, and `ask_json` sends it, parses the answer with the
+task's `parse` (which uses `extract_json_object`: fences and prose removed, repaired with `json_repair`,
+then validated) and, when the answer cannot be used, re-asks with the parse error and the schema
+appended to the conversation (a changed request, so a response cache cannot replay the bad answer).
+An answer that stays invalid is reported once, as `InvalidModelOutput`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import json_repair
+
+from driftrag.errors import ModelError
+from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.chat import ChatModel, turn
+
+T = TypeVar("T")
+DEFAULT_ATTEMPTS = 2
+_FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)(?:```|\Z)", re.DOTALL)
+
+
+class InvalidModelOutput(ModelError):
+    """A model answer that cannot be turned into the task's schema (a parser raises it to get a re-ask;
+    `JsonAnswer.unwrap` raises it when the answer stayed invalid)."""
+
+
+def json_schema(model: type) -> str:
+    """The compact JSON schema of a pydantic model, as rendered into prompts."""
+    return json.dumps(model.model_json_schema(), separators=(",", ":"), sort_keys=True)
+
+
+def extract_json_object(raw: str) -> dict[str, Any]:
+    """The JSON object inside a model answer: fences and surrounding prose removed, then repaired."""
+    text = raw.strip()
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1)
+    start = text.find("{")
+    if start < 0:
+        raise InvalidModelOutput("the answer contains no JSON object")
+    end = text.rfind("}")
+    candidate = text[start : end + 1] if end > start else text[start:]
+    try:
+        value = json_repair.loads(candidate)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidModelOutput(f"the JSON could not be repaired: {exc}") from exc
+    if not isinstance(value, dict):
+        raise InvalidModelOutput("the answer is not a JSON object")
+    return value
+
+
+@dataclass(frozen=True)
+class JsonAnswer(Generic[T]):
+    """The outcome of `ask_json`: the parsed value, or why there is none (`error`, and `failure` when the
+    model call itself failed). `conversation` ends with the accepted answer (for follow-up turns)."""
+
+    value: T | None
+    error: str | None
+    attempts: int
+    raw: str | None
+    conversation: list[dict[str, str]] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failure: ModelError | None = None
+
+    def unwrap(self, task: str) -> T:
+        """The value; else the model call's own error (so retry policies see it), else `InvalidModelOutput`."""
+        if self.failure is not None:
+            raise self.failure
+        if self.value is None:
+            last = f"; last output: {self.raw[:300]!r}" if self.raw else ""
+            raise InvalidModelOutput(f"{task}: {self.error}{last}")
+        return self.value
+
+
+async def ask_json(
+    chat: ChatModel,
+    prompts: PromptRegistry,
+    prompt: str | list[dict[str, str]],
+    parse: Callable[[str], T],
+    schema: str,
+    *,
+    max_tokens: int | None,
+    attempts: int = DEFAULT_ATTEMPTS,
+) -> JsonAnswer[T]:
+    """Ask until `parse` accepts the answer (it raises `InvalidModelOutput` otherwise), `attempts` calls at
+    most. Never raises a model error: a failed call or a last unusable answer comes back in the result."""
+    messages = [turn("user", prompt)] if isinstance(prompt, str) else list(prompt)
+    attempts = max(1, attempts)
+    prompt_tokens = completion_tokens = 0
+    raw: str | None = None
+    error = ""
+    for attempt in range(1, attempts + 1):
+        try:
+            result = await chat.chat(messages, json_mode=True, max_tokens=max_tokens)
+        except ModelError as exc:
+            return JsonAnswer(
+                None, f"model call failed: {exc}", attempt, raw, messages, prompt_tokens, completion_tokens, exc
+            )
+        raw = result.text
+        prompt_tokens += getattr(result, "prompt_tokens", 0) or 0
+        completion_tokens += getattr(result, "completion_tokens", 0) or 0
+        try:
+            value = parse(raw)
+        except InvalidModelOutput as exc:
+            error = str(exc)
+            repair = prompts.render("repair_json", error=error, schema=schema)
+            messages = [*messages, turn("assistant", raw), turn("user", repair)]
+            continue
+        conversation = [*messages, turn("assistant", raw)]
+        return JsonAnswer(value, None, attempt, raw, conversation, prompt_tokens, completion_tokens)
+    return JsonAnswer(
+        None,
+        f"invalid output after {attempts} attempt(s): {error}",
+        attempts,
+        raw,
+        messages,
+        prompt_tokens,
+        completion_tokens,
+    )

@@ -1,0 +1,54 @@
+"""The one tokenizer: tiktoken `cl100k_base`, loaded once, offline, without touching the environment.
+
+The encoding ships with llama-index-core (`_static/tiktoken_cache`). When the user configured no
+tiktoken cache, tiktoken is pointed at that folder for the duration of the load only, so nothing is
+downloaded and the environment is left as it was.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import tiktoken
+
+ENCODING_NAME = "cl100k_base"
+
+
+@functools.cache
+def get_encoding() -> tiktoken.Encoding:
+    """The cl100k encoding (memoised: every caller shares one instance)."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ or "DATA_GYM_CACHE_DIR" in os.environ:
+        return tiktoken.get_encoding(ENCODING_NAME)
+    # Located without importing llama-index-core (its import costs over a second).
+    spec = importlib.util.find_spec("llama_index.core")
+    if spec is None or not spec.submodule_search_locations:
+        return tiktoken.get_encoding(ENCODING_NAME)
+    bundled = Path(next(iter(spec.submodule_search_locations))) / "_static" / "tiktoken_cache"
+    # Pointed at the bundled file only for this load, as llama_index.core.utils does.
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(bundled)
+    try:
+        return tiktoken.get_encoding(ENCODING_NAME)
+    finally:
+        del os.environ["TIKTOKEN_CACHE_DIR"]
+
+
+def encode(text: str) -> list[int]:
+    """Token ids of `text`; special-token text is encoded as plain text, never refused."""
+    return get_encoding().encode(text, disallowed_special=())
+
+
+def decode(tokens: list[int]) -> str:
+    return get_encoding().decode(tokens)
+
+
+def count_tokens(text: str) -> int:
+    return len(encode(text))
+
+
+def tokenizer() -> Callable[[str], list[int]]:
+    """`encode`, for code that takes a tokenizer as a value."""
+    return encode

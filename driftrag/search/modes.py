@@ -1,0 +1,88 @@
+"""The query modes, registered once: the facade, CLI, HTTP API, evaluation and workflows all read `MODES`.
+
+A single-pass mode names its retriever (`QueryRun` → `SearchContext`, imported when first used, so
+reading the registry stays cheap for the CLI); the run's answerer answers that context, and
+`driftrag.workflows.search.SearchWorkflow` runs every such mode with the same steps. A multi-step mode
+(DRIFT) has no retriever: `driftrag.workflows.query` runs it with its own workflow. Either way the query
+gets `QueryRun`'s budget, retries, guard and accounting, and the workflow's timeout.
+
+Adding a single-pass mode: a module in `driftrag/search/` with its retriever, and one entry below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from driftrag.errors import InvalidQueryError
+
+if TYPE_CHECKING:
+    from driftrag.search.deps import QueryDeps
+    from driftrag.search.models import SearchContext
+    from driftrag.search.run import QueryRun
+
+Retriever = Callable[["QueryRun"], Awaitable["SearchContext"]]
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    summary: str
+    uses_graph: bool = True
+    # Single-pass modes: "module:function" of the retriever whose context `QueryRun.answer` answers.
+    retriever: str | None = None
+
+    @property
+    def single_pass(self) -> bool:
+        return self.retriever is not None
+
+    def retrieve(self) -> Retriever:
+        if self.retriever is None:
+            raise ValueError(f"{self.name} is a multi-step mode: it has no single retriever")
+        module, function = self.retriever.split(":")
+        return getattr(importlib.import_module(module), function)
+
+
+MODES: dict[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        Mode("drift", "HyDE, community reports, rounds of follow-up local searches, one reduced answer."),
+        Mode(
+            "local",
+            "The question's nearest entities and what the graph holds on them.",
+            retriever="driftrag.search.local:retrieve_local",
+        ),
+        Mode(
+            "entity",
+            "Chunks linked to the entities the question names, beside vector search.",
+            retriever="driftrag.search.entity:retrieve_entity",
+        ),
+        Mode(
+            "basic",
+            "Vector search over chunks (works with the graph disabled).",
+            uses_graph=False,
+            retriever="driftrag.search.basic:retrieve_basic",
+        ),
+    )
+}
+MODE_NAMES: tuple[str, ...] = tuple(MODES)
+DEFAULT_MODE = "drift"
+# For request models: the registered names, as a type.
+ModeName = Literal[MODE_NAMES]  # type: ignore[valid-type]
+
+
+def get_mode(name: str) -> Mode:
+    """The registered mode, or InvalidQueryError naming the known ones."""
+    if name not in MODES:
+        raise InvalidQueryError(f"unknown mode {name!r}; choose one of {', '.join(MODE_NAMES)}")
+    return MODES[name]
+
+
+def start_run(deps: QueryDeps, name: str, kb: str, question: str, **kwargs: Any) -> QueryRun:
+    """A `QueryRun` of the named mode (validation only, no I/O)."""
+    from driftrag.search.run import QueryRun
+
+    mode = get_mode(name)
+    return QueryRun(deps, mode.name, kb, question, uses_graph=mode.uses_graph, **kwargs)

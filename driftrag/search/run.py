@@ -1,0 +1,126 @@
+"""`QueryRun`: what every query of every mode shares, from its start to its result.
+
+- validation: the kb id and a non-empty question, before any I/O;
+- the per-query budget (`query_max_llm_calls`, `query_max_prompt_tokens`) and the tasks spending from it;
+- the guard: an unknown kb is an error, and graph modes refuse a kb whose graph is disabled;
+- the one retry policy of query steps (`retrying`): transient failures only (Neo4j, the model), never an
+  exhausted budget or a bad request, `query_step_retries` times with exponential backoff;
+- the accounting of its result: model calls and prompt tokens from the budget, usage, seconds.
+
+The whole query's timeout (`query_timeout_s`) is the workflow's (`driftrag.workflows.query`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from driftrag.errors import BackendUnavailableError, GraphDisabledError, InvalidQueryError, ModelError
+from driftrag.providers.usage import Usage
+from driftrag.search.budget import BudgetExhausted, QueryBudget
+from driftrag.search.deps import QueryDeps
+from driftrag.search.models import SearchContext, SearchResult
+from driftrag.settings import Settings
+from driftrag.store.identifiers import validate_kb_id
+
+T = TypeVar("T")
+RETRY_DELAY_S = 0.5
+MAX_RETRY_DELAY_S = 5.0
+
+
+def is_transient(error: BaseException) -> bool:
+    return isinstance(error, ModelError | BackendUnavailableError) and not isinstance(
+        error, BudgetExhausted | GraphDisabledError
+    )
+
+
+def retry_delay(failures: int) -> float:
+    """Seconds to wait after the `failures`-th failure (1-based)."""
+    return min(RETRY_DELAY_S * 2 ** (failures - 1), MAX_RETRY_DELAY_S)
+
+
+class QueryRun:
+    """One query: `mode` names it in results and messages; `uses_graph` decides the disabled-graph guard.
+
+    `budget` lets a caller share one budget between runs (tests); by default each run has its own.
+    """
+
+    def __init__(
+        self,
+        deps: QueryDeps,
+        mode: str,
+        kb: str,
+        question: str,
+        *,
+        uses_graph: bool = True,
+        budget: QueryBudget | None = None,
+    ) -> None:
+        self.kb = validate_kb_id(kb)
+        if not question.strip():
+            raise InvalidQueryError("the question is empty")
+        self.deps = deps
+        self.mode = mode
+        self.question = question
+        self.uses_graph = uses_graph
+        self.started = time.monotonic()
+        self.usage_start: Usage = deps.usage.snapshot()
+        self.budget = budget if budget is not None else deps.budget()
+        self._calls_start, self._tokens_start = self.budget.calls, self.budget.prompt_tokens
+        self.tasks = deps.tasks(self.budget)
+
+    @property
+    def settings(self) -> Settings:
+        return self.deps.settings
+
+    async def ensure_available(self) -> None:
+        """KnowledgeBaseNotFoundError for an unknown kb; GraphDisabledError for a graph mode on a disabled graph."""
+        enabled = await self.deps.stores.graph_search.graph_enabled(self.kb)
+        if self.uses_graph and not enabled:
+            raise GraphDisabledError(
+                f"the graph of knowledge base {self.kb!r} is disabled, so {self.mode} search cannot run; enable "
+                f"it with `driftrag graph-enable --kb {self.kb}` (basic search still works)"
+            )
+
+    async def retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`call`, tried again up to `query_step_retries` times while it fails transiently."""
+        retries = self.settings.query_step_retries
+        for failures in range(retries + 1):
+            try:
+                return await call()
+            except Exception as error:
+                if not is_transient(error) or failures == retries:
+                    raise
+            await asyncio.sleep(retry_delay(failures + 1))
+        raise AssertionError("unreachable")
+
+    async def answer(
+        self, context: SearchContext, *, question: str | None = None, mode: str | None = None, max_follow_ups: int = 0
+    ) -> SearchResult:
+        """Answer `question` (default: the run's) from `context`; only cited ids the context holds are kept."""
+        question = question if question is not None else self.question
+        payload = await self.tasks.answerer.answer(question, context, max_follow_ups=max_follow_ups)
+        known = context.ids()
+        follow_ups = [q for q in dict.fromkeys(q.strip() for q in payload.follow_up_queries) if q]
+        return SearchResult(
+            mode=mode or self.mode,
+            kb=self.kb,
+            question=question,
+            answer=payload.answer,
+            score=payload.score,
+            follow_up_queries=follow_ups[: max(max_follow_ups, 0)],
+            source_ids=[i for i in dict.fromkeys(payload.citations) if i in known],
+            context=context,
+            **self.accounting(),
+        )
+
+    def accounting(self) -> dict:
+        """The result fields every mode fills the same way."""
+        return {
+            "extractive": self.tasks.extractive,
+            "usage": self.deps.usage.since(self.usage_start),
+            "llm_calls": self.budget.calls - self._calls_start,
+            "prompt_tokens": self.budget.prompt_tokens - self._tokens_start,
+            "seconds": round(time.monotonic() - self.started, 3),
+        }

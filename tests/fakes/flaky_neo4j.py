@@ -1,0 +1,56 @@
+"""A fault injector around the real Neo4j driver: the next reads fail as a lost server, or stall.
+
+    flaky = FlakyDriver(Neo4jStore.from_settings(settings).driver)
+    store = Neo4jStore(settings, flaky)          # the real store, over the real driver, through the injector
+    flaky.fail_next(1)                           # the next query raises neo4j's ServiceUnavailable
+    flaky.stall_next(1, seconds=3.0)             # the next query waits before it runs
+
+Every other call goes to the real driver unchanged, so the store's own translation of driver errors
+(ServiceUnavailable -> BackendUnavailableError) and everything above it run for real. The counters are
+guarded by a lock: tests arm them from their thread while an API server's loop runs in another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import neo4j
+from neo4j.exceptions import ServiceUnavailable
+
+
+class FlakyDriver:
+    def __init__(self, driver: neo4j.AsyncDriver) -> None:
+        self._driver = driver
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._stalls = 0
+        self._stall_s = 0.0
+        self.injected = 0
+
+    def fail_next(self, count: int) -> None:
+        with self._lock:
+            self._failures = count
+
+    def stall_next(self, count: int, *, seconds: float) -> None:
+        with self._lock:
+            self._stalls, self._stall_s = count, seconds
+
+    async def execute_query(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            fail = self._failures > 0
+            stall = self._stalls > 0
+            if fail:
+                self._failures -= 1
+                self.injected += 1
+            if stall:
+                self._stalls -= 1
+        if fail:
+            raise ServiceUnavailable("injected: the connection to Neo4j was lost")
+        if stall:
+            await asyncio.sleep(self._stall_s)
+        return await self._driver.execute_query(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._driver, name)
