@@ -128,6 +128,9 @@ class MergedEntity(_Model):
     descriptions: list[str] = Field(default_factory=list)
     source_chunk_ids: list[str] = Field(default_factory=list)
     summary: str | None = None
+    aliases: list[str] = Field(
+        default_factory=list, description="One-word names merged into this one at ingestion (ingestion.aliases)."
+    )
 
 
 class MergedRelationship(_Model):

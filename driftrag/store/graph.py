@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.ingestion.models import (
     Chunk,
@@ -39,6 +39,7 @@ class KbCounts(BaseModel):
     relationships: int = 0
     communities: int = 0
     reports: int = 0
+    aliases: int = Field(default=0, description="One-word names merged into a multi-word entity (its `aliases`).")
 
 
 class FailedChunk(BaseModel):
@@ -267,7 +268,7 @@ class GraphStore:
         return await self._store.read(cy.MATCH_CHUNKS, kb=validate_kb_id(kb))
 
     async def entities(self, kb: str) -> list[dict[str, Any]]:
-        """Every entity: id, name, type, descriptions, summary, source_chunk_ids, embedded."""
+        """Every entity: id, name, type, descriptions, summary, source_chunk_ids, aliases, embedded."""
         return await self._store.read(cy.MATCH_ENTITIES, kb=validate_kb_id(kb))
 
     async def relationships(self, kb: str) -> list[dict[str, Any]]:
