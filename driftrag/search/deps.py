@@ -56,7 +56,7 @@ class QueryDeps:
         if self.chat is None:
             from driftrag.offline.query_tasks import offline_query_tasks
 
-            return offline_query_tasks(self.settings, self.embedder, self.language)
+            return offline_query_tasks(self.settings, self.language)
         from driftrag.search.llm_tasks import llm_query_tasks
 
         return llm_query_tasks(BudgetedChat(self.chat, budget), self.prompts or PromptRegistry.load(), self.settings)
