@@ -24,7 +24,7 @@ absorbed are recorded on it (`MergedEntity.aliases`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from driftrag.ingestion.models import UNKNOWN_ENTITY_TYPE
@@ -147,13 +147,3 @@ def plan_aliases(types: Mapping[str, str]) -> AliasPlan:
         if len(candidates) == 1 and compatible(type_, types[candidates[0]]):
             canonical[key] = candidates[0]
     return AliasPlan(canonical=canonical, address=address)
-
-
-def aliases_by_key(plan: AliasPlan, display: Mapping[str, str], keys: Iterable[str]) -> dict[str, list[str]]:
-    """`{multi-word key: sorted display names of its aliases}` for the keys present."""
-    present = set(keys)
-    found: dict[str, list[str]] = {}
-    for alias, target in plan.canonical.items():
-        if alias in present:
-            found.setdefault(target, []).append(display[alias])
-    return {key: sorted(names) for key, names in found.items()}
