@@ -94,7 +94,7 @@ def query_deps(settings: Settings, stores: Stores, providers: Providers, chat: C
         language = LanguageResources()
 
         def offline_tasks(_: QueryBudget) -> QueryTasks:
-            return offline_query_tasks(settings, providers.embedder, language)
+            return offline_query_tasks(settings, language)
 
         factory = offline_tasks
     return QueryDeps(

@@ -11,6 +11,12 @@ merge. Weights are summed strengths; descriptions are kept in first-seen order, 
 dropped. An endpoint that no chunk listed as an entity is created with type `UNKNOWN` and the
 relationship's description. Outputs are sorted by id so re-runs produce identical data.
 
+Then aliases are folded (`fold_aliases`, rules in `driftrag.ingestion.aliases`): names that are only a
+form of address ("Majesty") are dropped, and a one-word name that heads exactly one multi-word name
+of a compatible type ("Cat" / "Cheshire Cat") is merged into it and listed in its `aliases`. The
+rule sees only the kb's set of names, so the rebuild from chunk checkpoints after a re-ingest or a
+delete gives the same result as a fresh ingest of the same chunks.
+
 Each relationship also gets its pointwise mutual information over chunks,
 `pmi = log2(n_ab · N / (n_a · n_b))`: N = extracted chunks (neither failed nor skipped), n_ab = the
 relationship's source chunks, n_a and n_b = the source chunks of its endpoints. It is positive when
@@ -26,6 +32,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
+from driftrag.ingestion.aliases import plan_aliases
 from driftrag.ingestion.tasks import DescriptionSummarizer
 from driftrag.models.graph import (
     GENERIC_RELATIONSHIP_TYPE,
@@ -81,7 +88,12 @@ def extracted_chunk_count(outcomes: Sequence[ExtractionOutcome]) -> int:
 
 
 def merge_extractions(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
-    """Merge the successful outcomes (failed or skipped ones contribute nothing)."""
+    """Merge the successful outcomes (failed or skipped ones contribute nothing), aliases folded."""
+    return fold_aliases(_merge_by_name(outcomes), extracted_chunk_count(outcomes))
+
+
+def _merge_by_name(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
+    """One entity per normalised name, one relationship per (source, target, type)."""
     forms: dict[str, Counter[str]] = defaultdict(Counter)
     types: dict[str, Counter[str]] = defaultdict(Counter)
     descriptions: dict[str, list[str]] = defaultdict(list)
@@ -166,6 +178,87 @@ def merge_extractions(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
         entities=sorted(entities, key=lambda e: e.id),
         relationships=sorted(relationships, key=lambda r: r.id),
         warnings=[f"{n} {what} dropped" for what, n in sorted(warnings.items())],
+    )
+
+
+def fold_aliases(merged: MergeResult, total_chunks: int) -> MergeResult:
+    """Apply `aliases.plan_aliases` to a merge: forms of address go with their relationships, and each
+    one-word alias is folded into its multi-word name (chunks united, descriptions appended, its
+    display name added to `aliases`); relationships are re-keyed on the folded ids, those between a
+    name and its alias dropped, duplicates merged as in `merge_extractions`, and every PMI recomputed
+    from the folded chunk sets (`total_chunks` = N)."""
+    plan = plan_aliases({entity.normalised_name: entity.type for entity in merged.entities})
+    if not plan.canonical and not plan.address:
+        return merged
+    id_by_key = {entity.normalised_name: entity.id for entity in merged.entities}
+    new_id: dict[str, str | None] = {}
+    for entity in merged.entities:
+        key = plan.resolve(entity.normalised_name)
+        new_id[entity.id] = None if key is None else id_by_key[key]
+    warnings: Counter[str] = Counter()
+    folded: dict[str, MergedEntity] = {}
+    # Multi-word names first, so each alias finds its target already there.
+    for entity in sorted(merged.entities, key=lambda e: (e.normalised_name in plan.canonical, e.id)):
+        target = new_id[entity.id]
+        if target is None:
+            warnings["entities that are only a form of address"] += 1
+        elif target == entity.id:
+            folded[target] = entity
+        else:
+            base = folded[target]
+            descriptions = list(base.descriptions)
+            _append_unique(descriptions, entity.descriptions)
+            folded[target] = base.model_copy(
+                update={
+                    "type": entity.type if base.type == UNKNOWN_ENTITY_TYPE else base.type,
+                    "descriptions": descriptions,
+                    "source_chunk_ids": sorted(set(base.source_chunk_ids) | set(entity.source_chunk_ids)),
+                    "aliases": sorted({*base.aliases, entity.name, *entity.aliases}),
+                }
+            )
+    relationships: dict[tuple[str, str, str], MergedRelationship] = {}
+    for rel in merged.relationships:
+        source_id, target_id = new_id.get(rel.source_id, rel.source_id), new_id.get(rel.target_id, rel.target_id)
+        if source_id is None or target_id is None:
+            warnings["relationships with a form of address"] += 1
+            continue
+        if source_id == target_id:
+            warnings["relationships between a name and its alias"] += 1
+            continue
+        if rel.type == GENERIC_RELATIONSHIP_TYPE and target_id < source_id:
+            source_id, target_id = target_id, source_id
+        key = (source_id, target_id, rel.type)
+        old = relationships.get(key)
+        if old is None:
+            relationships[key] = rel.model_copy(
+                update={"id": relationship_id(*key), "source_id": source_id, "target_id": target_id}
+            )
+            continue
+        descriptions = list(old.descriptions)
+        _append_unique(descriptions, rel.descriptions)
+        relationships[key] = old.model_copy(
+            update={
+                "original_types": sorted(set(old.original_types) | set(rel.original_types)),
+                "descriptions": descriptions,
+                "weight": old.weight + rel.weight,
+                "source_chunk_ids": sorted(set(old.source_chunk_ids) | set(rel.source_chunk_ids)),
+            }
+        )
+    chunk_counts = {entity.id: len(entity.source_chunk_ids) for entity in folded.values()}
+    rescored = [
+        rel.model_copy(
+            update={
+                "pmi": pmi(
+                    len(rel.source_chunk_ids), chunk_counts[rel.source_id], chunk_counts[rel.target_id], total_chunks
+                )
+            }
+        )
+        for rel in relationships.values()
+    ]
+    return MergeResult(
+        entities=sorted(folded.values(), key=lambda e: e.id),
+        relationships=sorted(rescored, key=lambda r: r.id),
+        warnings=[*merged.warnings, *(f"{n} {what} dropped" for what, n in sorted(warnings.items()))],
     )
 
 

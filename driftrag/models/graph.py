@@ -129,6 +129,9 @@ class MergedEntity(_Model):
     descriptions: list[str] = Field(default_factory=list)
     source_chunk_ids: list[str] = Field(default_factory=list)
     summary: str | None = None
+    aliases: list[str] = Field(
+        default_factory=list, description="One-word names merged into this one at ingestion (ingestion.aliases)."
+    )
 
 
 class MergedRelationship(_Model):
@@ -233,6 +236,7 @@ class KbCounts(BaseModel):
     relationships: int = 0
     communities: int = 0
     reports: int = 0
+    aliases: int = Field(default=0, description="One-word names merged into a multi-word entity (its `aliases`).")
 
 
 class FailedChunk(BaseModel):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from driftrag.ingestion.aliases import TITLES
+
 
 def _set(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -36,12 +38,7 @@ class Lexicon:
 
 
 ENGLISH = Lexicon(
-    titles=_set(
-        "mr mrs ms miss dr doctor sir lady lord madam king queen prince princess duke duchess earl count "
-        "countess baron baroness emperor empress captain colonel general major lieutenant sergeant admiral "
-        "professor father mother brother sister uncle aunt saint st reverend judge mayor governor president "
-        "senator bishop master mistress"
-    ),
+    titles=TITLES["english"],
     speech_verbs=_set(
         "said says say asked asks cried cries replied replies answered answers shouted whispered exclaimed "
         "added continued thought remarked repeated muttered screamed sighed called observed inquired "
@@ -75,12 +72,7 @@ ENGLISH = Lexicon(
 )
 
 FRENCH = Lexicon(
-    titles=_set(
-        "m mme mlle monsieur madame mademoiselle docteur maître roi reine prince princesse duc duchesse "
-        "comte comtesse baron baronne empereur impératrice capitaine colonel général commandant lieutenant "
-        "sergent amiral professeur père mère frère sœur oncle tante saint sainte abbé juge maire président "
-        "sénateur évêque"
-    ),
+    titles=TITLES["french"],
     speech_verbs=_set(
         "dit dis disait demanda demande répondit répond cria crie s'écria ajouta murmura reprit pensa "
         "déclara chuchota hurla expliqua insista soupira continua lança annonça s'exclama"

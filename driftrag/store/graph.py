@@ -236,7 +236,7 @@ class GraphStore:
         return await self._store.read(cy.MATCH_CHUNKS, kb=validate_kb_id(kb))
 
     async def entities(self, kb: str) -> list[dict[str, Any]]:
-        """Every entity: id, name, type, descriptions, summary, source_chunk_ids, embedded."""
+        """Every entity: id, name, type, descriptions, summary, source_chunk_ids, aliases, embedded."""
         return await self._store.read(cy.MATCH_ENTITIES, kb=validate_kb_id(kb))
 
     async def relationships(self, kb: str) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ class ViewEntity(_Model):
     id: str
     name: str
     type: str | None = None
+    aliases: list[str] = Field(default_factory=list, description="One-word names merged into this entity.")
     degree: int = Field(ge=0, description="Relationships in the view's scope touching this entity (before a cap).")
     mentions: int = Field(ge=0, description="Valid (existing, enabled) source chunks.")
 
@@ -141,6 +142,7 @@ class GraphViewStore:
                 id=row["id"],
                 name=row["name"] or "",
                 type=row["type"],
+                aliases=row["aliases"],
                 degree=degree[row["id"]],
                 mentions=row["mentions"],
             )

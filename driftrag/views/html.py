@@ -132,6 +132,8 @@ def render_svg(view: GraphView, measures: ViewMeasures | None = None) -> str:
         hub = entity.id in hubs
         fill, stroke = ("#ffd54f", "#e65100") if hub else ("#bbdefb", "#1565c0")
         tip = f"{names[entity.id]} ({entity.type or 'UNKNOWN'})\ndegree {entity.degree}, {entity.mentions} mentions"
+        if entity.aliases:
+            tip += f"\nalso named: {', '.join(entity.aliases)}"
         label = names[entity.id] if len(names[entity.id]) <= 40 else names[entity.id][:39] + "…"
         parts.append(
             f"<g><title>{escape(tip)}</title>"

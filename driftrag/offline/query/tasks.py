@@ -5,7 +5,8 @@
 - HyDE: a fixed expansion of the question in the template report's shape (below);
 - reducer: the best statements of the intermediate answers (`reduce`).
 
-All of them share one `SentenceScorer`, built per query, so a sentence is embedded once per query.
+The answerer, primer and reducer score sentences with `SentenceScorer` (lexical and
+source rank; nothing is embedded at query time).
 
 HyDE rule. The template is a community report in Markdown (`# title`, summary, `Rating:` line,
 `## finding` sections). The hypothetical report is, with T the question's key terms (its names as
@@ -27,13 +28,11 @@ from __future__ import annotations
 
 import itertools
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-
 from driftrag.offline.lexicon import lexicon_for
 from driftrag.offline.nlp import LanguageResources, words
 from driftrag.offline.query.answers import ExtractiveAnswerer, ExtractivePrimer
 from driftrag.offline.query.reduce import ExtractiveReducer
-from driftrag.offline.query.scoring import SentenceScorer, cosine_range
+from driftrag.offline.query.scoring import SentenceScorer
 from driftrag.offline.query.text import QueryLanguage, key_terms, name_spans
 from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
@@ -81,15 +80,13 @@ class ExtractiveHyde:
         return "\n".join(lines)
 
 
-def offline_query_tasks(
-    settings: Settings, embedder: BaseEmbedding, resources: LanguageResources | None = None
-) -> QueryTasks:
+def offline_query_tasks(settings: Settings, resources: LanguageResources | None = None) -> QueryTasks:
     """The extractive tasks of one query; building them does no I/O (language data loads on first use).
 
     Pass the same `resources` to every query (the composition root keeps one per engine): Punkt models
     take about a second to parse, once per `LanguageResources`, not per query.
     """
-    scorer = SentenceScorer(embedder, cosine_range=cosine_range(embedder))
+    scorer = SentenceScorer()
     language = QueryLanguage(resources or LanguageResources(), settings.offline_language)
     max_tokens = settings.answer_max_tokens
     return QueryTasks(

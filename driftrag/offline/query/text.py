@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -62,10 +63,15 @@ def _stemmer(language: str) -> Callable[[str], str]:
     return functools.lru_cache(maxsize=65536)(lambda word: stem(word.casefold()))
 
 
-def stems(text: str, language: Language) -> set[str]:
-    """Stems of the content words of `text` (lexical matching ignores inflection: take/takes)."""
+def stem_list(text: str, language: Language) -> list[str]:
+    """Stems of the content words of `text`, in order and repeated (lexical matching ignores inflection)."""
     stem = _stemmer(language.name)
-    return {stem(_POSSESSIVE.sub("", word)) for word in content_words(text, language)}
+    return [stem(_POSSESSIVE.sub("", word)) for word in content_words(text, language)]
+
+
+def stems(text: str, language: Language) -> set[str]:
+    """The distinct stems of the content words of `text` (take/takes give one)."""
+    return set(stem_list(text, language))
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class Sentence:
     source_id: str
     source_rank: int
     position: int
+    kind_rank: int = 0  # the source's place among the context's sources of its kind (chunk, entity, …)
 
 
 def source_sentences(sources: Sequence[Source], language: Language) -> list[Sentence]:
@@ -85,7 +92,10 @@ def source_sentences(sources: Sequence[Source], language: Language) -> list[Sent
     without answering it); a report's headings are its title and finding summaries, so they stay.
     """
     found: list[Sentence] = []
+    kinds: Counter[str] = Counter()
     for rank, source in enumerate(sources):
+        kind_rank = kinds[source.kind]
+        kinds[source.kind] += 1
         position = 0
         for paragraph in paragraphs(source.text):
             if _RATING_LINE.match(paragraph.text) or (paragraph.heading and source.kind == "chunk"):
@@ -94,7 +104,7 @@ def source_sentences(sources: Sequence[Source], language: Language) -> list[Sent
             for piece in pieces:
                 if len(words(piece)) >= MIN_SENTENCE_WORDS:
                     # One line each (verse keeps its line breaks): an answer shows a sentence as one bullet.
-                    found.append(Sentence(" ".join(piece.split()), source.id, rank, position))
+                    found.append(Sentence(" ".join(piece.split()), source.id, rank, position, kind_rank))
                     position += 1
     return found
 

@@ -80,7 +80,8 @@ UNWIND $rows AS row
 MERGE (e:__Entity__ {kb: $kb, id: row.id})
 SET e.name = row.name, e.normalised_name = row.normalised_name, e.type = row.type,
     e.descriptions = row.descriptions, e.descriptions_hash = row.descriptions_hash,
-    e.summary = row.summary, e.description = row.description, e.source_chunk_ids = row.source_chunk_ids
+    e.summary = row.summary, e.description = row.description, e.source_chunk_ids = row.source_chunk_ids,
+    e.aliases = row.aliases
 """
 
 DELETE_STALE_ENTITIES = """
@@ -218,7 +219,7 @@ ORDER BY c.document_id, c.index
 MATCH_ENTITIES = """
 MATCH (e:__Entity__ {kb: $kb})
 RETURN e.id AS id, e.name AS name, e.type AS type, e.descriptions AS descriptions, e.summary AS summary,
-       e.source_chunk_ids AS source_chunk_ids, e.embedding IS NOT NULL AS embedded
+       e.source_chunk_ids AS source_chunk_ids, coalesce(e.aliases, []) AS aliases, e.embedding IS NOT NULL AS embedded
 ORDER BY e.id
 """
 
@@ -243,9 +244,12 @@ ORDER BY c.id
 COUNT_KB = """
 CALL () { MATCH (d:__Document__ {kb: $kb}) RETURN count(d) AS documents }
 CALL () { MATCH (c:__Chunk__ {kb: $kb}) RETURN count(c) AS chunks }
-CALL () { MATCH (e:__Entity__ {kb: $kb}) RETURN count(e) AS entities }
+CALL () {
+  MATCH (e:__Entity__ {kb: $kb})
+  RETURN count(e) AS entities, coalesce(sum(size(coalesce(e.aliases, []))), 0) AS aliases
+}
 CALL () { MATCH (:__Entity__ {kb: $kb})-[r:RELATED]->() RETURN count(r) AS relationships }
 CALL () { MATCH (c:__Community__ {kb: $kb}) RETURN count(c) AS communities }
 CALL () { MATCH (c:__Community__ {kb: $kb}) WHERE c.summary IS NOT NULL RETURN count(c) AS reports }
-RETURN documents, chunks, entities, relationships, communities, reports
+RETURN documents, chunks, entities, relationships, communities, reports, aliases
 """

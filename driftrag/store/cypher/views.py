@@ -28,7 +28,7 @@ MATCH (e:__Entity__ {kb: $kb})
 WITH e, size([cid IN coalesce(e.source_chunk_ids, [])
               WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }]) AS mentions
 WHERE mentions > 0
-RETURN e.id AS id, e.name AS name, e.type AS type, mentions
+RETURN e.id AS id, e.name AS name, e.type AS type, coalesce(e.aliases, []) AS aliases, mentions
 ORDER BY id
 """
 
@@ -39,7 +39,7 @@ WITH DISTINCT e
 WITH e, size([cid IN coalesce(e.source_chunk_ids, [])
               WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }]) AS mentions
 WHERE mentions > 0
-RETURN e.id AS id, e.name AS name, e.type AS type, mentions
+RETURN e.id AS id, e.name AS name, e.type AS type, coalesce(e.aliases, []) AS aliases, mentions
 ORDER BY id
 """
 

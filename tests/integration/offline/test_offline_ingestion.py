@@ -290,11 +290,15 @@ async def test_alice_yields_the_main_characters(alice_run: OfflineRun) -> None:
     assert alice_run.result.failed_chunks == []
     by_name = await _by_name(alice_run)
     characters = [
-        "Alice", "White Rabbit", "Queen", "King", "Cheshire Cat", "Mock Turtle", "Gryphon", "Hatter", "March Hare",
-        "Dormouse", "Duchess", "Caterpillar", "Dinah",
+        "Alice", "White Rabbit", "Queen of Hearts", "King", "Cheshire Cat", "Mock Turtle", "Gryphon", "Hatter",
+        "March Hare", "Dormouse", "Duchess", "Caterpillar", "Dinah",
     ]  # fmt: skip
     assert set(characters) <= set(by_name), sorted(by_name)
-    for name in ["Alice", "Queen", "Mock Turtle", "Gryphon", "Hatter", "March Hare", "Duchess"]:
+    # The short names the story uses most are merged into the full ones; "Your Majesty" names no one.
+    for name, alias in [("Queen of Hearts", "Queen"), ("Cheshire Cat", "Cat"), ("White Rabbit", "Rabbit")]:
+        assert by_name[name]["aliases"] == [alias] and alias not in by_name, name
+    assert "Majesty" not in by_name
+    for name in ["Alice", "Queen of Hearts", "Mock Turtle", "Gryphon", "Hatter", "March Hare", "Duchess"]:
         assert by_name[name]["type"] == "PERSON", name
     assert all(row["embedded"] for row in by_name.values())
     assert "Curiouser" not in by_name and "Suddenly" not in by_name
@@ -307,7 +311,7 @@ async def test_alice_relationships_join_characters_who_meet(alice_run: OfflineRu
         ("Gryphon", "Mock Turtle"),
         ("Hatter", "March Hare"),
         ("Hatter", "Dormouse"),
-        ("King", "Queen"),
+        ("King", "Queen of Hearts"),
         ("Alice", "Caterpillar"),
     ]:
         assert frozenset((a, b)) in pairs, (a, b)

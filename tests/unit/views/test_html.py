@@ -75,3 +75,12 @@ def test_an_empty_view_renders() -> None:
     page = render_html(GraphView(kb="empty", entities_total=0, relationships_total=0))
 
     assert "<svg" in page and "<circle" not in page
+
+
+def test_an_entity_tooltip_names_its_merged_aliases(sample_view: GraphView) -> None:
+    first = sample_view.entities[0].model_copy(update={"name": "Cheshire Cat", "aliases": ["Cat"]})
+    view = sample_view.model_copy(update={"entities": [first, *sample_view.entities[1:]]})
+
+    page = render_html(view)
+
+    assert "Cheshire Cat (PERSON)" in page and "also named: Cat" in page
