@@ -7,6 +7,7 @@ replay the bad answer), up to `max_attempts` calls in total.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from driftrag.errors import ModelError
@@ -31,9 +32,11 @@ from driftrag.ingestion.models import (
     ExtractionPayload,
     ReportPayload,
 )
-from driftrag.ingestion.reports import parse_report
+from driftrag.ingestion.reports import failed_report, parse_report
 from driftrag.ingestion.tasks import ChatModel
 from driftrag.prompts.registry import PromptRegistry
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTEMPTS = 2
 DEFAULT_MAX_GLEANINGS = 1
@@ -162,13 +165,19 @@ class LLMDescriptionSummarizer:
             descriptions="\n".join(f"- {d}" for d in distinct),
             max_words=str(self._max_words),
         )
-        text = (await self._chat.chat([_turn("user", prompt)], max_tokens=self._max_tokens)).text.strip()
+        try:
+            text = (await self._chat.chat([_turn("user", prompt)], max_tokens=self._max_tokens)).text.strip()
+        except ModelError as exc:
+            # The model failed after its retries: one summary is not worth the whole run.
+            log.warning("summary of %r kept as its descriptions: %s", name, exc)
+            text = ""
         # An empty answer must not erase what we know: fall back to the descriptions themselves.
         return text or " ".join(distinct)
 
 
 class LLMCommunityReporter:
-    """`CommunityReporter` asking a chat model; raises `ModelError` if no valid report comes back."""
+    """`CommunityReporter` asking a chat model; without a valid report after the retries, a `failed` one
+    (rating 0, so DRIFT does not prime with it) that the next run asks for again."""
 
     def __init__(
         self,
@@ -193,14 +202,16 @@ class LLMCommunityReporter:
         messages = [_turn("user", prompt)]
         raw, error = "", ""
         for _ in range(self._max_attempts):
-            raw = (await self._chat.chat(messages, json_mode=True, max_tokens=self._max_tokens)).text
+            try:
+                raw = (await self._chat.chat(messages, json_mode=True, max_tokens=self._max_tokens)).text
+            except ModelError as exc:  # the transport failed after its retries: no point in re-asking here
+                error = str(exc)
+                break
             try:
                 return parse_report(raw, community)
             except InvalidModelOutput as exc:
                 error = str(exc)
                 repair = self._prompts.render("repair_json", error=error, schema=schema)
                 messages = [*messages, _turn("assistant", raw), _turn("user", repair)]
-        raise ModelError(
-            f"no valid report for {community.community.id} after {self._max_attempts} attempt(s): {error}; "
-            f"last output: {raw[:500]!r}"
-        )
+        log.warning("no valid report for %s: %s; last output: %r", community.community.id, error, raw[:500])
+        return failed_report(community, error)
