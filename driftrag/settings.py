@@ -110,6 +110,11 @@ class Settings(BaseSettings):
         default=20, ge=1, description="Entities matched by name (with their neighbours) in entity search."
     )
     answer_max_tokens: int = Field(default=1000, ge=50, description="Longest answer a model may write.")
+    max_question_tokens: int = Field(
+        default=1000,
+        ge=16,
+        description="Longest question (cl100k tokens) any entry point accepts: Python API, CLI and HTTP.",
+    )
     query_timeout_s: float = Field(default=300.0, gt=0, description="Timeout of a whole query workflow.")
     query_step_retries: int = Field(default=1, ge=0, description="Retries of a failed query workflow step.")
 

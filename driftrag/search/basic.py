@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import time
 
-from driftrag.errors import GraphDisabledError, InvalidQueryError
+from driftrag.errors import GraphDisabledError
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import QueryBudget
 from driftrag.search.context import ContextItem, ContextPart, ContextSection, assemble_context
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext, SearchMode, SearchResult, Source
+from driftrag.search.question import check_question
 from driftrag.search.tasks import QueryTasks
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.identifiers import validate_kb_id
@@ -29,8 +30,7 @@ class QueryRun:
         self, deps: QueryDeps, kb: str, question: str, tasks: QueryTasks | None, budget: QueryBudget | None
     ) -> None:
         self.kb = validate_kb_id(kb)
-        if not question.strip():
-            raise InvalidQueryError("the question is empty")
+        check_question(question, deps.settings)
         self.deps = deps
         self.question = question
         self.started = time.monotonic()

@@ -52,6 +52,7 @@ ENVIRONMENT = {
     "DRIFTRAG_LOCAL_COMMUNITY_PROPORTION": ("local_community_proportion", "0.25"),
     "DRIFTRAG_ENTITY_SEARCH_MAX_ENTITIES": ("entity_search_max_entities", "7"),
     "DRIFTRAG_ANSWER_MAX_TOKENS": ("answer_max_tokens", "500"),
+    "DRIFTRAG_MAX_QUESTION_TOKENS": ("max_question_tokens", "300"),
     "DRIFTRAG_QUERY_TIMEOUT_S": ("query_timeout_s", "90"),
     "DRIFTRAG_QUERY_STEP_RETRIES": ("query_step_retries", "3"),
     "DRIFTRAG_GRAPH_SEARCH_MAX_SEEDS": ("graph_search_max_seeds", "50"),

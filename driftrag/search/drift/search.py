@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from driftrag.errors import BackendUnavailableError, GraphDisabledError, InvalidQueryError, ModelError
+from driftrag.errors import BackendUnavailableError, GraphDisabledError, ModelError
 from driftrag.providers.embeddings import aembed_queries
 from driftrag.search.budget import BudgetExhausted
 from driftrag.search.deps import QueryDeps
@@ -24,6 +24,7 @@ from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, I
 from driftrag.search.drift.primer import reports_context
 from driftrag.search.local import local_search
 from driftrag.search.models import AnswerPayload, Source
+from driftrag.search.question import check_question
 from driftrag.search.retry import retrying
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.identifiers import validate_kb_id
@@ -44,8 +45,7 @@ class DriftSearch:
     """The state of one DRIFT query. Constructing it does no I/O; run the phases in order."""
 
     def __init__(self, deps: QueryDeps, kb: str, question: str, emit: ProgressSink = _ignore) -> None:
-        if not question.strip():
-            raise InvalidQueryError("the question is empty")
+        check_question(question, deps.settings)
         self.deps = deps
         self.settings = deps.settings
         self.kb = validate_kb_id(kb)
@@ -272,7 +272,11 @@ class DriftSearch:
         except BudgetExhausted:
             self._set_status(follow_up, "over_budget")
             return None
-        except (ModelError, BackendUnavailableError) as exc:
+        except BackendUnavailableError:
+            # A lost Neo4j (or a graph disabled mid-way) is not one failed follow-up: every later step needs it
+            # too, and an answer from what was read before would pass for a complete one.
+            raise
+        except ModelError as exc:
             self._set_status(follow_up, "failed")
             self.notes.append(f"follow-up {follow_up.id} failed: {exc}")
             return None
