@@ -309,9 +309,10 @@ async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> IngestR
     """
     rag = backend.rag
     max_bytes = int(rag.settings.max_file_mb * 1024 * 1024)
-    too_big = [doc.title for doc in body.texts if len(doc.text.encode("utf-8")) > max_bytes]
+    too_big = [f"texts[{i}]" for i, doc in enumerate(body.texts) if len(doc.text.encode("utf-8")) > max_bytes]
     if too_big:
-        raise InputError(f"texts larger than {rag.settings.max_file_mb:g} MiB: {', '.join(map(repr, too_big[:5]))}")
+        # Positions, not titles: a 422 does not echo the caller's input.
+        raise InputError(f"texts larger than {rag.settings.max_file_mb:g} MiB: {', '.join(too_big[:5])}")
     await backend.ready()
     async with backend.write_lock(kb):
         result = await rag.ingest(kb, texts={doc.title: doc.text for doc in body.texts})

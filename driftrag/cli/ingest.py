@@ -105,7 +105,7 @@ def delete(
 
 @app.command("stats")
 def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
-    """Counts of a knowledge base, and the chunks whose extraction failed."""
+    """Counts of a knowledge base, and the chunks whose extraction failed; exit 1 for an unknown kb."""
     from driftrag.store import Neo4jStore
     from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
 
@@ -115,8 +115,11 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
         failed_chunks: list[FailedChunk]
 
     async def action() -> Stats:
+        from driftrag.store.graph_search import GraphSearchStore
+
         async with Neo4jStore.from_settings(Settings()) as store:
             await store.connect()
+            await GraphSearchStore(store).graph_enabled(kb)  # an unknown kb is an error (exit 1), as HTTP's 404
             graph = GraphStore(store)
             return Stats(kb=kb, counts=await graph.counts(kb), failed_chunks=await graph.failed_chunks(kb))
 
