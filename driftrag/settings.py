@@ -185,6 +185,12 @@ class Settings(BaseSettings):
     )
     api_host: str = Field(default="127.0.0.1", description="Address `driftrag serve` binds to.")
     api_port: int = Field(default=8000, ge=1, le=65535, description="Port `driftrag serve` listens on.")
+    api_max_body_kb: int = Field(
+        default=1024, ge=16, description="Largest request body (KiB) of every route but ingestion; larger is a 413."
+    )
+    api_max_ingest_body_mb: float = Field(
+        default=128.0, gt=0, description="Largest body (MiB) of `POST …/documents` (ingestion); larger is a 413."
+    )
 
     @property
     def bolt_uri(self) -> str:

@@ -3,6 +3,7 @@
 - 401 `unauthorized`: no key, an unknown key, two different keys.
 - 403 `forbidden`: a kb outside the key's allow-list, a manage call with a read key.
 - 404 `kb_not_found` (KnowledgeBaseNotFoundError), `document_not_found`, `not_found` (no such route).
+- 413 `payload_too_large`: a body over the route's limit (`driftrag.api.limits`, before it is read).
 - 422 `invalid_request`: body or path validation, InvalidQueryError, InvalidIdentifierError, InputError.
 - 502 `model_error`: the language model failed after its retries (ModelError).
 - 503 `backend_unavailable` (Neo4j unreachable or unusable) and `graph_disabled` (GraphDisabledError),
@@ -40,7 +41,13 @@ RETRY_AFTER_UNAVAILABLE_S = 5
 RETRY_AFTER_GRAPH_DISABLED_S = 60
 _MAX_DETAIL_CHARS = 500
 
-_STATUS_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+_STATUS_CODES = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
 
 
 class ApiError(Exception):

@@ -45,7 +45,7 @@ class ErrorBody(_Model):
 
     code: str = Field(
         description="unauthorized, forbidden, kb_not_found, document_not_found, not_found, method_not_allowed, "
-        "invalid_request, model_error, backend_unavailable, graph_disabled, internal_error",
+        "payload_too_large, invalid_request, model_error, backend_unavailable, graph_disabled, internal_error",
         examples=["kb_not_found"],
     )
     detail: str
