@@ -30,6 +30,7 @@ from driftrag.search.models import SearchResult
 from driftrag.settings import Settings
 from driftrag.store.graph import FailedChunk, GraphStore, KbCounts
 from driftrag.store.graph_search import GraphSearchStore
+from driftrag.store.locks import KbLock
 from driftrag.store.neo4j_store import Neo4jStore, ServerInfo
 
 T = TypeVar("T")
@@ -104,8 +105,13 @@ class DriftRAG:
             texts=[TextInput(title=title, text=text) for title, text in (texts or {}).items()],
         )
         deps = IngestionDeps.from_providers(self.settings, self.store, self.providers, self._chat)
-        handler = IngestionWorkflow(deps).run(start_event=IngestStart(request=request))
-        return await _streamed(handler, IngestProgress, "progress", on_progress)
+        async with self.kb_lock(kb):
+            handler = IngestionWorkflow(deps).run(start_event=IngestStart(request=request))
+            return await _streamed(handler, IngestProgress, "progress", on_progress)
+
+    def kb_lock(self, kb: str) -> KbLock:
+        """The kb's write lock in Neo4j: writers of one kb in any process take turns (ingest, deletes)."""
+        return KbLock(self.store, kb, ttl_s=self.settings.kb_lock_ttl_s)
 
     async def delete_document(self, kb: str, document_id: str) -> KbCounts:
         """Remove one document; entities and relationships left without sources go, the rest is rebuilt."""
@@ -113,11 +119,13 @@ class DriftRAG:
         from driftrag.ingestion.run import no_progress
 
         deps = IngestionDeps.from_providers(self.settings, self.store, self.providers, self._chat)
-        await delete_document(deps, kb, document_id, no_progress)
+        async with self.kb_lock(kb):
+            await delete_document(deps, kb, document_id, no_progress)
         return await self.stats(kb)
 
     async def delete_kb(self, kb: str) -> None:
-        await GraphStore(self.store).delete_kb(kb)
+        async with self.kb_lock(kb):
+            await GraphStore(self.store).delete_kb(kb)
 
     async def stats(self, kb: str) -> KbCounts:
         return await GraphStore(self.store).counts(kb)

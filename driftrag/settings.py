@@ -95,6 +95,11 @@ class Settings(BaseSettings):
     max_cluster_size: int = Field(default=10, ge=2, description="Leiden splits communities larger than this.")
     leiden_seed: int = Field(default=0xDEECE66D, description="Seed of the community detection.")
     report_context_tokens: int = Field(default=8000, ge=500, description="Context budget of one report.")
+    kb_lock_ttl_s: float = Field(
+        default=60.0,
+        ge=1,
+        description="Expiry of a kb's write lock in Neo4j, renewed while held: a writer that died frees it after this.",
+    )
 
     # --- Query ------------------------------------------------------------------------------
     basic_top_k: int = Field(default=10, ge=1, description="Chunks retrieved by basic vector search.")

@@ -27,6 +27,16 @@ def _ingestion_deps(settings: Settings, store):
     return IngestionDeps.from_providers(settings, store, build_providers(settings))
 
 
+def _kb_lock(settings: Settings, store, kb: str):
+    """The kb's write lock in Neo4j; while another process holds it, say so once and wait."""
+    from driftrag.store.locks import KbLock
+
+    def waiting(message: str) -> None:
+        err_console.print(f"[yellow]waiting:[/yellow] {message}", highlight=False, soft_wrap=True)
+
+    return KbLock(store, kb, ttl_s=settings.kb_lock_ttl_s, on_wait=waiting)
+
+
 @app.command("ingest")
 def ingest(
     ctx: typer.Context,
@@ -48,16 +58,18 @@ def ingest(
         async with Neo4jStore.from_settings(settings) as store:
             deps = _ingestion_deps(settings, store)
             await store.connect()
-            handler = IngestionWorkflow(deps).run(start_event=IngestStart(request=IngestRequest(kb=kb, paths=files)))
-            with Bar(console=err_console, transient=True, disable=as_json) as bar:
-                tasks: dict[str, int] = {}
-                async for event in handler.stream_events():
-                    if isinstance(event, IngestProgress):
-                        stage = event.progress.stage
-                        if stage not in tasks:
-                            tasks[stage] = bar.add_task(stage, total=event.progress.total)
-                        bar.update(tasks[stage], completed=event.progress.done, total=event.progress.total)
-            return await handler
+            async with _kb_lock(settings, store, kb):
+                request = IngestRequest(kb=kb, paths=files)
+                handler = IngestionWorkflow(deps).run(start_event=IngestStart(request=request))
+                with Bar(console=err_console, transient=True, disable=as_json) as bar:
+                    tasks: dict[str, int] = {}
+                    async for event in handler.stream_events():
+                        if isinstance(event, IngestProgress):
+                            stage = event.progress.stage
+                            if stage not in tasks:
+                                tasks[stage] = bar.add_task(stage, total=event.progress.total)
+                            bar.update(tasks[stage], completed=event.progress.done, total=event.progress.total)
+                return await handler
 
     result = _arun(ctx, action)
     counts = result.counts
@@ -94,10 +106,11 @@ def delete(
         settings = Settings()
         async with Neo4jStore.from_settings(settings) as store:
             await store.connect()
-            if document is None:
-                await GraphStore(store).delete_kb(kb)
-            else:
-                await indexing.delete_document(_ingestion_deps(settings, store), kb, document, no_progress)
+            async with _kb_lock(settings, store, kb):
+                if document is None:
+                    await GraphStore(store).delete_kb(kb)
+                else:
+                    await indexing.delete_document(_ingestion_deps(settings, store), kb, document, no_progress)
 
     _arun(ctx, action)
     console.print(f"deleted {'document ' + document if document else 'knowledge base'} in kb {kb}")
