@@ -62,6 +62,11 @@ class Settings(BaseSettings):
     # --- Store connection -------------------------------------------------------------------
     connect_retries: int = Field(default=30, ge=1, description="Connection attempts before giving up.")
     connect_retry_delay_s: float = Field(default=2.0, ge=0, description="Pause between connection attempts.")
+    neo4j_health_probe_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="After a lost connection, calls fail at once and Neo4j is tried again at most this often.",
+    )
 
     # --- Models -------------------------------------------------------------------------------
     llm_provider: Literal["auto", "openai", "offline"] = Field(

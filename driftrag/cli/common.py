@@ -40,6 +40,10 @@ def _main(
     ctx.obj = _State()
     ctx.obj.debug = debug
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING)
+    if not debug:
+        # A lost Neo4j is reported once, as the command's error (exit 3); the driver's own multi-line
+        # warnings about each defunct connection and retried transaction would repeat it many times.
+        logging.getLogger("neo4j").setLevel(logging.ERROR)
 
 
 def _run(ctx: typer.Context, action: Callable[[], T]) -> T:
@@ -49,7 +53,7 @@ def _run(ctx: typer.Context, action: Callable[[], T]) -> T:
     except DriftRAGError as exc:
         if ctx.obj is not None and ctx.obj.debug:
             raise
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(3 if isinstance(exc, BackendUnavailableError) else 1) from None
 
 
