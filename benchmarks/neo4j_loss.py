@@ -5,7 +5,8 @@ ingestion and during a DRIFT query) and to the HTTP API's 503, on a throwaway lo
 
 Each repeat: start the throwaway Neo4j, ingest the sample (offline) once; then
 - ingest: `driftrag ingest data/sample` into a new kb, Neo4j killed 3 s after the process connected;
-- query: `driftrag query … --mode drift`, Neo4j killed 0.3 s after the process connected;
+- query: `driftrag query … --mode drift`, Neo4j killed 0.3 s after the process connected, and the same
+  DRIFT query in this process (`DriftRAG.drift`), Neo4j killed after its HyDE phase;
 - HTTP: a uvicorn server in this process queried every 0.1 s, Neo4j killed, time to the first 503 and
   the median latency of the 503s that follow (answered from the known-down state).
 Neo4j is started again between scenarios. Prints each time and the medians, and each exit code.
@@ -98,13 +99,38 @@ def http_to_503(settings: Settings, server: LocalNeo4j, kb: str) -> tuple[float,
         return first, statistics.median(later)
 
 
+def drift_in_process(settings: Settings, server: LocalNeo4j, kb: str) -> tuple[float, str]:
+    """The facade's DRIFT with Neo4j killed after its HyDE phase: (seconds from kill to the error, error)."""
+    killed: list[float] = []
+
+    def kill_after_hyde(event) -> None:
+        if event.phase == "hyde" and not killed:
+            killed.append(kill_neo4j(server))
+
+    async def run() -> tuple[float, str]:
+        async with DriftRAG(settings) as rag:
+            try:
+                await rag.drift(kb, QUESTION, on_progress=kill_after_hyde)
+            except Exception as exc:
+                return time.monotonic() - killed[0], type(exc).__name__
+        raise RuntimeError("the query answered although Neo4j was killed")
+
+    return asyncio.run(run())
+
+
 def main(args: argparse.Namespace) -> None:
     home = Path(tempfile.mkdtemp(prefix="bench-loss-"))
     server = LocalNeo4j(Settings(_env_file=None), port=args.port)
     uri = server.bolt_uri
     settings = Settings(_env_file=None, neo4j_uri=uri, home=home, llm_provider="offline", connect_retries=2)
     kb = f"bench-loss-{uuid.uuid4().hex[:6]}"
-    results: dict[str, list] = {"ingest": [], "query": [], "http first 503": [], "http next 503s": []}
+    results: dict[str, list] = {
+        "ingest": [],
+        "query": [],
+        "query in process": [],
+        "http first 503": [],
+        "http next 503s": [],
+    }
     try:
         server.start()
 
@@ -124,6 +150,8 @@ def main(args: argparse.Namespace) -> None:
                 cli(["query", QUESTION, "--kb", kb, "--mode", "drift"], uri, home), server, args.port, 0.3
             )
             results["query"].append(run)
+            server.start()
+            results["query in process"].append(drift_in_process(settings, server, kb))
             server.start()
             first, later = http_to_503(settings, server, kb)
             results["http first 503"].append(first)
@@ -156,6 +184,11 @@ def main(args: argparse.Namespace) -> None:
         skipped = len(results[scenario]) - len(runs)
         if skipped:
             print(f"{scenario}: {skipped} run(s) ended before the kill")
+    in_process = results["query in process"]
+    print(
+        f"query in process (DriftRAG.drift): median kill -> {in_process[0][1]} "
+        f"{statistics.median(r[0] for r in in_process):.2f} s (each: {', '.join(f'{r[0]:.2f}' for r in in_process)})"
+    )
     print(
         f"http: median kill -> first 503 {statistics.median(results['http first 503']):.2f} s "
         f"(each: {', '.join(f'{s:.2f}' for s in results['http first 503'])})"

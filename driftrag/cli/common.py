@@ -43,7 +43,7 @@ def _main(
     if not debug:
         # A lost Neo4j is reported once, as the command's error (exit 3); the driver's own multi-line
         # warnings about each defunct connection and retried transaction would repeat it many times.
-        logging.getLogger("neo4j").setLevel(logging.ERROR)
+        logging.getLogger("neo4j").setLevel(logging.CRITICAL)
 
 
 def _run(ctx: typer.Context, action: Callable[[], T]) -> T:
