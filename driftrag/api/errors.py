@@ -108,8 +108,9 @@ async def _graph_disabled(request: Request, exc: GraphDisabledError) -> JSONResp
 
 
 async def _backend_unavailable(_: Request, exc: Exception) -> JSONResponse:
-    # The driver's message names hosts and ports; it goes to the log, not to the caller.
-    log.warning("graph backend unavailable: %s", exc)
+    # The driver's message names hosts and ports; it goes to the log, not to the caller. The store's health
+    # state warns once per outage, so each 503 is only an info line.
+    log.info("graph backend unavailable: %s", exc)
     return error_response(
         503,
         "backend_unavailable",

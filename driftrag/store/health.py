@@ -8,11 +8,14 @@ at most once every `probe_interval_s` one call goes through as the probe; its su
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 
 from driftrag.errors import BackendUnavailableError
+
+log = logging.getLogger(__name__)
 
 
 class BackendHealth:
@@ -47,12 +50,20 @@ class BackendHealth:
 
     def failed(self, reason: str) -> None:
         with self._lock:
-            if self._down_since is None:
+            newly_down = self._down_since is None
+            if newly_down:
                 self._down_since = self._clock()
             self._last_probe = self._clock()
             self._reason = reason
+        if newly_down:  # once per outage, not once per failed call
+            log.warning(
+                "Neo4j is unreachable; calls fail at once, checking again every %g s: %s", self.probe_interval_s, reason
+            )
 
     def succeeded(self) -> None:
         with self._lock:
+            was_down = self._down_since is not None
             self._down_since = None
             self._reason = ""
+        if was_down:
+            log.warning("Neo4j is reachable again")
