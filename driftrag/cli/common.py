@@ -44,6 +44,7 @@ def _main(
         # A lost Neo4j is reported once, as the command's error (exit 3); the driver's own multi-line
         # warnings about each defunct connection and retried transaction would repeat it many times.
         logging.getLogger("neo4j").setLevel(logging.CRITICAL)
+        logging.getLogger("driftrag.store.health").setLevel(logging.ERROR)  # for servers; here the error says it
 
 
 def _run(ctx: typer.Context, action: Callable[[], T]) -> T:
