@@ -233,8 +233,9 @@ async def graph_search(
     """Run the bounded one-hop graph search on one knowledge base.
 
     Before any query: InvalidIdentifierError for a bad kb id, InvalidQueryError for a blank or too long
-    query or caps out of range or above the server's settings. Then KnowledgeBaseNotFoundError, GraphDisabledError (a
-    BackendUnavailableError) or BackendUnavailableError. A kb without any match gives an empty response.
+    query or caps out of range or above the server's settings. Then KnowledgeBaseNotFoundError,
+    GraphDisabledError (a BackendUnavailableError) or BackendUnavailableError. A kb without any match gives
+    an empty response.
     """
     request = parse_request(kb, query, max_seeds=max_seeds, max_rows=max_rows)
     check_caps(request, settings)
