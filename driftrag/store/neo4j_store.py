@@ -118,6 +118,7 @@ class Neo4jStore:
         for attempt in range(1, attempts + 1):
             try:
                 await self._driver.verify_connectivity()
+                self.health.succeeded()  # a fresh connection beats a known-down state
                 break
             except AuthError as exc:
                 raise BackendUnavailableError(
