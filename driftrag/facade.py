@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -132,8 +133,10 @@ class DriftRAG:
         paths: Sequence[str | Path] = (),
         texts: dict[str, str] | None = None,
         on_progress: ProgressHandler | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> IngestionResult:
-        """Ingest files or folders (`.txt`/`.md`) and/or `{title: text}`; `on_progress` gets `Progress` events."""
+        """Ingest files or folders (`.txt`/`.md`) and/or `{title: text}`; `on_progress` gets `Progress` events,
+        `on_lock_wait` a message when another writer of the kb holds its lock (this run waits its turn)."""
         from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress, IngestStart
 
         request = IngestRequest(
@@ -141,23 +144,33 @@ class DriftRAG:
             paths=collect_paths([Path(p) for p in paths]),
             texts=[TextInput(title=title, text=text) for title, text in (texts or {}).items()],
         )
-        handler = IngestionWorkflow(self.ingestion_deps()).run(start_event=IngestStart(request=request))
-        async for event in handler.stream_events():
-            if on_progress is not None and isinstance(event, IngestProgress):
-                outcome = on_progress(event.progress)
-                if inspect.isawaitable(outcome):
-                    await outcome
-        return await handler
+        async with self.kb_lock(kb, on_wait=on_lock_wait):
+            handler = IngestionWorkflow(self.ingestion_deps()).run(start_event=IngestStart(request=request))
+            async for event in handler.stream_events():
+                if on_progress is not None and isinstance(event, IngestProgress):
+                    outcome = on_progress(event.progress)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+            return await handler
 
-    async def delete_document(self, kb: str, document_id: str) -> KbCounts:
+    def kb_lock(self, kb: str, *, on_wait: Callable[[str], None] | None = None) -> AbstractAsyncContextManager[None]:
+        """The kb's write lock: writers of one kb in any process take turns (ingest, deletes);
+        `on_wait` hears once that another writer holds it."""
+        return self.stores.locks.hold(kb, ttl_s=self.settings.kb_lock_ttl_s, on_wait=on_wait)
+
+    async def delete_document(
+        self, kb: str, document_id: str, *, on_lock_wait: Callable[[str], None] | None = None
+    ) -> KbCounts:
         """Remove one document; entities and relationships left without sources go, the rest is rebuilt."""
         from driftrag.ingestion.indexing import delete_document
 
-        await delete_document(self.ingestion_deps(), kb, document_id, no_progress)
+        async with self.kb_lock(kb, on_wait=on_lock_wait):
+            await delete_document(self.ingestion_deps(), kb, document_id, no_progress)
         return await self.stats(kb)
 
-    async def delete_kb(self, kb: str) -> None:
-        await self.stores.graph.delete_kb(kb)
+    async def delete_kb(self, kb: str, *, on_lock_wait: Callable[[str], None] | None = None) -> None:
+        async with self.kb_lock(kb, on_wait=on_lock_wait):
+            await self.stores.graph.delete_kb(kb)
 
     async def stats(self, kb: str) -> KbCounts:
         return await self.stores.graph.counts(kb)

@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     # --- Store connection -------------------------------------------------------------------
     connect_retries: int = Field(default=30, ge=1, description="Connection attempts before giving up.")
     connect_retry_delay_s: float = Field(default=2.0, ge=0, description="Pause between connection attempts.")
+    neo4j_health_probe_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="After a lost connection, calls fail at once and Neo4j is tried again at most this often.",
+    )
 
     # --- Models -------------------------------------------------------------------------------
     llm_provider: Literal["auto", "openai", "offline"] = Field(
@@ -103,6 +108,11 @@ class Settings(BaseSettings):
     max_cluster_size: int = Field(default=10, ge=2, description="Leiden splits communities larger than this.")
     leiden_seed: int = Field(default=0xDEECE66D, description="Seed of the community detection.")
     report_context_tokens: int = Field(default=8000, ge=500, description="Context budget of one report.")
+    kb_lock_ttl_s: float = Field(
+        default=60.0,
+        ge=1,
+        description="Expiry of a kb's write lock in Neo4j, renewed while held: a writer that died frees it after this.",
+    )
 
     # --- Query ------------------------------------------------------------------------------
     basic_top_k: int = Field(default=10, ge=1, description="Chunks retrieved by basic vector search.")
@@ -118,6 +128,11 @@ class Settings(BaseSettings):
         default=20, ge=1, description="Entities matched by name (with their neighbours) in entity search."
     )
     answer_max_tokens: int = Field(default=1000, ge=50, description="Longest answer a model may write.")
+    max_question_tokens: int = Field(
+        default=1000,
+        ge=16,
+        description="Longest question (cl100k tokens) any entry point accepts: Python API, CLI and HTTP.",
+    )
     query_timeout_s: float = Field(default=300.0, gt=0, description="Timeout of a whole query workflow.")
     query_step_retries: int = Field(default=1, ge=0, description="Retries of a failed query step.")
     # Every mode spends from one per-query budget; the DRIFT_ names are kept as aliases (they came first).
@@ -201,6 +216,12 @@ class Settings(BaseSettings):
     )
     api_host: str = Field(default="127.0.0.1", description="Address `driftrag serve` binds to.")
     api_port: int = Field(default=8000, ge=1, le=65535, description="Port `driftrag serve` listens on.")
+    api_max_body_kb: int = Field(
+        default=1024, ge=16, description="Largest request body (KiB) of every route but ingestion; larger is a 413."
+    )
+    api_max_ingest_body_mb: float = Field(
+        default=128.0, gt=0, description="Largest body (MiB) of `POST …/documents` (ingestion); larger is a 413."
+    )
 
     @property
     def bolt_uri(self) -> str:

@@ -26,6 +26,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from driftrag import __version__
 from driftrag.api.auth import ApiKeys, Principal, Scope
 from driftrag.api.errors import RETRY_AFTER_UNAVAILABLE_S, ApiError, install_error_handlers
+from driftrag.api.limits import RequestLimits
 from driftrag.api.models import (
     ChunkIdsBody,
     ChunkSwitchResponse,
@@ -188,11 +189,14 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         401: "No API key, or an unknown one.",
         403: "The key may not use this knowledge base, or lacks the scope.",
         404: "No such knowledge base (or document).",
+        413: "The body is over the route's limit (checked before it is read).",
         422: "Invalid input; `problems` says where.",
         502: "The language model failed after its retries.",
         504: "The query ran longer than the server's query timeout.",
         503: "Neo4j is unreachable, or the graph of the kb is disabled. Retry after `Retry-After` seconds.",
     }
+    # Every authenticated route goes through RequestLimits, so every one can answer 413.
+    statuses = tuple(sorted({*statuses, 413})) if 401 in statuses else statuses
     responses: dict[int | str, dict[str, Any]] = {
         status: {"model": ErrorBody, "description": descriptions[status]} for status in statuses
     }
@@ -308,9 +312,10 @@ async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> IngestR
     """
     rag = backend.rag
     max_bytes = int(rag.settings.max_file_mb * 1024 * 1024)
-    too_big = [doc.title for doc in body.texts if len(doc.text.encode("utf-8")) > max_bytes]
+    too_big = [f"texts[{i}]" for i, doc in enumerate(body.texts) if len(doc.text.encode("utf-8")) > max_bytes]
     if too_big:
-        raise InputError(f"texts larger than {rag.settings.max_file_mb:g} MiB: {', '.join(map(repr, too_big[:5]))}")
+        # Positions, not titles: a 422 does not echo the caller's input.
+        raise InputError(f"texts larger than {rag.settings.max_file_mb:g} MiB: {', '.join(too_big[:5])}")
     await backend.ready()
     async with backend.write_lock(kb):
         result = await rag.ingest(kb, texts={doc.title: doc.text for doc in body.texts})
@@ -444,6 +449,13 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True) -
     app.state.backend = backend
     app.state.keys = keys
     install_error_handlers(app)
+    settings = rag.settings
+    app.add_middleware(
+        RequestLimits,
+        keys=keys,
+        max_body_bytes=settings.api_max_body_kb * 1024,
+        max_ingest_body_bytes=int(settings.api_max_ingest_body_mb * 1024 * 1024),
+    )
     app.include_router(router)
 
     @app.get("/system", include_in_schema=False)

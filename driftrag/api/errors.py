@@ -3,6 +3,7 @@
 - 401 `unauthorized`: no key, an unknown key, two different keys.
 - 403 `forbidden`: a kb outside the key's allow-list, a manage call with a read key.
 - 404 `kb_not_found` (KnowledgeBaseNotFoundError), `document_not_found`, `not_found` (no such route).
+- 413 `payload_too_large`: a body over the route's limit (`driftrag.api.limits`, before it is read).
 - 422 `invalid_request`: body or path validation, InvalidQueryError, InvalidIdentifierError, InputError.
 - 502 `model_error`: the language model failed after its retries (ModelError).
 - 504 `query_timeout`: the query ran longer than `query_timeout_s` (QueryTimeoutError), in any mode.
@@ -42,7 +43,13 @@ RETRY_AFTER_UNAVAILABLE_S = 5
 RETRY_AFTER_GRAPH_DISABLED_S = 60
 _MAX_DETAIL_CHARS = 500
 
-_STATUS_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+_STATUS_CODES = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
 
 
 class ApiError(Exception):
@@ -103,8 +110,9 @@ async def _graph_disabled(request: Request, exc: GraphDisabledError) -> JSONResp
 
 
 async def _backend_unavailable(_: Request, exc: Exception) -> JSONResponse:
-    # The driver's message names hosts and ports; it goes to the log, not to the caller.
-    log.warning("graph backend unavailable: %s", exc)
+    # The driver's message names hosts and ports; it goes to the log, not to the caller. The store's health
+    # state warns once per outage, so each 503 is only an info line.
+    log.info("graph backend unavailable: %s", exc)
     return error_response(
         503,
         "backend_unavailable",

@@ -47,7 +47,7 @@ class ErrorBody(_Model):
 
     code: str = Field(
         description="unauthorized, forbidden, kb_not_found, document_not_found, not_found, method_not_allowed, "
-        "invalid_request, model_error, backend_unavailable, graph_disabled, internal_error",
+        "payload_too_large, invalid_request, model_error, backend_unavailable, graph_disabled, internal_error",
         examples=["kb_not_found"],
     )
     detail: str
@@ -62,10 +62,18 @@ class GraphSearchBody(_Model):
         min_length=1, max_length=MAX_QUERY_CHARS, description="Case-sensitive substring of entity names."
     )
     max_seeds: int | None = Field(
-        default=None, ge=1, le=MAX_SEEDS_LIMIT, description="Seeds at most (default: the server's setting, 200)."
+        default=None,
+        ge=1,
+        le=MAX_SEEDS_LIMIT,
+        description="Seeds at most; may only lower the server's cap (default and ceiling: its setting, 200); "
+        "a larger value is a 422.",
     )
     max_rows: int | None = Field(
-        default=None, ge=1, le=MAX_ROWS_LIMIT, description="Rows at most (default: the server's setting, 2000)."
+        default=None,
+        ge=1,
+        le=MAX_ROWS_LIMIT,
+        description="Rows at most; may only lower the server's cap (default and ceiling: its setting, 2000); "
+        "a larger value is a 422.",
     )
 
 

@@ -61,6 +61,9 @@ def serve(settings: Settings, *, host: str, port: int, insecure_no_auth: bool, l
     if insecure_no_auth:
         log.warning("serving WITHOUT authentication on %s:%d (--insecure-no-auth)", host, port)
     app = create_app(DriftRAG(settings), keys)
+    # A lost Neo4j is logged once by the store's health state; the driver would add lines per connection.
+    logging.getLogger("neo4j").setLevel(logging.CRITICAL)
+    logging.getLogger("driftrag.store.health").setLevel(logging.WARNING)
     uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False, proxy_headers=False)
 
 

@@ -41,6 +41,11 @@ def _main(
     ctx.obj = _State()
     ctx.obj.debug = debug
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING)
+    if not debug:
+        # A lost Neo4j is reported once, as the command's error (exit 3); the driver's own multi-line
+        # warnings about each defunct connection and retried transaction would repeat it many times.
+        logging.getLogger("neo4j").setLevel(logging.CRITICAL)
+        logging.getLogger("driftrag.store.health").setLevel(logging.ERROR)  # for servers; here the error says it
 
 
 def _run(ctx: typer.Context, action: Callable[[], T]) -> T:
@@ -50,7 +55,7 @@ def _run(ctx: typer.Context, action: Callable[[], T]) -> T:
     except DriftRAGError as exc:
         if ctx.obj is not None and ctx.obj.debug:
             raise
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(_exit_code(exc)) from None
 
 

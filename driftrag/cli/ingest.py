@@ -20,6 +20,11 @@ from driftrag.cli.common import (
 from driftrag.settings import Settings
 
 
+def _say_waiting(message: str) -> None:
+    """Another process writes the kb: say so once, then this command waits its turn."""
+    err_console.print(f"[yellow]waiting:[/yellow] {message}", highlight=False, soft_wrap=True)
+
+
 @app.command("ingest")
 def ingest(
     ctx: typer.Context,
@@ -46,7 +51,7 @@ def ingest(
                         tasks[progress.stage] = bar.add_task(progress.stage, total=progress.total)
                     bar.update(tasks[progress.stage], completed=progress.done, total=progress.total)
 
-                return await rag.ingest(kb, paths=files, on_progress=show)
+                return await rag.ingest(kb, paths=files, on_progress=show, on_lock_wait=_say_waiting)
 
     result = _arun(ctx, action)
     counts = result.counts
@@ -79,9 +84,9 @@ def delete(
     async def action() -> None:
         async with DriftRAG(Settings()) as rag:
             if document is None:
-                await rag.delete_kb(kb)
+                await rag.delete_kb(kb, on_lock_wait=_say_waiting)
             else:
-                await rag.delete_document(kb, document)
+                await rag.delete_document(kb, document, on_lock_wait=_say_waiting)
 
     _arun(ctx, action)
     console.print(f"deleted {'document ' + document if document else 'knowledge base'} in kb {kb}")
@@ -89,7 +94,7 @@ def delete(
 
 @app.command("stats")
 def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
-    """Counts of a knowledge base, and the chunks whose extraction failed."""
+    """Counts of a knowledge base, and the chunks whose extraction failed; exit 1 for an unknown kb."""
     from driftrag.facade import DriftRAG
     from driftrag.models.graph import FailedChunk, KbCounts
 
@@ -100,6 +105,7 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
 
     async def action() -> Stats:
         async with DriftRAG(Settings()) as rag:
+            await rag.graph_enabled(kb)  # an unknown kb is an error (exit 1), as HTTP's 404
             return Stats(kb=kb, counts=await rag.stats(kb), failed_chunks=await rag.failed_chunks(kb))
 
     result = _arun(ctx, action)

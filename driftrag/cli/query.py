@@ -56,6 +56,9 @@ def query_command(
     settings = Settings()
 
     async def action():
+        from driftrag.search.question import check_question
+
+        check_question(question, settings)  # before anything connects
         with err_console.status(f"{mode} search…", spinner="dots") as status:
 
             def progress(event) -> None:

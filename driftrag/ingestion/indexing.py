@@ -10,6 +10,7 @@ model call and ends with the same graph as an uninterrupted run.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 
 from driftrag.ingestion.chunking import chunk_document
@@ -31,6 +32,8 @@ from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSum
 from driftrag.models.graph import CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
 from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
+
+log = logging.getLogger(__name__)
 
 
 async def load_documents(request: IngestRequest, max_file_mb: float) -> list[SourceDocument]:
@@ -146,16 +149,18 @@ async def embed_missing(
     deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
 ) -> dict[str, int]:
     """Embed chunks without a vector, and entities/communities whose embedded text changed."""
-    counts = {"chunk": 0, "entity": 0, "community": 0}
+    counts = {"chunk": 0, "entity": 0, "community": 0, "failed": 0}
     chunk_rows = await deps.graph.chunks_without_embedding(kb)
-    await _embed(deps, kb, "chunk", chunk_rows, progress)
-    counts["chunk"] = len(chunk_rows)
+    embedded = await _embed(deps, kb, "chunk", chunk_rows, progress)
+    counts["chunk"] = len(embedded)
+    counts["failed"] += len(chunk_rows) - len(embedded)
 
     entity_state = await deps.graph.entity_state(kb)
     entity_texts = {
         e.id: f"{e.name}: {e.summary or (e.descriptions[0] if e.descriptions else '')}" for e in merged.entities
     }
-    counts["entity"] = await _embed_changed(deps, kb, "entity", entity_texts, entity_state, progress)
+    counts["entity"], failed = await _embed_changed(deps, kb, "entity", entity_texts, entity_state, progress)
+    counts["failed"] += failed
 
     community_state = await deps.graph.community_state(kb)
     community_texts = {}
@@ -163,40 +168,57 @@ async def embed_missing(
         if state.output:
             report = CommunityReport.model_validate_json(state.output)
             community_texts[community_id] = f"{report.title}\n{report.summary}"
-    counts["community"] = await _embed_changed(deps, kb, "community", community_texts, community_state, progress)
+    counts["community"], failed = await _embed_changed(
+        deps, kb, "community", community_texts, community_state, progress
+    )
+    counts["failed"] += failed
     return counts
 
 
-async def _embed_changed(deps, kb, kind, texts: dict[str, str], state, progress) -> int:
+async def _embed_changed(deps, kb, kind, texts: dict[str, str], state, progress) -> tuple[int, int]:
+    """(embedded, failed): only what was embedded gets its hash, so a failed batch is embedded next run."""
     hashes = {node_id: stable_hash(text, length=32) for node_id, text in texts.items()}
     stale = sorted(
         node_id
         for node_id, value in hashes.items()
         if node_id not in state or not state[node_id].embedded or state[node_id].embedding_hash != value
     )
-    await _embed(deps, kb, kind, [(node_id, texts[node_id]) for node_id in stale], progress)
-    await deps.graph.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in stale})
-    return len(stale)
+    embedded = await _embed(deps, kb, kind, [(node_id, texts[node_id]) for node_id in stale], progress)
+    await deps.graph.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in embedded})
+    return len(embedded), len(stale) - len(embedded)
 
 
-async def _embed(deps, kb, kind, rows: list[tuple[str, str]], progress) -> None:
-    """Embed in batches, several requests in flight (bounded like model calls)."""
+async def _embed(deps, kb, kind, rows: list[tuple[str, str]], progress) -> set[str]:
+    """Embed in batches, several requests in flight (bounded like model calls); returns the ids embedded.
+
+    A batch whose request fails after the embedder's retries is left out, not fatal: the kb then stays
+    stale, so the next run embeds it (everything else is reused).
+    """
     batch = deps.settings.embed_batch_size
     parts = [rows[start : start + batch] for start in range(0, len(rows), batch)]
     limit = asyncio.Semaphore(deps.settings.llm_concurrency)
     done = 0
+    embedded: set[str] = set()
 
     async def one(part: list[tuple[str, str]]) -> None:
         nonlocal done
         async with limit:
-            vectors = await deps.embedder.aget_text_embedding_batch([text for _, text in part])
+            try:
+                vectors = await deps.embedder.aget_text_embedding_batch([text for _, text in part])
+            except Exception as exc:  # the provider boundary: any failure of the request
+                log.warning(
+                    "embedding %d %s texts failed after retries, left for the next run: %s", len(part), kind, exc
+                )
+                return
         await deps.documents.set_embeddings(
             kind, kb, [(node_id, vector) for (node_id, _), vector in zip(part, vectors, strict=True)]
         )
+        embedded.update(node_id for node_id, _ in part)
         done += len(part)
         await progress(Progress(stage=f"embed-{kind}", done=done, total=len(rows)))
 
     await asyncio.gather(*(one(part) for part in parts))
+    return embedded
 
 
 async def refresh_derived_layers(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> None:
@@ -204,8 +226,8 @@ async def refresh_derived_layers(deps: IngestionDeps, kb: str, progress: Progres
     await deps.graph.mark_stale(kb, True)
     merged, _ = await rebuild_entity_layer(deps, kb, progress)
     await rebuild_communities(deps, kb, merged, progress)
-    await embed_missing(deps, kb, merged, progress)
-    await deps.graph.mark_stale(kb, False)
+    if not (await embed_missing(deps, kb, merged, progress))["failed"]:
+        await deps.graph.mark_stale(kb, False)
 
 
 async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progress: ProgressCallback) -> None:

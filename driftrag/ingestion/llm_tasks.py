@@ -6,6 +6,7 @@ one JSON-answer helper (`driftrag.providers.json_answer.ask_json`), up to `max_a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from driftrag.errors import ModelError
@@ -18,7 +19,7 @@ from driftrag.ingestion.extraction import (
     skipped_outcome,
 )
 from driftrag.ingestion.merge import normalise_name
-from driftrag.ingestion.reports import parse_report
+from driftrag.ingestion.reports import failed_report, parse_report
 from driftrag.models.graph import (
     Chunk,
     CommunityContext,
@@ -34,6 +35,8 @@ from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
 from driftrag.providers.json_answer import ask_json, json_schema
 from driftrag.settings import Settings
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTEMPTS = 2
 DEFAULT_MAX_GLEANINGS = 1
@@ -152,13 +155,19 @@ class LLMDescriptionSummarizer:
             descriptions="\n".join(f"- {d}" for d in distinct),
             max_words=str(self._max_words),
         )
-        text = (await self._chat.chat([turn("user", prompt)], max_tokens=self._max_tokens)).text.strip()
+        try:
+            text = (await self._chat.chat([turn("user", prompt)], max_tokens=self._max_tokens)).text.strip()
+        except ModelError as exc:
+            # The model failed after its retries: one summary is not worth the whole run.
+            log.warning("summary of %r kept as its descriptions: %s", name, exc)
+            text = ""
         # An empty answer must not erase what we know: fall back to the descriptions themselves.
         return text or " ".join(distinct)
 
 
 class LLMCommunityReporter:
-    """`CommunityReporter` asking a chat model; raises `ModelError` if no valid report comes back."""
+    """`CommunityReporter` asking a chat model; without a valid report after the retries, a `failed` one
+    (rating 0, so DRIFT does not prime with it) that the next run asks for again."""
 
     def __init__(
         self,
@@ -189,7 +198,13 @@ class LLMCommunityReporter:
             max_tokens=self._max_tokens,
             attempts=self._max_attempts,
         )
-        return answer.unwrap(f"community report of {community.community.id}")
+        try:
+            return answer.unwrap(f"community report of {community.community.id}")
+        except ModelError as exc:
+            # Transport failures after their retries, or output that stayed invalid: the report is stored
+            # as failed (rating 0) and asked for again on the next run, the ingestion goes on.
+            log.warning("no valid report for %s: %s", community.community.id, exc)
+            return failed_report(community, str(exc))
 
 
 def llm_ingestion_tasks(chat: ChatModel, settings: Settings, prompts: PromptRegistry) -> IngestionTasks:

@@ -81,7 +81,11 @@ def collect_paths(paths: list[Path]) -> list[Path]:
 
 
 def load_document(path: str | Path, kb: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceDocument:
-    """Read a UTF-8 text file (any extension) as a document. Blocking: call via `asyncio.to_thread`."""
+    """Read a UTF-8 text file (any extension) as a document. Blocking: call via `asyncio.to_thread`.
+
+    The document's source key is the file's resolved absolute path (symlinks followed), so `a.txt`,
+    `./a.txt` and `/tmp/a.txt` from any working directory are one document, not three.
+    """
     file = Path(path)
     if not file.exists():
         raise InputError(f"{file}: no such file")
@@ -98,7 +102,7 @@ def load_document(path: str | Path, kb: str, *, max_bytes: int = DEFAULT_MAX_BYT
     if not data.strip():
         raise InputError(f"{file}: file is empty")
     text = _decode(data, file)
-    return document_from_text(text, kb, file.name, path=str(file))
+    return document_from_text(text, kb, file.name, path=str(file.resolve()))
 
 
 def _decode(data: bytes, file: Path) -> str:

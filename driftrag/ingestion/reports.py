@@ -197,6 +197,20 @@ def _rating(value: Any) -> float:
     return min(10.0, max(0.0, number))
 
 
+def failed_report(context: CommunityContext, error: str) -> CommunityReport:
+    """What stands for a report the model could not give: its members' names, rating 0, marked failed."""
+    names = ", ".join(entity.name for entity in context.entities[:10])
+    return CommunityReport(
+        community_id=context.community.id,
+        level=context.community.level,
+        title=f"Community {context.community.id}",
+        summary=f"No report: the model failed after its retries. Members: {names}." if names else "No report.",
+        rating=0.0,
+        rating_explanation=f"not rated: {error[:300]}",
+        failed=True,
+    )
+
+
 def parse_report(raw: str, context: CommunityContext) -> CommunityReport:
     """A report from a raw answer; cited ids not present in the context are dropped."""
     obj = extract_json_object(raw)

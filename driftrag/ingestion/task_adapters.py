@@ -77,8 +77,9 @@ class ReusingReporter:
         digest = context_hash(context)
         self.context_hashes[community_id] = digest
         state = self._known.get(community_id)
-        if state is not None and state.input_hash == digest and state.output:
-            report = CommunityReport.model_validate_json(state.output)
+        stored = CommunityReport.model_validate_json(state.output) if state is not None and state.output else None
+        if stored is not None and state is not None and state.input_hash == digest and not stored.failed:
+            report = stored
         else:
             report = await self._reporter.report(context)
             self.generated += 1

@@ -203,6 +203,9 @@ class CommunityReport(_Model):
     rating_explanation: str = ""
     findings: list[Finding] = Field(default_factory=list)
     citations: Citations = Field(default_factory=Citations)
+    failed: bool = Field(
+        default=False, description="The model gave no usable report after its retries; generated again next run."
+    )
 
 
 class ChunkExcerpt(_Model):

@@ -11,6 +11,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.embeddings.openai import OpenAIEmbedding
 from pydantic import Field, PrivateAttr
 
+from driftrag.providers.unusable import retry_unusable
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 
@@ -86,6 +87,22 @@ class ClientRetryOpenAIEmbedding(OpenAIEmbedding):
 
     def _get_credential_kwargs(self, is_async: bool = False) -> dict[str, Any]:
         return {**super()._get_credential_kwargs(is_async=is_async), "max_retries": self.client_max_retries}
+
+    # An unreadable body is asked again like a 500 (the client only retries statuses and time-outs).
+    async def _aget_query_embedding(self, query: str) -> Embedding:
+        return await retry_unusable(
+            lambda: super(ClientRetryOpenAIEmbedding, self)._aget_query_embedding(query), self.client_max_retries
+        )
+
+    async def _aget_text_embedding(self, text: str) -> Embedding:
+        return await retry_unusable(
+            lambda: super(ClientRetryOpenAIEmbedding, self)._aget_text_embedding(text), self.client_max_retries
+        )
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        return await retry_unusable(
+            lambda: super(ClientRetryOpenAIEmbedding, self)._aget_text_embeddings(texts), self.client_max_retries
+        )
 
 
 def openai_embedding(settings: Settings) -> ClientRetryOpenAIEmbedding:

@@ -1,7 +1,8 @@
 """Chat model access: LlamaIndex's `LLM` for the model, `ModelClient` for what it lacks.
 
 `ModelClient` adds the response cache, a per-instance concurrency limit, usage accounting and one
-error type (`ModelError`). Retries with backoff and 429 Retry-After stay with the openai client.
+error type (`ModelError`). Retries with backoff and 429 Retry-After stay with the openai client; an
+unreadable 200 body is asked again here (`driftrag.providers.unusable`), as often as a 500 would be.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from driftrag.errors import ModelError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
 from driftrag.providers.tokens import tokenizer
+from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 
@@ -141,7 +143,11 @@ class ModelClient:
 
         async with self._limit:
             try:
-                response = await self.llm.achat(chat_messages, **request_kwargs)
+                response = await retry_unusable(
+                    lambda: self.llm.achat(chat_messages, **request_kwargs),
+                    self.max_retries,
+                    on_retry=self.usage.record_retry,
+                )
             except Exception as exc:  # the provider boundary: whatever it raises is a failed model call
                 self.usage.record_failure()
                 raise ModelError(self._describe_failure(exc)) from exc
@@ -187,7 +193,7 @@ class ModelClient:
 
     def _describe_failure(self, exc: Exception) -> str:
         where = f"model {self.model!r} ({self.provider}) at {self.base_url or 'the default endpoint'}"
-        attempts = self.max_retries + 1 if _is_retried(exc) else 1
+        attempts = self.max_retries + 1 if _is_retried(exc) or is_unusable_response(exc) else 1
         tries = f"after {attempts} attempt{'s' if attempts > 1 else ''}"
         if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
             per_try = f" of {self.timeout_s:g} s each" if self.timeout_s is not None else ""

@@ -22,6 +22,7 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     cache_hits: int = 0
     failed_calls: int = 0
+    retried_calls: int = 0
     embedding_requests: int = 0
     embedded_texts: int = 0
     embedding_tokens: int = 0
@@ -57,6 +58,10 @@ class UsageTracker:
 
     def record_failure(self) -> None:
         self._add(failed_calls=1)
+
+    def record_retry(self) -> None:
+        """A model answer that could not be read, asked again (the openai client's own retries are not seen)."""
+        self._add(retried_calls=1)
 
     def record_embedding(self, *, texts: int, tokens: int = 0) -> None:
         """One embedding request of `texts` texts (`tokens` when the provider reports them)."""

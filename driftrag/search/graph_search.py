@@ -206,6 +206,20 @@ def parse_request(
         raise InvalidQueryError(f"invalid graph search request: {problems}") from exc
 
 
+def check_caps(request: GraphSearchRequest, settings: Settings) -> None:
+    """The configured caps are ceilings: a caller may lower `max_seeds` / `max_rows`, never raise them."""
+    over = [
+        f"{name} {asked} is above the server's cap of {cap}"
+        for name, asked, cap in (
+            ("max_seeds", request.max_seeds, settings.graph_search_max_seeds),
+            ("max_rows", request.max_rows, settings.graph_search_max_rows),
+        )
+        if asked is not None and asked > cap
+    ]
+    if over:
+        raise InvalidQueryError(f"invalid graph search request: {'; '.join(over)} (a request may only lower the caps)")
+
+
 async def graph_search(
     store: GraphSearchStorage,
     settings: Settings,
@@ -218,10 +232,12 @@ async def graph_search(
     """Run the bounded one-hop graph search on one knowledge base.
 
     Before any query: InvalidIdentifierError for a bad kb id, InvalidQueryError for a blank or too long
-    query or out-of-range caps. Then KnowledgeBaseNotFoundError, GraphDisabledError (a
-    BackendUnavailableError) or BackendUnavailableError. A kb without any match gives an empty response.
+    query or caps out of range or above the server's settings. Then KnowledgeBaseNotFoundError,
+    GraphDisabledError (a BackendUnavailableError) or BackendUnavailableError. A kb without any match gives
+    an empty response.
     """
     request = parse_request(kb, query, max_seeds=max_seeds, max_rows=max_rows)
+    check_caps(request, settings)
     seeds_cap = request.max_seeds or settings.graph_search_max_seeds
     rows_cap = request.max_rows or settings.graph_search_max_rows
     result = await store.one_hop(request.kb, request.query, max_seeds=seeds_cap, max_rows=rows_cap)

@@ -1,6 +1,6 @@
 """`QueryRun`: what every query of every mode shares, from its start to its result.
 
-- validation: the kb id and a non-empty question, before any I/O;
+- validation: the kb id and the question (non-empty, at most `max_question_tokens`), before any I/O;
 - the per-query budget (`query_max_llm_calls`, `query_max_prompt_tokens`) and the tasks spending from it;
 - the guard: an unknown kb is an error, and graph modes refuse a kb whose graph is disabled;
 - the one retry policy of query steps (`retrying`): transient failures only (Neo4j, the model), never an
@@ -17,11 +17,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from driftrag.errors import BackendUnavailableError, GraphDisabledError, InvalidQueryError, ModelError
+from driftrag.errors import BackendUnavailableError, GraphDisabledError, ModelError
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import BudgetExhausted, QueryBudget
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext, SearchResult
+from driftrag.search.question import check_question
 from driftrag.settings import Settings
 from driftrag.store.identifiers import validate_kb_id
 
@@ -58,8 +59,7 @@ class QueryRun:
         budget: QueryBudget | None = None,
     ) -> None:
         self.kb = validate_kb_id(kb)
-        if not question.strip():
-            raise InvalidQueryError("the question is empty")
+        check_question(question, deps.settings)
         self.deps = deps
         self.mode = mode
         self.question = question

@@ -14,11 +14,24 @@ KB_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 NODE_ID_PATTERN = re.compile(r"^(document|chunk|entity|relationship|community)-[A-Za-z0-9_-]{1,128}$")
 
 
+# Ids longer than this, or with characters outside the id alphabet, are not repeated in error messages:
+# the messages reach HTTP answers and logs, and an echoed hostile value (markup, 500 characters) helps nobody.
+_SHOWN_MAX_CHARS = 64
+_SHOWABLE = re.compile(r"^[A-Za-z0-9_.-]*$")
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, str) and len(value) <= _SHOWN_MAX_CHARS and _SHOWABLE.fullmatch(value):
+        return f" {value!r}"
+    length = f" of {len(value)} characters" if isinstance(value, str) else ""
+    return f" (not shown{length})"
+
+
 def validate_kb_id(kb: str) -> str:
     """Return `kb` if it is 1-64 letters, digits, `_` or `-` (starting with a letter or digit)."""
     if not isinstance(kb, str) or not KB_ID_PATTERN.fullmatch(kb):
         raise InvalidIdentifierError(
-            f"invalid knowledge base id {kb!r}: use 1-64 characters from A-Z a-z 0-9 _ - "
+            f"invalid knowledge base id{_shown(kb)}: use 1-64 characters from A-Z a-z 0-9 _ - "
             "starting with a letter or digit"
         )
     return kb
@@ -28,6 +41,6 @@ def validate_node_id(node_id: str) -> str:
     """Return `node_id` if it has the project's `<kind>-<token>` shape."""
     if not isinstance(node_id, str) or not NODE_ID_PATTERN.fullmatch(node_id):
         raise InvalidIdentifierError(
-            f"invalid id {node_id!r}: expected document-…, chunk-…, entity-…, relationship-… or community-…"
+            f"invalid id{_shown(node_id)}: expected document-…, chunk-…, entity-…, relationship-… or community-…"
         )
     return node_id

@@ -24,6 +24,7 @@ from driftrag.errors import (
 )
 from driftrag.settings import Settings
 from driftrag.store.cypher import schema as cy
+from driftrag.store.health import BackendHealth
 from driftrag.store.identifiers import validate_kb_id
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 _INDEX_WAIT_S = 300
 # Vector search: candidates fetched per k at first, and the widening factor; the most ever fetched.
 _OVER_FETCH = 4
+_TRANSACTION_RETRY_S = 1.0
 _MAX_VECTOR_FETCH = 100_000
 
 
@@ -69,10 +71,12 @@ def check_server_version(version: str) -> None:
 class Neo4jStore:
     """Owns the async driver and runs the project's Cypher statements."""
 
-    def __init__(self, settings: Settings, driver: neo4j.AsyncDriver) -> None:
+    def __init__(self, settings: Settings, driver: neo4j.AsyncDriver, health: BackendHealth | None = None) -> None:
         self._settings = settings
         self._driver = driver
         self._database = settings.neo4j_database
+        # Known down after a failure: later calls fail at once instead of each waiting on the driver.
+        self.health = health or BackendHealth(settings.neo4j_health_probe_s)
 
     @classmethod
     def from_settings(cls, settings: Settings, uri: str | None = None) -> Neo4jStore:
@@ -86,8 +90,9 @@ class Neo4jStore:
             auth=(settings.neo4j_username, settings.neo4j_password.get_secret_value()),
             connection_timeout=max(settings.connect_retry_delay_s, 5.0),
             # The driver retries a failed transaction for 30 s by default; a query path that lost its server
-            # should say so in seconds, not after a half-minute stall.
-            max_transaction_retry_time=max(settings.connect_retry_delay_s * 2, 1.0),
+            # should say so in seconds, not after a half-minute stall. One second still allows the one retry
+            # a transient error (a deadlock) needs; after that the store's health state answers at once.
+            max_transaction_retry_time=_TRANSACTION_RETRY_S,
             # Schema-less reads of properties not yet written are normal here, not worth a warning.
             notifications_min_severity="OFF",
         )
@@ -115,6 +120,7 @@ class Neo4jStore:
         for attempt in range(1, attempts + 1):
             try:
                 await self._driver.verify_connectivity()
+                self.health.succeeded()  # a fresh connection beats a known-down state
                 break
             except AuthError as exc:
                 raise BackendUnavailableError(
@@ -236,24 +242,34 @@ class Neo4jStore:
 
     async def run_in_transactions(self, query: LiteralString, **params: Any) -> None:
         """Run a `CALL { … } IN TRANSACTIONS` statement, which needs an auto-commit transaction."""
+        self.health.check()
         try:
             async with self._driver.session(database=self._database) as session:
                 result = await session.run(query, params)
                 await result.consume()
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
-            raise BackendUnavailableError(f"Neo4j became unreachable: {exc}") from exc
+            raise self._lost(exc) from exc
+        self.health.succeeded()
 
     async def _execute(
         self, query: LiteralString, params: Mapping[str, Any], routing: neo4j.RoutingControl
     ) -> list[dict[str, Any]]:
+        self.health.check()
         try:
             records, _, _ = await self._driver.execute_query(
                 query, parameters_=dict(params), database_=self._database, routing_=routing
             )
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
-            raise BackendUnavailableError(f"Neo4j became unreachable: {exc}") from exc
+            raise self._lost(exc) from exc
         except ClientError:
             raise
         except Neo4jError as exc:
             raise BackendUnavailableError(f"Neo4j failed: {exc}") from exc
+        self.health.succeeded()
         return [record.data() for record in records]
+
+    def _lost(self, exc: Exception) -> BackendUnavailableError:
+        # The driver's message spans lines; one line of it is enough for a log or an error message.
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        self.health.failed(reason)
+        return BackendUnavailableError(f"Neo4j became unreachable at {self._settings.bolt_uri}: {reason}")

@@ -1,15 +1,16 @@
 """The storage seam: one small protocol per store role, and `Stores`, the bundle the deps carry.
 
 Ingestion, the query modes and the facade use these roles only; the Neo4j classes (`Neo4jStore`,
-`DocumentWriter`, `GraphStore`, `SearchStore`, `GraphSearchStore`, `GraphViewStore`) are the one
-implementation, bundled by `Stores.neo4j`. A second backend would implement the same protocols and
-a constructor beside `Stores.neo4j`; nothing outside `driftrag.store` and the composition root names
+`DocumentWriter`, `GraphStore`, `SearchStore`, `GraphSearchStore`, `GraphViewStore`, `KbLocks`) are
+the one implementation, bundled by `Stores.neo4j`. A second backend would implement the same
+protocols and a constructor beside `Stores.neo4j`; nothing outside `driftrag.store` and the composition root names
 a store class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -134,6 +135,15 @@ class ViewStorage(Protocol):
     ) -> GraphView: ...
 
 
+@runtime_checkable
+class WriteLocks(Protocol):
+    """One writer per kb across processes (ingestion, deletes); `on_wait` hears once that it waits."""
+
+    def hold(
+        self, kb: str, *, ttl_s: float, on_wait: Callable[[str], None] | None = None
+    ) -> AbstractAsyncContextManager[Any]: ...
+
+
 @dataclass(frozen=True)
 class Stores:
     """Every store role of one backend; the deps and the facade carry this."""
@@ -144,6 +154,7 @@ class Stores:
     search: SearchStorage
     graph_search: GraphSearchStorage
     views: ViewStorage
+    locks: WriteLocks
 
     @classmethod
     def neo4j(cls, store: Neo4jStore) -> Stores:
@@ -151,6 +162,7 @@ class Stores:
         from driftrag.store.documents import DocumentWriter
         from driftrag.store.graph import GraphStore
         from driftrag.store.graph_search import GraphSearchStore
+        from driftrag.store.locks import KbLocks
         from driftrag.store.search import SearchStore
         from driftrag.store.views import GraphViewStore
 
@@ -161,4 +173,5 @@ class Stores:
             search=SearchStore(store),
             graph_search=GraphSearchStore(store),
             views=GraphViewStore(store),
+            locks=KbLocks(store),
         )

@@ -129,7 +129,8 @@ class IngestionWorkflow(Workflow):
         embedded: dict[str, int] = {}
         if ev.merged is not None:
             embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
-            await self._deps.graph.mark_stale(ev.kb, False)
+            if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
+                await self._deps.graph.mark_stale(ev.kb, False)
         self._time("embeddings", started)
         result = IngestionResult(
             kb=ev.kb,

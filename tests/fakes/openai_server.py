@@ -1,7 +1,8 @@
 """A local OpenAI-compatible HTTP server for tests and benchmarks (stdlib only).
 
 Chat answers come from a pluggable responder, embeddings are deterministic unit vectors, and faults
-(429, 500, malformed JSON, slow answers) are queued per test and consumed by successive requests.
+(429, 500, malformed JSON, slow answers) are queued per test and consumed by successive requests, or
+drawn at random with fixed shares and a seed (`FaultRates`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,33 @@ class Fault:
         return cls("slow", seconds=seconds, status=200)
 
 
+@dataclass(frozen=True)
+class FaultRates:
+    """Random faults, as shares of requests; each draw is seeded by (seed, request body, how many times that
+    body was seen), so a run's faults do not depend on the order concurrent requests arrive in."""
+
+    rate_limit: float = 0.0
+    server_error: float = 0.0
+    malformed_json: float = 0.0
+    timeout: float = 0.0
+    timeout_s: float = 3.0  # longer than the client's timeout, so the client gives up
+    seed: int = 0
+
+    def draw(self, path: str, body: dict[str, Any], seen: int) -> Fault | None:
+        key = hashlib.sha256(json.dumps([self.seed, path, body, seen], sort_keys=True).encode()).digest()
+        roll = random.Random(key).random()
+        for share, fault in (
+            (self.rate_limit, Fault.rate_limit(0.05)),
+            (self.server_error, Fault.server_error()),
+            (self.malformed_json, Fault.malformed_json()),
+            (self.timeout, Fault.slow(self.timeout_s)),
+        ):
+            if roll < share:
+                return fault
+            roll -= share
+        return None
+
+
 class RecordedRequest(NamedTuple):
     path: str
     json: dict[str, Any]
@@ -90,8 +118,12 @@ class FakeOpenAIServer:
         responder: Responder = echo_responder,
         embedding_dimension: int = 1536,
         latency_s: float = 0.0,
+        fault_rates: FaultRates | None = None,
     ) -> None:
         self.responder = responder
+        self.fault_rates = fault_rates
+        self._seen: dict[str, int] = {}
+        self.faults_served: dict[str, int] = {}
         self.embedding_dimension = embedding_dimension
         self.latency_s = latency_s
         self._faults: deque[Fault] = deque()
@@ -162,7 +194,15 @@ class FakeOpenAIServer:
             self._requests.append(RecordedRequest(path, body))
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
-            return self._faults.popleft() if self._faults else None
+            fault = self._faults.popleft() if self._faults else None
+            if fault is None and self.fault_rates is not None:
+                key = hashlib.sha256(json.dumps([path, body], sort_keys=True).encode()).hexdigest()
+                seen = self._seen.get(key, 0)
+                self._seen[key] = seen + 1
+                fault = self.fault_rates.draw(path, body, seen)
+            if fault is not None:
+                self.faults_served[fault.kind] = self.faults_served.get(fault.kind, 0) + 1
+            return fault
 
     def _end(self) -> None:
         with self._lock:

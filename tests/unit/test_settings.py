@@ -29,6 +29,7 @@ ENVIRONMENT = {
     "DRIFTRAG_NEO4J_START_TIMEOUT_S": ("neo4j_start_timeout_s", "30"),
     "DRIFTRAG_CONNECT_RETRIES": ("connect_retries", "7"),
     "DRIFTRAG_CONNECT_RETRY_DELAY_S": ("connect_retry_delay_s", "0.5"),
+    "DRIFTRAG_NEO4J_HEALTH_PROBE_S": ("neo4j_health_probe_s", "2"),
     "DRIFTRAG_LLM_PROVIDER": ("llm_provider", "openai"),
     "DRIFTRAG_LLM_MODEL": ("llm_model", "gpt-4.1-mini"),
     "DRIFTRAG_LLM_TEMPERATURE": ("llm_temperature", "0.3"),
@@ -47,6 +48,7 @@ ENVIRONMENT = {
     "DRIFTRAG_MAX_CLUSTER_SIZE": ("max_cluster_size", "20"),
     "DRIFTRAG_LEIDEN_SEED": ("leiden_seed", "42"),
     "DRIFTRAG_REPORT_CONTEXT_TOKENS": ("report_context_tokens", "4000"),
+    "DRIFTRAG_KB_LOCK_TTL_S": ("kb_lock_ttl_s", "30"),
     "DRIFTRAG_BASIC_TOP_K": ("basic_top_k", "4"),
     "DRIFTRAG_LOCAL_TOP_K_ENTITIES": ("local_top_k_entities", "8"),
     "DRIFTRAG_LOCAL_CONTEXT_TOKENS": ("local_context_tokens", "6000"),
@@ -54,6 +56,7 @@ ENVIRONMENT = {
     "DRIFTRAG_LOCAL_COMMUNITY_PROPORTION": ("local_community_proportion", "0.25"),
     "DRIFTRAG_ENTITY_SEARCH_MAX_ENTITIES": ("entity_search_max_entities", "7"),
     "DRIFTRAG_ANSWER_MAX_TOKENS": ("answer_max_tokens", "500"),
+    "DRIFTRAG_MAX_QUESTION_TOKENS": ("max_question_tokens", "300"),
     "DRIFTRAG_QUERY_TIMEOUT_S": ("query_timeout_s", "90"),
     "DRIFTRAG_QUERY_STEP_RETRIES": ("query_step_retries", "3"),
     "DRIFTRAG_GRAPH_SEARCH_MAX_SEEDS": ("graph_search_max_seeds", "50"),
@@ -81,6 +84,8 @@ ENVIRONMENT = {
     "DRIFTRAG_API_KEYS_FILE": ("api_keys_file", "/etc/driftrag/api-keys.json"),
     "DRIFTRAG_API_HOST": ("api_host", "0.0.0.0"),
     "DRIFTRAG_API_PORT": ("api_port", "8080"),
+    "DRIFTRAG_API_MAX_BODY_KB": ("api_max_body_kb", "64"),
+    "DRIFTRAG_API_MAX_INGEST_BODY_MB": ("api_max_ingest_body_mb", "10"),
 }
 
 

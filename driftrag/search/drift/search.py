@@ -249,7 +249,11 @@ class DriftSearch:
         except BudgetExhausted:
             self._set_status(follow_up, "over_budget")
             return None
-        except (ModelError, BackendUnavailableError) as exc:
+        except BackendUnavailableError:
+            # A lost Neo4j (or a graph disabled mid-way) is not one failed follow-up: every later step needs it
+            # too, and an answer from what was read before would pass for a complete one.
+            raise
+        except ModelError as exc:
             self._set_status(follow_up, "failed")
             self.notes.append(f"follow-up {follow_up.id} failed: {exc}")
             return None

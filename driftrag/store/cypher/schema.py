@@ -1,5 +1,7 @@
 """Schema statements: constraints, indexes, server checks."""
 
+from driftrag.store.cypher.locks import CREATE_KB_LOCK_CONSTRAINT
+
 CHUNK_VECTOR_INDEX = "driftrag_chunk"
 ENTITY_VECTOR_INDEX = "driftrag_entity"
 COMMUNITY_VECTOR_INDEX = "driftrag_community"
@@ -12,6 +14,7 @@ CREATE_CONSTRAINTS = (
     "CREATE CONSTRAINT driftrag_chunk_key IF NOT EXISTS FOR (n:__Chunk__) REQUIRE (n.kb, n.id) IS UNIQUE",
     "CREATE CONSTRAINT driftrag_entity_key IF NOT EXISTS FOR (n:__Entity__) REQUIRE (n.kb, n.id) IS UNIQUE",
     "CREATE CONSTRAINT driftrag_community_key IF NOT EXISTS FOR (n:__Community__) REQUIRE (n.kb, n.id) IS UNIQUE",
+    CREATE_KB_LOCK_CONSTRAINT,
 )
 
 CREATE_LOOKUP_INDEXES = (

@@ -435,3 +435,26 @@ async def test_two_titles_with_the_same_text_stay_two_documents(ingestor: Ingest
     text = "Brother Anselm Hale copied tide tables in the Glass Monastery."
     await ingestor.run(kb, texts=[TextInput(title="one.txt", text=text), TextInput(title="two.txt", text=text)])
     assert sorted(await _document_ids(ingestor, kb)) == ["one.txt", "two.txt"]
+
+
+async def test_one_file_is_one_document_whatever_the_spelling_of_its_path(
+    ingestor: Ingestor, kb: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.txt").write_text(CORPUS[next(iter(CORPUS))], encoding="utf-8")
+    chat = DescriptiveChatModel()
+    monkeypatch.chdir(folder)
+    first = await ingestor.run(kb, chat, paths=[Path("a.txt")])
+    monkeypatch.chdir(tmp_path)
+    second = await ingestor.run(kb, chat, paths=[Path("./notes/a.txt")])
+    third = await ingestor.run(kb, chat, paths=[folder / "a.txt"])
+    (tmp_path / "link.txt").symlink_to(folder / "a.txt")
+    fourth = await ingestor.run(kb, chat, paths=[Path("link.txt")])
+
+    assert first.result.counts.documents == 1
+    for later in (second, third, fourth):
+        assert [outcome.status for outcome in later.result.documents] == ["unchanged"]
+        assert later.result.counts == first.result.counts
+        assert not later.result.graph_rebuilt
+    assert first.result.documents[0].source == str((folder / "a.txt").resolve())

@@ -184,8 +184,13 @@ async def test_rows_are_capped_keeping_the_best_seeds_neighbourhoods(
     assert [r.id for r in response.relationships] == [r.id for r in expected]
     assert "cut at max_rows=2000: 2000 of 2103 rows" in caplog.text
 
-    # Room for one more row: the second seed comes in with its heaviest relationship only.
-    wider = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Hub", max_rows=2101)
+    # A caller cannot ask for more rows than the server's cap...
+    with pytest.raises(InvalidQueryError, match="max_rows 2101 is above the server's cap of 2000"):
+        await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Hub", max_rows=2101)
+    # ...but a server configured with room for one more row brings the second seed in with its heaviest
+    # relationship only.
+    wider_settings = neo4j_settings.model_copy(update={"graph_search_max_rows": 2101})
+    wider = await graph_search(GraphSearchStore(store), wider_settings, kb, "Hub")
     assert names(wider, seeds=True) == ["Hub", "Hubble"]
     assert (wider.truncation.rows_returned, wider.truncation.rows_total) == (2101, 2103)
     assert wider.truncation.candidates_returned == 2 and not wider.truncation.candidates_truncated

@@ -247,7 +247,9 @@ async def test_hostile_questions_are_answered_safely_in_every_mode(
     before = await GraphStore(module_store).counts(graph_kb)
     for question in HOSTILE:
         for mode in MODES:
-            deps, _ = make_deps(search_settings, module_store, search_providers)
+            # The long one is over the default question limit (refused: see the next test); a server
+            # configured for long questions answers it safely.
+            deps, _ = make_deps(search_settings, module_store, search_providers, max_question_tokens=4000)
             result = await run_mode(deps, mode, graph_kb, question)
             assert result.question == question
             assert_grounded(result, graph_ids)
@@ -296,6 +298,16 @@ class FlakyChat(ScriptedChatModel):
         return await super().chat(messages, **kwargs)
 
 
+async def test_a_question_over_the_limit_is_refused_before_any_call_in_every_mode(
+    search_settings, module_store, search_providers, graph_kb
+) -> None:
+    for mode in MODES:
+        deps, chat = make_deps(search_settings, module_store, search_providers)
+        with pytest.raises(InvalidQueryError, match="too long"):
+            await run_mode(deps, mode, graph_kb, HOSTILE[2])
+        assert sum(chat.calls.values()) == 0
+
+
 async def test_the_workflow_retries_a_failed_step_as_configured(
     search_settings, module_store, search_providers, graph_kb, graph_ids
 ) -> None:
@@ -311,7 +323,12 @@ async def test_the_workflow_retries_a_failed_step_as_configured(
 
     # An exhausted budget is final: no retry spends more.
     deps, chat = make_deps(
-        search_settings, module_store, search_providers, query_step_retries=3, query_max_prompt_tokens=1000
+        search_settings,
+        module_store,
+        search_providers,
+        query_step_retries=3,
+        query_max_prompt_tokens=1000,
+        max_question_tokens=4000,
     )
     with pytest.raises(BudgetExhausted):
         await run_workflow(deps, "entity", graph_kb, HOSTILE[2])

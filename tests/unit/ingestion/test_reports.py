@@ -179,13 +179,27 @@ async def test_generate_reports_bottom_up_with_scripted_model():
     assert "community-0-0" in model.requests[-1][0]["content"]
 
 
-async def test_reporter_gives_up_with_model_error_after_attempts():
+async def test_reporter_gives_a_failed_report_after_attempts():
     entities, rels, (parent, _, _) = _world()
     context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {}, {}, 4000)
     model = ScriptedChatModel(invalid_reports=True)
-    with pytest.raises(ModelError, match="community report of community-0-0: invalid output after 2"):
-        await LLMCommunityReporter(model, PROMPTS).report(context)
+    report = await LLMCommunityReporter(model, PROMPTS).report(context)
+    assert report.failed and report.rating == 0 and report.community_id == "community-0-0"
     assert model.calls == {"report": 1, "repair": 1}
+
+
+class _BrokenModel:
+    async def chat(self, messages, *, json_mode=False, max_tokens=None):
+        raise ModelError("chat call failed after 4 attempts: HTTP 500")
+
+
+async def test_a_model_failing_after_its_retries_never_aborts_summaries_or_reports():
+    entities, rels, (parent, _, _) = _world()
+    context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {}, {}, 4000)
+    report = await LLMCommunityReporter(_BrokenModel(), PROMPTS).report(context)
+    assert report.failed and "HTTP 500" in report.rating_explanation
+    summary = await LLMDescriptionSummarizer(_BrokenModel(), PROMPTS).summarize("Alice", ["A girl.", "Curious."])
+    assert summary == "A girl. Curious."
 
 
 async def test_summarizer_joins_deterministically_and_skips_single():

@@ -132,13 +132,38 @@ async def test_slow_response_times_out_within_bounded_time(
     assert openai_server.request_count == 2
 
 
-async def test_malformed_json_body_is_a_model_error(openai_settings: Settings, openai_server: FakeOpenAIServer) -> None:
+async def test_a_malformed_body_is_retried_like_a_500(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
     client = _client(openai_settings)
-    openai_server.inject(Fault.malformed_json())
+    openai_server.inject(Fault.malformed_json(), Fault.malformed_json())
+    result = await client.chat([{"role": "user", "content": "ping"}])
+    assert result.text == "echo: ping"
+    usage = client.usage.snapshot()
+    assert (usage.chat_calls, usage.retried_calls, usage.failed_calls) == (1, 2, 0)
+    assert openai_server.request_count == 3
+
+
+async def test_malformed_bodies_past_the_retries_are_a_model_error(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    client = _client(openai_settings)  # llm_max_retries=2: three answers in all
+    openai_server.inject(*[Fault.malformed_json()] * 3)
     with pytest.raises(ModelError, match="unusable response"):
         await client.chat([{"role": "user", "content": "ping"}])
     assert client.usage.snapshot().chat_calls == 0
+    assert openai_server.request_count == 3
     assert not list(openai_settings.llm_cache_dir.glob("*/*.json"))
+
+
+async def test_a_malformed_embedding_body_is_retried(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    embedder = build_providers(openai_settings.model_copy(update={"embedding_dimensions": 8})).embedder
+    openai_server.inject(Fault.malformed_json())
+    vectors = await embedder.aget_text_embedding_batch(["one", "two"])
+    assert len(vectors) == 2 and len(vectors[0]) == 8
+    assert openai_server.request_count == 2
 
 
 async def test_concurrency_limit_is_honoured(openai_settings: Settings, openai_server: FakeOpenAIServer) -> None:

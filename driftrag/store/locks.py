@@ -1,0 +1,123 @@
+"""A write lock per knowledge base, held in Neo4j, so processes that write one kb take turns.
+
+Two ingestions of one kb (two CLI runs, a CLI run and the HTTP server) each rebuild the kb's derived
+layers from every chunk checkpoint and flip its `stale` flag; run side by side, one could clear the
+flag while the other's chunks were not yet in its rebuild, and that kb would keep a graph missing them.
+With the lock, the second writer waits (saying so) and then finds the first's work done.
+
+    async with KbLock(store, "alice", ttl_s=60):
+        ...   # ingest, delete a document, delete the kb
+
+The lock is a `__KbLock__` node (unique per kb) with an owner and an expiry on the server's clock,
+renewed every third of the TTL while held and deleted on release. A holder that dies stops renewing,
+so its lock expires after at most `ttl_s` and the next writer takes it over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from types import TracebackType
+
+from driftrag.errors import BackendUnavailableError
+from driftrag.store.cypher import locks as cy
+from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.neo4j_store import Neo4jStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POLL_S = 1.0
+
+
+def lock_owner() -> str:
+    """Who holds a lock: host, process and a random part (one process may hold locks of several kbs)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class KbLock:
+    """`async with KbLock(store, kb, ttl_s=…)`: exclusive writing of one kb across processes."""
+
+    def __init__(
+        self,
+        store: Neo4jStore,
+        kb: str,
+        *,
+        ttl_s: float,
+        poll_s: float = DEFAULT_POLL_S,
+        on_wait: Callable[[str], None] | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.store = store
+        self.kb = validate_kb_id(kb)
+        self.ttl_ms = max(int(ttl_s * 1000), 1)
+        self.poll_s = poll_s
+        self.owner = owner or lock_owner()
+        self.waited = False
+        self._on_wait = on_wait or log.warning
+        self._renewer: asyncio.Task[None] | None = None
+
+    async def try_acquire(self) -> tuple[bool, str, int]:
+        """(acquired, current owner, ms until it expires)."""
+        rows = await self.store.write(cy.ACQUIRE_KB_LOCK, kb=self.kb, owner=self.owner, ttl_ms=self.ttl_ms)
+        return rows[0]["acquired"], rows[0]["owner"], rows[0]["expires_in_ms"]
+
+    async def acquire(self) -> None:
+        await self.store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
+        while True:
+            acquired, holder, expires_in_ms = await self.try_acquire()
+            if acquired:
+                break
+            if not self.waited:
+                self.waited = True
+                self._on_wait(
+                    f"knowledge base {self.kb!r} is being written by another process ({holder}); waiting for it "
+                    f"to finish (its lock expires in {max(expires_in_ms, 0) / 1000:.0f} s unless renewed)"
+                )
+            await asyncio.sleep(self.poll_s)
+        self._renewer = asyncio.create_task(self._renew(), name=f"kb-lock-{self.kb}")
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl_ms / 3000)
+            try:
+                rows = await self.store.write(cy.RENEW_KB_LOCK, kb=self.kb, owner=self.owner, ttl_ms=self.ttl_ms)
+            except BackendUnavailableError:
+                continue  # the write itself will fail and say so; the lock expires if this run dies
+            if not rows[0]["renewed"]:
+                log.warning("the write lock of knowledge base %r was lost (expired or deleted)", self.kb)
+                return
+
+    async def release(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+            self._renewer = None
+        try:
+            await self.store.write(cy.RELEASE_KB_LOCK, kb=self.kb, owner=self.owner)
+        except BackendUnavailableError as exc:  # the lock expires by itself
+            log.info("could not release the write lock of %r: %s", self.kb, exc)
+
+    async def __aenter__(self) -> KbLock:
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.release()
+
+
+class KbLocks:
+    """The lock role of the Neo4j store: `hold(kb, ttl_s=…)` gives one kb's `KbLock`."""
+
+    def __init__(self, store: Neo4jStore) -> None:
+        self.store = store
+
+    def hold(self, kb: str, *, ttl_s: float, on_wait: Callable[[str], None] | None = None) -> KbLock:
+        return KbLock(self.store, kb, ttl_s=ttl_s, on_wait=on_wait)

@@ -1,0 +1,116 @@
+"""Limits a caller cannot lift, answers that do not echo hostile input, and the README's own HTTP examples,
+against the real uvicorn server and Neo4j."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from driftrag.api.server import BackgroundServer
+from driftrag.errors import InvalidQueryError
+from driftrag.facade import DriftRAG
+from driftrag.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[3]
+HOSTILE = "<script>alert(1)</script>" + "A" * 400
+
+
+# --- graph-search caps are ceilings -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["max_seeds", "max_rows"])
+def test_a_caller_cannot_raise_the_graph_search_caps(
+    reader: httpx.Client, corpus_kb: str, api_settings: Settings, field: str
+) -> None:
+    cap = getattr(api_settings, f"graph_search_{field}")
+    above = reader.post(f"/knowledge-bases/{corpus_kb}/graph-search", json={"query": "Captain", field: cap + 1})
+    assert above.status_code == 422, above.text
+    assert f"{field} {cap + 1} is above the server's cap of {cap}" in above.json()["detail"]
+    at_cap = reader.post(f"/knowledge-bases/{corpus_kb}/graph-search", json={"query": "Captain", field: cap})
+    assert at_cap.status_code == 200
+
+
+def test_a_caller_may_lower_the_graph_search_caps(reader: httpx.Client, corpus_kb: str) -> None:
+    response = reader.post(f"/knowledge-bases/{corpus_kb}/graph-search", json={"query": "a", "max_seeds": 1})
+    assert response.status_code == 200
+    assert response.json()["truncation"]["candidates_returned"] <= 1
+
+
+async def test_the_python_api_enforces_the_same_ceilings(api_settings: Settings, corpus_kb: str) -> None:
+    async with DriftRAG(api_settings) as rag:
+        with pytest.raises(InvalidQueryError, match="only lower the caps"):
+            await rag.graph_search(corpus_kb, "Captain", max_rows=api_settings.graph_search_max_rows + 1)
+
+
+# --- one question limit --------------------------------------------------------------------------------------
+
+
+def test_a_question_over_the_token_limit_is_422(reader: httpx.Client, corpus_kb: str, api_settings: Settings) -> None:
+    # Under the body's character cap, over the token limit: distinct words are about one token each.
+    question = " ".join(f"w{i}" for i in range(api_settings.max_question_tokens + 50))
+    for mode in ("drift", "local", "entity", "basic"):
+        response = reader.post(f"/knowledge-bases/{corpus_kb}/query", json={"question": question, "mode": mode})
+        assert response.status_code == 422, response.text
+        assert "too long" in response.json()["detail"] and "DRIFTRAG_MAX_QUESTION_TOKENS" in response.json()["detail"]
+
+
+async def test_the_python_api_refuses_a_long_question_at_once(api_settings: Settings, corpus_kb: str) -> None:
+    async with DriftRAG(api_settings) as rag:
+        for mode in ("drift", "local", "entity", "basic"):
+            with pytest.raises(InvalidQueryError, match="too long"):
+                await rag.query(corpus_kb, "why " * 200_000, mode=mode)
+
+
+# --- no echo ------------------------------------------------------------------------------------------------
+
+
+def test_422_answers_do_not_echo_hostile_ids(admin: httpx.Client, corpus_kb: str) -> None:
+    for response in (
+        admin.post(f"/knowledge-bases/{corpus_kb}/chunks/disable", json={"chunk_ids": [HOSTILE]}),
+        admin.delete(f"/knowledge-bases/{corpus_kb}/documents/document-{'x' * 300}<b>"),
+        admin.post(f"/knowledge-bases/<b>onclick=alert(1){'A' * 40}/graph-search", json={"query": "Captain"}),
+        admin.post(f"/knowledge-bases/{corpus_kb}/chunks/enable", json={"chunk_ids": ["chunk-ok", HOSTILE]}),
+    ):
+        assert response.status_code == 422, response.text
+        assert "<script>" not in response.text and "AAAAAAAAAA" not in response.text and "<b>" not in response.text
+
+
+# --- the README's HTTP examples ---------------------------------------------------------------------------------
+
+
+def readme_curl_commands() -> list[str]:
+    """The curl commands of the README's HTTP API section, continuation lines joined."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## HTTP API", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+    commands = []
+    for block in blocks:
+        joined = re.sub(r"\\\n\s*", " ", block)
+        commands += [line.split("  #", 1)[0].strip() for line in joined.splitlines() if line.startswith("curl ")]
+    return commands
+
+
+def test_the_readme_http_examples_work(server: BackgroundServer, keys, corpus_kb: str) -> None:
+    commands = readme_curl_commands()
+    assert len(commands) >= 3
+    for command in commands:
+        assert "Content-Type: application/json" in command or " -d " not in command, command
+        # The README's server and kb are the defaults; here they are the test server and its corpus.
+        command = command.replace("http://127.0.0.1:8000", server.url).replace("/sample/", f"/{corpus_kb}/")
+        command = command.replace("curl -s", "curl -s -w '\\n%{http_code}'")
+        done = subprocess.run(
+            ["bash", "-c", command],
+            env={**os.environ, "KEY": keys.reader},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        body, _, status = done.stdout.rpartition("\n")
+        assert status == "200", (command, done.stdout[-2000:], done.stderr[-2000:])
+        json.loads(body)
