@@ -2,8 +2,9 @@
 
 Without this, every query of a run (and every HTTP request) that meets a dead server waits for the
 driver's own retries before failing, and a run with many queries in flight fails slowly and noisily.
-After one failure the server is *known down*: calls fail at once with `BackendUnavailableError`, and
-at most once every `probe_interval_s` one call goes through as the probe; its success clears the state.
+After a failure that a fresh connection confirms, the server is *known down*: calls fail at once with
+`BackendUnavailableError`, and at most once every `probe_interval_s` one call goes through as the
+probe; its success clears the state. A dropped connection to a live server is only a transient error.
 """
 
 from __future__ import annotations

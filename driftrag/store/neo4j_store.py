@@ -33,6 +33,8 @@ _INDEX_WAIT_S = 300
 # Vector search: candidates fetched per k at first, and the widening factor; the most ever fetched.
 _OVER_FETCH = 4
 _TRANSACTION_RETRY_S = 1.0
+# A server that does not take a fresh connection in this time counts as down.
+_PROBE_TIMEOUT_S = 2.0
 _MAX_VECTOR_FETCH = 100_000
 
 
@@ -232,6 +234,14 @@ class Neo4jStore:
                 return kept[:k]
             fetch = min(fetch * _OVER_FETCH, _MAX_VECTOR_FETCH)
 
+    async def _reachable(self) -> bool:
+        """Whether a fresh connection to the server succeeds within `_PROBE_TIMEOUT_S`."""
+        try:
+            await asyncio.wait_for(self._driver.verify_connectivity(), timeout=_PROBE_TIMEOUT_S)
+        except (TimeoutError, Neo4jError, DriverError, OSError):
+            return False
+        return True
+
     # --- query helpers (statements must come from driftrag.store.cypher) -----------------------
 
     async def read(self, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
@@ -248,7 +258,7 @@ class Neo4jStore:
                 result = await session.run(query, params)
                 await result.consume()
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
-            raise self._lost(exc) from exc
+            raise await self._lost(exc) from exc
         self.health.succeeded()
 
     async def _execute(
@@ -260,7 +270,7 @@ class Neo4jStore:
                 query, parameters_=dict(params), database_=self._database, routing_=routing
             )
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
-            raise self._lost(exc) from exc
+            raise await self._lost(exc) from exc
         except ClientError:
             raise
         except Neo4jError as exc:
@@ -268,8 +278,11 @@ class Neo4jStore:
         self.health.succeeded()
         return [record.data() for record in records]
 
-    def _lost(self, exc: Exception) -> BackendUnavailableError:
+    async def _lost(self, exc: Exception) -> BackendUnavailableError:
         # The driver's message spans lines; one line of it is enough for a log or an error message.
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-        self.health.failed(reason)
+        # One dropped connection is not a lost server: only when a fresh connection fails too is the
+        # server known down (the caller's retry then fails at once); otherwise the retry goes through.
+        if not await self._reachable():
+            self.health.failed(reason)
         return BackendUnavailableError(f"Neo4j became unreachable at {self._settings.bolt_uri}: {reason}")
