@@ -22,9 +22,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from driftrag.errors import ConfigurationError, LocalNeo4jError, MissingPrerequisiteError
-from driftrag.local_neo4j.launcher import MAIN_CLASS, launcher_arguments
+from driftrag.local_neo4j.class_archive import ClassArchive, promote_recorded
+from driftrag.local_neo4j.launcher import MAIN_CLASS, compiled_launcher, launcher_arguments
 from driftrag.local_neo4j.locking import exclusive_lock
-from driftrag.local_neo4j.resolver import Report, ResolvedRuntime, resolve_runtime
+from driftrag.local_neo4j.resolver import Report, ResolvedRuntime, resolve_runtime, runtime_root
 from driftrag.settings import Settings
 
 _HOST = "127.0.0.1"
@@ -101,20 +102,30 @@ class LocalNeo4j:
             )
 
         runtime = resolve_runtime(self._settings, report=report)
-        command = self._command(java, runtime)
+        jar = compiled_launcher(java, runtime)
+        archive = ClassArchive.for_launcher(java, runtime.lib_dir, jar) if jar is not None else None
+        archive_options, recording = archive.jvm_options(self._is_launcher) if archive else ([], None)
+        command = self._command(java, runtime, jar, archive_options)
         started = time.monotonic()
         with self.log_file.open("ab") as log:
             log.write(f"\n--- starting {runtime.version}: {' '.join(command)}\n".encode())
             log.flush()
             log_offset = log.tell()
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # survives the CLI process that started it
-                cwd=self.home,
-            )
+            try:
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # survives the CLI process that started it
+                    cwd=self.home,
+                )
+            except OSError:
+                if archive and recording:
+                    archive.abandon(recording)
+                raise
+        if archive and recording:
+            archive.recording_by(recording, process.pid)
         self.pid_file.write_text(str(process.pid))
         self._wait_ready(process, log_offset, runtime)
         elapsed = time.monotonic() - started
@@ -135,9 +146,12 @@ class LocalNeo4j:
             os.kill(pid, signal.SIGKILL)
             message = f"did not stop within {_STOP_TIMEOUT_S:.0f} s; killed"
         self.pid_file.unlink(missing_ok=True)
+        # The JVM wrote its class archive on exit (if it recorded one): make it usable now.
+        for folder in runtime_root(self._settings).glob("*/cds"):
+            promote_recorded(folder, self._is_launcher)
         return self._status("stopped", message=message)
 
-    def _command(self, java: str, runtime: ResolvedRuntime) -> list[str]:
+    def _command(self, java: str, runtime: ResolvedRuntime, jar: Path | None, archive_options: list[str]) -> list[str]:
         heap = f"{self._settings.neo4j_heap_mb}m"
         return [
             java,
@@ -146,7 +160,8 @@ class LocalNeo4j:
             "-XX:+UseG1GC",
             "-XX:+ExitOnOutOfMemoryError",
             "-Dfile.encoding=UTF-8",
-            *launcher_arguments(java, runtime),
+            *archive_options,
+            *launcher_arguments(java, runtime, jar),
             "--home",
             str(self.home / "dbms"),
             "--host",
@@ -189,10 +204,14 @@ class LocalNeo4j:
             pid = int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        if _alive(pid) and MAIN_CLASS.encode() in _cmdline(pid):
+        if self._is_launcher(pid):
             return pid
         self.pid_file.unlink(missing_ok=True)
         return None
+
+    @staticmethod
+    def _is_launcher(pid: int) -> bool:
+        return _alive(pid) and MAIN_CLASS.encode() in _cmdline(pid)
 
     def _status(self, state: Literal["running", "stopped"], *, pid: int | None = None, message: str = ""):
         version_file = self.home / "version"
