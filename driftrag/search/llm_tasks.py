@@ -1,10 +1,11 @@
 """LLM implementations of the query tasks (`driftrag.search.tasks`), on top of any `ChatModel`.
 
-Each JSON task shows its pydantic schema in the prompt, parses the answer with `json_repair`
-(`extract_json_object`), coerces what is easy to coerce, and validates with the same model. An answer
-that cannot be used is re-asked once by the one JSON-answer helper (`driftrag.providers.json_answer`);
-a second unusable answer raises `InvalidModelOutput` (a `ModelError`). Citations are kept only when
-the cited id was shown to the model (in the `citations` list or inline as `[id]` in the answer).
+Each JSON task shows a filled-in example of its pydantic model in the prompt (every field present),
+parses the answer with `json_repair` (`extract_json_object`), coerces what is easy to coerce, and
+validates with the same model. An answer that cannot be used is re-asked once by the one JSON-answer
+helper (`driftrag.providers.json_answer`); a second unusable answer raises `InvalidModelOutput` (a
+`ModelError`). Citations are kept only when the cited id was shown to the model (in the `citations`
+list or inline as `[id]` in the answer).
 
 Question, context and template travel between `<<<NAME>>>` / `<<<END_NAME>>>` lines; those markers
 are removed from the values first, so a hostile question cannot close its section early.
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
-from driftrag.providers.json_answer import InvalidModelOutput, ask_json, extract_json_object, json_schema
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json, extract_json_object, json_example
+from driftrag.providers.tokens import words_within
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
 from driftrag.search.tasks import QueryTasks
@@ -30,6 +32,7 @@ _MARKER = re.compile(r"<<<(?:END_)?[A-Z_]+>>>")
 _NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 T = TypeVar("T")
+HYDE_MIN_WORDS = 50
 
 
 class EntityNames(BaseModel):
@@ -37,7 +40,11 @@ class EntityNames(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    names: list[str] = Field(default_factory=list, description="Entity names as written in the source text.")
+    names: list[str] = Field(description="Entity names as written in the source text.")
+
+    @classmethod
+    def example(cls) -> Self:
+        return cls(names=["Anna Petrova", "Harbour Lab"])
 
 
 def delimit(name: str, text: str) -> str:
@@ -63,7 +70,7 @@ def _strings(values: Iterable[Any]) -> list[str]:
 
 def _score(value: Any) -> int:
     if value is None:
-        return AnswerPayload.model_fields["score"].default
+        raise InvalidModelOutput('the JSON object has no "score" (an integer from 0 to 100)')
     match = _NUMBER.search(str(value))
     if isinstance(value, bool) or match is None:
         raise InvalidModelOutput(f"score {value!r} is not a number")
@@ -136,8 +143,8 @@ class _JsonAsker:
         self.prompts = prompts
         self.max_tokens = max_tokens
 
-    async def ask(self, task: str, prompt: str, schema: str, parse: Callable[[str], T]) -> T:
-        answer = await ask_json(self.chat, self.prompts, prompt, parse, schema, max_tokens=self.max_tokens)
+    async def ask(self, task: str, prompt: str, example: str, parse: Callable[[str], T]) -> T:
+        answer = await ask_json(self.chat, self.prompts, prompt, parse, example, max_tokens=self.max_tokens)
         return answer.unwrap(task)
 
 
@@ -146,9 +153,9 @@ class LLMQueryEntityNamer:
         self._asker = asker
 
     async def entity_names(self, question: str) -> list[str]:
-        schema = json_schema(EntityNames)
-        prompt = self._asker.prompts.render("query_entities", schema=schema, question=delimit("QUESTION", question))
-        return await self._asker.ask("query entities", prompt, schema, parse_names)
+        example = json_example(EntityNames.example())
+        prompt = self._asker.prompts.render("query_entities", example=example, question=delimit("QUESTION", question))
+        return await self._asker.ask("query entities", prompt, example, parse_names)
 
 
 async def _answer_over(
@@ -159,26 +166,35 @@ async def _answer_over(
     question: str,
     context: SearchContext,
     max_follow_ups: int,
+    **extra: str,
 ) -> AnswerPayload:
     """An `AnswerPayload` from a context; answers and the DRIFT primer differ only in their template."""
-    schema = json_schema(AnswerPayload)
+    example = json_example(AnswerPayload.example())
     prompt = asker.prompts.render(
         template,
-        schema=schema,
+        example=example,
         question=delimit("QUESTION", question),
         max_follow_ups=str(max(max_follow_ups, 0)),
         **{context_slot: delimit("CONTEXT", context.text)},
+        **extra,
     )
     citable = context.ids()
-    return await asker.ask(label, prompt, schema, lambda raw: parse_answer(raw, citable, max_follow_ups))
+    return await asker.ask(label, prompt, example, lambda raw: parse_answer(raw, citable, max_follow_ups))
 
 
 class LLMContextAnswerer:
     def __init__(self, asker: _JsonAsker) -> None:
         self._asker = asker
 
-    async def answer(self, question: str, context: SearchContext, *, max_follow_ups: int = 0) -> AnswerPayload:
-        return await _answer_over(self._asker, "answer", "local_answer", "context", question, context, max_follow_ups)
+    async def answer(
+        self, question: str, context: SearchContext, *, max_follow_ups: int = 0, user_question: str | None = None
+    ) -> AnswerPayload:
+        # A DRIFT step shows the user's question above its own, so that the score and the follow-ups
+        # are measured against what the user asked, not against the side question.
+        shown = f"\n{delimit('USER_QUESTION', user_question)}\n" if user_question else ""
+        return await _answer_over(
+            self._asker, "answer", "local_answer", "context", question, context, max_follow_ups, user_question=shown
+        )
 
 
 class LLMHydeWriter:
@@ -186,8 +202,15 @@ class LLMHydeWriter:
         self._asker = asker
 
     async def hypothetical_report(self, question: str, template: str) -> str:
+        # As long as the template, within the answer cap: a longer probe only dilutes the embedding.
+        words = words_within(
+            self._asker.max_tokens, cap=max(len(template.split()), HYDE_MIN_WORDS), floor=HYDE_MIN_WORDS
+        )
         prompt = self._asker.prompts.render(
-            "drift_hyde", question=delimit("QUESTION", question), template=delimit("TEMPLATE", template)
+            "drift_hyde",
+            question=delimit("QUESTION", question),
+            template=delimit("TEMPLATE", template),
+            max_words=str(words),
         )
         result = await self._asker.chat.chat([turn("user", prompt)], max_tokens=self._asker.max_tokens)
         # An empty report would search with nothing: the question itself is the better probe.
@@ -207,15 +230,15 @@ class LLMDriftReducer:
         self._asker = asker
 
     async def reduce(self, question: str, answers: Sequence[IntermediateAnswer]) -> ReducedAnswer:
-        schema = json_schema(ReducedAnswer)
+        example = json_example(ReducedAnswer.example())
         prompt = self._asker.prompts.render(
             "drift_reduce",
-            schema=schema,
+            example=example,
             question=delimit("QUESTION", question),
             answers=delimit("ANSWERS", render_answers(answers)),
         )
         citable = {source_id for item in answers for source_id in item.source_ids}
-        return await self._asker.ask("reduce", prompt, schema, lambda raw: parse_reduced(raw, citable))
+        return await self._asker.ask("reduce", prompt, example, lambda raw: parse_reduced(raw, citable))
 
 
 def llm_query_tasks(chat: ChatModel, prompts: PromptRegistry, settings: Settings) -> QueryTasks:

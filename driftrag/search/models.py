@@ -6,6 +6,8 @@ Every source is identified by the id it carries in the graph (`chunk-…`, `enti
 
 from __future__ import annotations
 
+from typing import Self
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.models.search import Source
@@ -30,12 +32,23 @@ class SearchContext(_Model):
 
 
 class AnswerPayload(_Model):
-    """The JSON protocol of an answer over a context (local, basic, entity, DRIFT primer/follow-ups)."""
+    """The JSON protocol of an answer over a context (local, basic, entity, DRIFT primer/follow-ups).
+
+    Every field is required: a missing score is a re-ask, not a silent middle score."""
 
     answer: str = Field(description="The answer in Markdown; say plainly when the context does not answer.")
-    score: int = Field(default=50, ge=0, le=100, description="How well the context answers the question, 0-100.")
-    follow_up_queries: list[str] = Field(default_factory=list, description="Questions that would complete it.")
-    citations: list[str] = Field(default_factory=list, description="Ids of the context sources used.")
+    score: int = Field(ge=0, le=100, description="How well the context answers the question, 0-100.")
+    follow_up_queries: list[str] = Field(description="Questions that would complete it.")
+    citations: list[str] = Field(description="Ids of the context sources used.")
+
+    @classmethod
+    def example(cls) -> Self:
+        return cls(
+            answer="Anna Petrova hired Ivan Sokolov in 2019 [chunk-3f9a2c1e]; the context does not say why.",
+            score=75,
+            follow_up_queries=["Why did Anna Petrova hire Ivan Sokolov?"],
+            citations=["chunk-3f9a2c1e"],
+        )
 
 
 class ReducedAnswer(_Model):
@@ -43,6 +56,13 @@ class ReducedAnswer(_Model):
 
     answer: str
     citations: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def example(cls) -> Self:
+        return cls(
+            answer="Anna Petrova runs the Harbour Lab [entity-0f3a9c1d]; she hired Ivan Sokolov [chunk-3f9a2c1e].",
+            citations=["entity-0f3a9c1d", "chunk-3f9a2c1e"],
+        )
 
 
 class QueryResult(_Model):

@@ -131,7 +131,7 @@ class DriftSearch:
                     lambda: self.tasks.primer.prime(self.question, context, max_follow_ups=cap)
                 )
             except BudgetExhausted:
-                payload = AnswerPayload(answer="", score=0)
+                payload = AnswerPayload(answer="", score=0, follow_up_queries=[], citations=[])
                 self.notes.append("budget exhausted before the primer")
             primer = self._intermediate("primer", 0, self.question, payload, context.ids(), parent_id=None)
             self.intermediate.append(primer)

@@ -7,6 +7,7 @@ import pytest
 from driftrag.errors import ModelError
 from driftrag.models.search import Source
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
+from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.search.budget import BudgetedChat, BudgetExhausted, QueryBudget
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.llm_tasks import delimit, llm_query_tasks, parse_answer
@@ -55,7 +56,7 @@ def test_query_templates_are_registered_and_start_with_their_marker() -> None:
         starting = [name for name in QUERY_TEMPLATES if registry.template(name).startswith(mark)]
         assert len(starting) == 1, mark
     for name in ("query_entities", "local_answer", "drift_primer", "drift_reduce"):
-        assert "$schema" in registry.template(name)
+        assert "$example" in registry.template(name)
     assert "at most $max_follow_ups follow-up queries" in registry.template("local_answer")
     assert "at most $max_follow_ups follow-up queries" in registry.template("drift_primer")
 
@@ -209,3 +210,33 @@ async def test_the_budget_refuses_the_re_ask_past_max_calls() -> None:
         await tasks.answerer.answer("Who sailed the Amber Lantern?", context_of(SOURCES))
     assert sum(chat.calls.values()) == 1
     assert budget.calls == 1 and budget.refused == 1
+
+
+async def test_a_step_answer_sees_the_user_question_and_is_scored_against_it() -> None:
+    chat = ScriptedChatModel()
+    tasks = tasks_for(chat)
+    await tasks.answerer.answer(
+        "Who is Jonas Pell?", context_of(SOURCES), max_follow_ups=1, user_question="Why did Voss sail at dawn?"
+    )
+    step = chat.requests[-1][0]["content"]
+    assert "<<<USER_QUESTION>>>\nWhy did Voss sail at dawn?\n<<<END_USER_QUESTION>>>" in step
+    assert step.index("<<<USER_QUESTION>>>") < step.index("<<<QUESTION>>>\nWho is Jonas Pell?")
+    assert "contributes to answering the USER QUESTION" in step and "100 = fully answered" in step
+    await tasks.answerer.answer("Who is Jonas Pell?", context_of(SOURCES))
+    assert "<<<USER_QUESTION>>>" not in chat.requests[-1][0]["content"], "a plain answer shows one question"
+
+
+async def test_a_missing_score_is_re_asked_not_defaulted() -> None:
+    with pytest.raises(InvalidModelOutput, match="score"):
+        parse_answer('{"answer": "Voss sailed [chunk-aaa1].", "follow_up_queries": [], "citations": []}', set(), 1)
+
+
+async def test_hyde_names_nothing_new_and_is_bounded_by_the_answer_cap() -> None:
+    chat = ScriptedChatModel()
+    template = "# Title\n\n" + "word " * 900
+    await tasks_for(chat, Settings(_env_file=None, answer_max_tokens=500)).hyde.hypothetical_report(
+        "Who rules the harbour?", template
+    )
+    prompt = chat.requests[-1][0]["content"]
+    assert "Name no person, place, organisation or thing that the question does not name" in prompt
+    assert "in at most 200 words" in prompt  # 500 tokens x 0.4, below the template's 900 words
