@@ -73,6 +73,41 @@ def normalise_type(raw: object) -> str | None:
     return name[:64].rstrip("_")
 
 
+# Entity type words a model may answer in the passage's language despite the prompt, mapped to the
+# closed English list (French and Russian, singular).
+_TYPE_TRANSLATIONS = {
+    "personne": "PERSON",
+    "personnage": "PERSON",
+    "organisation": "ORGANIZATION",
+    "lieu": "LOCATION",
+    "événement": "EVENT",
+    "objet": "OBJECT",
+    "человек": "PERSON",
+    "персона": "PERSON",
+    "персонаж": "PERSON",
+    "организация": "ORGANIZATION",
+    "место": "LOCATION",
+    "локация": "LOCATION",
+    "событие": "EVENT",
+    "объект": "OBJECT",
+    "предмет": "OBJECT",
+    "понятие": "CONCEPT",
+    "концепция": "CONCEPT",
+}
+
+
+def normalise_entity_type(raw: object) -> str:
+    """An entity type in upper snake case ASCII; French and Russian type words translated, and a type
+    that leaves nothing in ASCII (another script) is OTHER rather than UNKNOWN."""
+    if isinstance(raw, str):
+        translated = _TYPE_TRANSLATIONS.get(unicodedata.normalize("NFC", raw).strip().casefold())
+        if translated:
+            return translated
+        if raw.strip():
+            return normalise_type(raw) or OTHER_ENTITY_TYPE
+    return UNKNOWN_ENTITY_TYPE
+
+
 def map_relationship_type(raw: object, tags: Sequence[str]) -> str:
     """The allowed tag matching `raw` (case/space/punctuation-insensitive), else `RELATED_TO`."""
     wanted = normalise_type(raw)
@@ -223,7 +258,7 @@ def parse_extraction(raw: str, tags: Sequence[str]) -> tuple[ExtractionPayload, 
             counts["entities without a name"] += 1
             continue
         fields = item if isinstance(item, dict) else {}
-        entity_type = normalise_type(_first(fields, _ENTITY_KEYS["type"])) or UNKNOWN_ENTITY_TYPE
+        entity_type = normalise_entity_type(_first(fields, _ENTITY_KEYS["type"]))
         description = _text(_first(fields, ("description", "desc", "attributes")))
         entities.append(ExtractedEntity(name=name, type=entity_type, description=description))
     relationships = []
