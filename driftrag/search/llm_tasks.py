@@ -31,6 +31,8 @@ from driftrag.settings import Settings
 _MARKER = re.compile(r"<<<(?:END_)?[A-Z_]+>>>")
 _NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_BRACKETED_ID = re.compile(r"\[((?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9])\]")
+_HANDLE = re.compile(r"\[(S\d+)\]", re.IGNORECASE)
 T = TypeVar("T")
 HYDE_MIN_WORDS = 50
 
@@ -83,34 +85,66 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
+class Handles:
+    """Short citation handles (`S1`, `S2`…) shown to the model instead of 20-32 character ids, and
+    mapped back here: the one place where the LLM answer path turns handles into ids."""
+
+    def __init__(self, ids: Iterable[str]) -> None:
+        self.ids = {f"S{n}": source_id for n, source_id in enumerate(dict.fromkeys(ids), start=1)}
+        self._handles = {source_id: handle for handle, source_id in self.ids.items()}
+
+    def show(self, text: str) -> str:
+        """`text` with every `[id]` of a known source written as its `[Sn]` handle."""
+        return _BRACKETED_ID.sub(lambda m: f"[{self._handles.get(m.group(1), m.group(1))}]", text)
+
+    def resolve(self, answer: str, citations: Iterable[str]) -> tuple[str, list[str], int]:
+        """The answer with inline handles written back as ids, the cited ids (list first, then inline),
+        and how many cited handles or ids were not shown to the model (they are dropped)."""
+        mentioned = [c.strip("[] ") for c in citations] + _HANDLE.findall(answer) + _NODE_ID.findall(answer)
+        known, unknown = [], set()
+        for ref in dict.fromkeys(mentioned):
+            source_id = self.ids.get(ref.upper(), ref if ref in self._handles else None)
+            if source_id is None:
+                unknown.add(ref)
+            else:
+                known.append(source_id)
+        text = _HANDLE.sub(lambda m: f"[{self.ids.get(m.group(1).upper(), m.group(1))}]", answer)
+        return text, list(dict.fromkeys(known)), len(unknown)
+
+
 def cited_ids(answer: str, citations: Iterable[str], citable: set[str]) -> list[str]:
     """Ids cited in the list or inline in the answer, in that order, kept only when citable."""
     mentioned = [*citations, *_NODE_ID.findall(answer)]
     return [i for i in dict.fromkeys(mentioned) if i in citable]
 
 
-def parse_answer(raw: str, citable: set[str], max_follow_ups: int) -> AnswerPayload:
+def parse_answer(raw: str, citable: set[str] | Handles, max_follow_ups: int) -> AnswerPayload:
     obj = extract_json_object(raw)
     answer = _text(obj.get("answer"))
     if not answer:
         raise InvalidModelOutput('the JSON object has no "answer" text')
+    handles = citable if isinstance(citable, Handles) else Handles(sorted(citable))
+    answer, citations, unknown = handles.resolve(answer, _strings(_as_list(obj.get("citations"))))
     try:
         return AnswerPayload(
             answer=answer,
             score=_score(obj.get("score")),
             follow_up_queries=_strings(_as_list(obj.get("follow_up_queries")))[: max(max_follow_ups, 0)],
-            citations=cited_ids(answer, _strings(_as_list(obj.get("citations"))), citable),
+            citations=citations,
+            unknown_citations=unknown,
         )
     except ValidationError as exc:
         raise InvalidModelOutput(f"the answer does not match the schema: {exc.errors()[:3]}") from exc
 
 
-def parse_reduced(raw: str, citable: set[str]) -> ReducedAnswer:
+def parse_reduced(raw: str, citable: set[str] | Handles) -> ReducedAnswer:
     obj = extract_json_object(raw)
     answer = _text(obj.get("answer"))
     if not answer:
         raise InvalidModelOutput('the JSON object has no "answer" text')
-    return ReducedAnswer(answer=answer, citations=cited_ids(answer, _strings(_as_list(obj.get("citations"))), citable))
+    handles = citable if isinstance(citable, Handles) else Handles(sorted(citable))
+    answer, citations, unknown = handles.resolve(answer, _strings(_as_list(obj.get("citations"))))
+    return ReducedAnswer(answer=answer, citations=citations, unknown_citations=unknown)
 
 
 def parse_names(raw: str) -> list[str]:
@@ -124,13 +158,15 @@ def parse_names(raw: str) -> list[str]:
         raise InvalidModelOutput(f"the names do not match the schema: {exc.errors()[:3]}") from exc
 
 
-def render_answers(answers: Sequence[IntermediateAnswer]) -> str:
-    """Intermediate answers for the reduce, each headed by its id, with the sources it cites."""
+def render_answers(answers: Sequence[IntermediateAnswer], handles: Handles | None = None) -> str:
+    """Intermediate answers for the reduce, each headed by its id, with the sources it cites (as
+    handles when `handles` is given)."""
+    show = handles.show if handles is not None else (lambda text: text)
     blocks = []
     for item in answers:
-        sources = ", ".join(f"[{source_id}]" for source_id in item.source_ids) or "none"
+        sources = ", ".join(show(f"[{source_id}]") for source_id in item.source_ids) or "none"
         blocks.append(
-            f"[{item.id}] (score {item.score}) Query: {item.query}\n{item.answer.strip()}\nSources: {sources}"
+            f"[{item.id}] (score {item.score}) Query: {item.query}\n{show(item.answer.strip())}\nSources: {sources}"
         )
     return "\n\n".join(blocks)
 
@@ -169,17 +205,17 @@ async def _answer_over(
     **extra: str,
 ) -> AnswerPayload:
     """An `AnswerPayload` from a context; answers and the DRIFT primer differ only in their template."""
+    handles = Handles(source.id for source in context.sources)
     example = json_example(AnswerPayload.example())
     prompt = asker.prompts.render(
         template,
         example=example,
         question=delimit("QUESTION", question),
         max_follow_ups=str(max(max_follow_ups, 0)),
-        **{context_slot: delimit("CONTEXT", context.text)},
+        **{context_slot: delimit("CONTEXT", handles.show(context.text))},
         **extra,
     )
-    citable = context.ids()
-    return await asker.ask(label, prompt, example, lambda raw: parse_answer(raw, citable, max_follow_ups))
+    return await asker.ask(label, prompt, example, lambda raw: parse_answer(raw, handles, max_follow_ups))
 
 
 class LLMContextAnswerer:
@@ -231,14 +267,14 @@ class LLMDriftReducer:
 
     async def reduce(self, question: str, answers: Sequence[IntermediateAnswer]) -> ReducedAnswer:
         example = json_example(ReducedAnswer.example())
+        handles = Handles(source_id for item in answers for source_id in item.source_ids)
         prompt = self._asker.prompts.render(
             "drift_reduce",
             example=example,
             question=delimit("QUESTION", question),
-            answers=delimit("ANSWERS", render_answers(answers)),
+            answers=delimit("ANSWERS", render_answers(answers, handles)),
         )
-        citable = {source_id for item in answers for source_id in item.source_ids}
-        return await self._asker.ask("reduce", prompt, example, lambda raw: parse_reduced(raw, citable))
+        return await self._asker.ask("reduce", prompt, example, lambda raw: parse_reduced(raw, handles))
 
 
 def llm_query_tasks(chat: ChatModel, prompts: PromptRegistry, settings: Settings) -> QueryTasks:

@@ -115,6 +115,7 @@ class QueryRun:
             score=payload.score,
             follow_up_queries=follow_ups[: max(max_follow_ups, 0)],
             source_ids=[i for i in dict.fromkeys(payload.citations) if i in known],
+            unknown_citations=payload.unknown_citations or 0,
             context=context,
             **self.accounting(),
         )

@@ -66,7 +66,7 @@ _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]+)\b")
 _ITEM_HEAD = re.compile(r"^\[([A-Za-z0-9_-]+)\]")
 _FOLLOW_UP_CAP = re.compile(r"at most (\d+) follow-up quer")
-_NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]")
+_NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]|\bS\d+\b")
 
 
 @dataclass(frozen=True)

@@ -190,3 +190,15 @@ async def test_hostile_questions_are_plain_data(search_settings, module_store, s
     result, _ = await run_drift(deps, graph_kb, hostile)
     assert result.answer.strip()
     assert re.search(r"\S", result.hyde)
+
+
+async def test_miscopied_citations_are_counted_in_the_result(
+    search_settings, module_store, search_providers, graph_kb
+) -> None:
+    deps, chat = drift_deps(search_settings, module_store, search_providers)
+    chat.extra_citations = ["S99"]  # a handle no context showed, cited by every step
+    result, _ = await run_drift(deps, graph_kb)
+    steps = [a for a in result.intermediate if a.answer.strip()]
+    assert steps and all(a.unknown_citations == 1 for a in steps)
+    assert result.unknown_citations == len(steps)
+    assert "S99" not in result.source_ids

@@ -10,7 +10,7 @@ from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
 from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.search.budget import BudgetedChat, BudgetExhausted, QueryBudget
 from driftrag.search.drift.models import IntermediateAnswer
-from driftrag.search.llm_tasks import delimit, llm_query_tasks, parse_answer
+from driftrag.search.llm_tasks import Handles, delimit, llm_query_tasks, parse_answer
 from driftrag.search.models import SearchContext
 from driftrag.settings import Settings
 from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
@@ -240,3 +240,28 @@ async def test_hyde_names_nothing_new_and_is_bounded_by_the_answer_cap() -> None
     prompt = chat.requests[-1][0]["content"]
     assert "Name no person, place, organisation or thing that the question does not name" in prompt
     assert "in at most 200 words" in prompt  # 500 tokens x 0.4, below the template's 900 words
+
+
+async def test_contexts_show_short_handles_mapped_back_to_ids() -> None:
+    chat = ScriptedChatModel()
+    payload = await tasks_for(chat).answerer.answer("Who sailed the Amber Lantern?", context_of(SOURCES))
+    prompt = chat.requests[-1][0]["content"]
+    context = prompt.split("<<<CONTEXT>>>", 1)[1]
+    assert "[S1] voyage.txt" in context and "[S2] Jonas Pell" in context and "[S3]" in context
+    assert "chunk-aaa1" not in context and "entity-bbb2" not in context
+    # The scripted model cites handles; the payload carries the ids, inline and in the list.
+    assert payload.citations and set(payload.citations) <= {s.id for s in SOURCES}
+    assert "[S1]" not in payload.answer and "[chunk-aaa1]" in payload.answer
+    assert payload.unknown_citations == 0
+
+
+def test_miscopied_handles_and_ids_are_counted_not_silently_dropped() -> None:
+    handles = Handles(["chunk-aaa1", "entity-bbb2"])
+    raw = (
+        '{"answer": "Voss sailed [S1] with Pell [s2], not [S7] [chunk-aaa2].", "score": 80,'
+        ' "follow_up_queries": [], "citations": ["S1", "S9", "entity-bbb2"]}'
+    )
+    payload = parse_answer(raw, handles, 0)
+    assert payload.citations == ["chunk-aaa1", "entity-bbb2"]
+    assert payload.answer == "Voss sailed [chunk-aaa1] with Pell [entity-bbb2], not [S7] [chunk-aaa2]."
+    assert payload.unknown_citations == 3  # S9, S7 and the miscopied chunk-aaa2
