@@ -116,10 +116,7 @@ class ExtractionPayload(_Model):
                 ExtractedEntity(
                     name="Anna Petrova", type="PERSON", description="Runs the Harbour Lab; hired Ivan Sokolov in 2019."
                 ),
-                ExtractedEntity(
-                    name="Harbour Lab", type="ORGANIZATION", description="A lab in Odessa run by Anna Petrova."
-                ),
-                ExtractedEntity(name="Odessa", type="LOCATION", description="The city of the Harbour Lab."),
+                ExtractedEntity(name="Harbour Lab", type="ORGANIZATION", description="A lab run by Anna Petrova."),
                 ExtractedEntity(
                     name="Ivan Sokolov", type="PERSON", description="Hired by Anna Petrova in 2019; called Vanya."
                 ),
@@ -139,19 +136,12 @@ class ExtractionPayload(_Model):
                     description="She hired him in 2019.",
                     strength=8,
                 ),
-                ExtractedRelationship(
-                    source="Harbour Lab",
-                    target="Odessa",
-                    type="LOCATED_IN",
-                    description="The lab is in Odessa.",
-                    strength=7,
-                ),
             ],
         )
 
 
 EXTRACTION_EXAMPLE_PASSAGE = (
-    "Anna Petrova runs the Harbour Lab in Odessa. In 2019 she hired Ivan Sokolov, whom everyone calls Vanya."
+    "Anna Petrova runs the Harbour Lab. In 2019 she hired Ivan Sokolov, whom everyone calls Vanya."
 )
 
 
