@@ -86,6 +86,11 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(default=3, ge=0, description="Retries of a failed model call (429/5xx/timeout).")
     llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at once, per model.")
     llm_cache: bool = Field(default=True, description="Keep successful model responses on disk.")
+    llm_json_response_format: bool = Field(
+        default=True,
+        description="Send `response_format=json_object` with JSON tasks; turn off for servers that reject it "
+        "(answers are then parsed and repaired from plain text).",
+    )
     embedding_model: str = Field(default="text-embedding-3-small", description="OpenAI embedding model.")
     embedding_dimensions: int | None = Field(
         default=None,

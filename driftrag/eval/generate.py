@@ -11,6 +11,7 @@ The description is the user's, or the kb's highest-rated community reports (titl
 from __future__ import annotations
 
 import asyncio
+from typing import Self
 
 import json_repair
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,7 +20,7 @@ from driftrag.errors import ConfigurationError
 from driftrag.eval.questions import QuestionItem, QuestionType, normalise
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel
-from driftrag.providers.json_answer import InvalidModelOutput, ask_json, json_schema
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json, json_example
 from driftrag.providers.tokens import tokenizer
 from driftrag.store.protocols import GraphStorage
 
@@ -37,11 +38,27 @@ class PersonasPayload(BaseModel):
 
     personas: list[Persona] = Field(min_length=1)
 
+    @classmethod
+    def example(cls) -> Self:
+        return cls(
+            personas=[
+                Persona(
+                    name="a city historian",
+                    description="Studies how local institutions grew.",
+                    tasks=["Trace how the institutions in the corpus influence each other"],
+                )
+            ]
+        )
+
 
 class QuestionsPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     questions: list[str] = Field(min_length=1)
+
+    @classmethod
+    def example(cls) -> Self:
+        return cls(questions=["How do the main institutions of the corpus depend on one another over time?"])
 
 
 class GeneratedQuestions(BaseModel):
@@ -112,30 +129,30 @@ async def generate_questions(
         raise ConfigurationError("the corpus description is empty")
     prompts = prompts or PromptRegistry.load()
     calls = prompt_tokens = completion_tokens = 0
-    schema = json_schema(PersonasPayload)
+    example = json_example(PersonasPayload.example())
     prompt = prompts.render(
-        "generate_personas", schema=schema, summary=description, n_personas=str(personas), n_tasks=str(tasks)
+        "generate_personas", example=example, summary=description, n_personas=str(personas), n_tasks=str(tasks)
     )
-    first = await ask_json(chat, prompts, prompt, _parser(PersonasPayload), schema, max_tokens=max_tokens)
+    first = await ask_json(chat, prompts, prompt, _parser(PersonasPayload), example, max_tokens=max_tokens)
     calls, prompt_tokens, completion_tokens = first.attempts, first.prompt_tokens, first.completion_tokens
     if first.value is None:
         raise InvalidModelOutput(f"the model gave no usable personas: {first.error}")
     cast = first.value.personas[:personas]
     pairs = [(persona, task) for persona in cast for task in persona.tasks[:tasks]]
     limit = asyncio.Semaphore(concurrency)
-    schema = json_schema(QuestionsPayload)
+    example = json_example(QuestionsPayload.example())
 
     async def ask(persona: Persona, task: str):
         text = prompts.render(
             "generate_questions",
-            schema=schema,
+            example=example,
             summary=description,
             persona=f"{persona.name}: {persona.description}".strip(": "),
             task=task,
             n_questions=str(questions),
         )
         async with limit:
-            return await ask_json(chat, prompts, text, _parser(QuestionsPayload), schema, max_tokens=max_tokens)
+            return await ask_json(chat, prompts, text, _parser(QuestionsPayload), example, max_tokens=max_tokens)
 
     answers = await asyncio.gather(*(ask(persona, task) for persona, task in pairs))
     items: list[QuestionItem] = []

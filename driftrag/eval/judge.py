@@ -14,7 +14,7 @@ import itertools
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Self, get_args
 
 import json_repair
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -23,7 +23,8 @@ from driftrag.errors import ConfigurationError
 from driftrag.eval.records import RunRow, now
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel
-from driftrag.providers.json_answer import InvalidModelOutput, ask_json
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json, json_example
+from driftrag.providers.tokens import words_within
 
 Criterion = Literal["comprehensiveness", "diversity", "empowerment", "directness"]
 CRITERIA: tuple[Criterion, ...] = get_args(Criterion)
@@ -49,6 +50,19 @@ class JudgeVerdict(BaseModel):
     empowerment: SlotVerdict
     directness: SlotVerdict
 
+    @classmethod
+    def example(cls) -> Self:
+        return cls(
+            reasoning=(
+                "Comprehensiveness: 1 covers both causes, 2 only one. Diversity: both take one view. "
+                "Empowerment: 1 explains its sources. Directness: 2 answers in its first sentence."
+            ),
+            comprehensiveness="1",
+            diversity="tie",
+            empowerment="1",
+            directness="2",
+        )
+
     @field_validator(*CRITERIA, mode="before")
     @classmethod
     def _slot(cls, value: Any) -> str:
@@ -66,18 +80,6 @@ class JudgeVerdict(BaseModel):
     @classmethod
     def _text(cls, value: Any) -> str:
         return value if isinstance(value, str) else json.dumps(value)
-
-
-def verdict_schema() -> str:
-    schema = {
-        "type": "object",
-        "required": ["reasoning", *CRITERIA],
-        "properties": {
-            "reasoning": {"type": "string"},
-            **{criterion: {"enum": list(get_args(SlotVerdict))} for criterion in CRITERIA},
-        },
-    }
-    return json.dumps(schema, separators=(",", ":"))
 
 
 def parse_verdict(raw: str) -> JudgeVerdict:
@@ -181,11 +183,17 @@ class PairwiseJudge:
 
     async def judge(self, spec: TrialSpec, question: str, answer_a: str, answer_b: str) -> Judgment:
         first, second = (answer_a, answer_b) if spec.order == "ab" else (answer_b, answer_a)
-        schema = verdict_schema()
+        example = json_example(JudgeVerdict.example())
         prompt = self._prompts.render(
-            "judge_pairwise", schema=schema, question=question, answer_1=first, answer_2=second
+            "judge_pairwise",
+            example=example,
+            question=question,
+            answer_1=first,
+            answer_2=second,
+            # Free reasoning must leave room for the verdicts that follow it under the same cap.
+            max_reasoning_words=str(words_within(self._max_tokens // 2, cap=150, floor=30)),
         )
-        answer = await ask_json(self._chat, self._prompts, prompt, parse_verdict, schema, max_tokens=self._max_tokens)
+        answer = await ask_json(self._chat, self._prompts, prompt, parse_verdict, example, max_tokens=self._max_tokens)
         used = {
             "attempts": answer.attempts,
             "prompt_tokens": answer.prompt_tokens,

@@ -21,7 +21,9 @@ from typing import Any
 
 from driftrag.ingestion.tasks import GraphExtractor
 from driftrag.models.graph import (
+    EXTRACTION_EXAMPLE_PASSAGE,
     GENERIC_RELATIONSHIP_TYPE,
+    OTHER_ENTITY_TYPE,
     UNKNOWN_ENTITY_TYPE,
     Chunk,
     ExtractConfig,
@@ -31,7 +33,7 @@ from driftrag.models.graph import (
     ExtractionPayload,
 )
 from driftrag.prompts.registry import PromptRegistry
-from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object, json_schema
+from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object, json_example
 
 CHUNK_OPEN = "<<<CHUNK>>>"
 CHUNK_CLOSE = "<<<END_CHUNK>>>"
@@ -42,6 +44,9 @@ _MARKERS = (CHUNK_OPEN, CHUNK_CLOSE, CUSTOM_OPEN, CUSTOM_CLOSE)
 _NON_WORD = re.compile(r"[^A-Z0-9]+")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _DEFAULT_STRENGTH = 5
+# Entities (and, separately, relationships) asked for and kept per chunk: a bounded answer fits its
+# token cap, and a model listing every noun of a passage adds noise, not knowledge.
+MAX_ITEMS_PER_CHUNK = 25
 
 _ENTITY_KEYS = {"name": ("name", "entity_name", "entity"), "type": ("type", "entity_type", "category")}
 _RELATION_KEYS = {
@@ -66,6 +71,41 @@ def normalise_type(raw: object) -> str | None:
     if not name[0].isalpha():
         name = f"T_{name}"
     return name[:64].rstrip("_")
+
+
+# Entity type words a model may answer in the passage's language despite the prompt, mapped to the
+# closed English list (French and Russian, singular).
+_TYPE_TRANSLATIONS = {
+    "personne": "PERSON",
+    "personnage": "PERSON",
+    "organisation": "ORGANIZATION",
+    "lieu": "LOCATION",
+    "événement": "EVENT",
+    "objet": "OBJECT",
+    "человек": "PERSON",
+    "персона": "PERSON",
+    "персонаж": "PERSON",
+    "организация": "ORGANIZATION",
+    "место": "LOCATION",
+    "локация": "LOCATION",
+    "событие": "EVENT",
+    "объект": "OBJECT",
+    "предмет": "OBJECT",
+    "понятие": "CONCEPT",
+    "концепция": "CONCEPT",
+}
+
+
+def normalise_entity_type(raw: object) -> str:
+    """An entity type in upper snake case ASCII; French and Russian type words translated, and a type
+    that leaves nothing in ASCII (another script) is OTHER rather than UNKNOWN."""
+    if isinstance(raw, str):
+        translated = _TYPE_TRANSLATIONS.get(unicodedata.normalize("NFC", raw).strip().casefold())
+        if translated:
+            return translated
+        if raw.strip():
+            return normalise_type(raw) or OTHER_ENTITY_TYPE
+    return UNKNOWN_ENTITY_TYPE
 
 
 def map_relationship_type(raw: object, tags: Sequence[str]) -> str:
@@ -94,14 +134,9 @@ def build_kb_guidance(config: ExtractConfig) -> str:
             'ALLOWED RELATIONSHIP TYPES (use one of these for "type"; anything else is stored as '
             f"{GENERIC_RELATIONSHIP_TYPE}): " + ", ".join(tags)
         )
-    if config.text.strip():
-        sections.append(f"EXAMPLE TEXT (few-shot)\n{_defang(config.text)}")
-    if config.nodes:
-        lines = [f"- {n.name}: {', '.join(n.attributes)}" if n.attributes else f"- {n.name}" for n in config.nodes]
-        sections.append("EXAMPLE ENTITIES (name: attributes)\n" + "\n".join(lines))
-    if config.relations:
-        lines = [f"- {r.node1} -[{r.type}]-> {r.node2}" for r in config.relations]
-        sections.append("EXAMPLE RELATIONSHIPS\n" + "\n".join(lines))
+    pair = _kb_example(config)
+    if pair:
+        sections.append(pair)
     if config.custom_instructions.strip():
         sections.append(
             "CUSTOM INSTRUCTIONS (from the knowledge-base owner; they refine the content, never the "
@@ -112,6 +147,34 @@ def build_kb_guidance(config: ExtractConfig) -> str:
     return "\nKNOWLEDGE-BASE GUIDANCE\n" + "\n\n".join(sections) + "\n"
 
 
+def _kb_example(config: ExtractConfig) -> str:
+    """The knowledge base's few-shot text, example nodes and relations as one worked passage -> answer
+    pair in the protocol's own shape (small models follow a pair, not three loose lists)."""
+    if not (config.text.strip() or config.nodes or config.relations):
+        return ""
+    entities = [
+        ExtractedEntity(name=n.name, type=OTHER_ENTITY_TYPE, description="; ".join(n.attributes) or n.name)
+        for n in config.nodes
+    ]
+    relationships = [
+        ExtractedRelationship(
+            source=r.node1,
+            target=r.node2,
+            type=normalise_type(r.type) or GENERIC_RELATIONSHIP_TYPE,
+            description=f"{r.node1} {r.type.replace('_', ' ').lower()} {r.node2}",
+            strength=_DEFAULT_STRENGTH,
+        )
+        for r in config.relations
+    ]
+    answer = json_example(ExtractionPayload(entities=entities, relationships=relationships))
+    passage = _defang(config.text) or "(no text given)"
+    return (
+        "KNOWLEDGE-BASE EXAMPLE (the kinds of entities and relationships wanted here; an illustration "
+        "only: never copy its entities unless the passage names them)\n"
+        f"Passage: {passage}\nAnswer: {answer}"
+    )
+
+
 def chunk_message(chunk: Chunk) -> str:
     return f"{CHUNK_OPEN}\n{chunk.text}\n{CHUNK_CLOSE}"
 
@@ -119,7 +182,9 @@ def chunk_message(chunk: Chunk) -> str:
 def build_extraction_messages(prompts: PromptRegistry, chunk: Chunk, config: ExtractConfig) -> list[dict[str, str]]:
     system = prompts.render(
         "extract_graph",
-        schema=json_schema(ExtractionPayload),
+        example=json_example(ExtractionPayload.example()),
+        example_passage=EXTRACTION_EXAMPLE_PASSAGE,
+        max_entities=str(MAX_ITEMS_PER_CHUNK),
         chunk_open=CHUNK_OPEN,
         chunk_close=CHUNK_CLOSE,
         kb_guidance=build_kb_guidance(config),
@@ -180,7 +245,12 @@ def parse_extraction(raw: str, tags: Sequence[str]) -> tuple[ExtractionPayload, 
     raw_relations = _items(obj, ("relationships", "relations", "edges"))
     if raw_entities is None and raw_relations is None and not ({"entities", "relationships"} & obj.keys()):
         raise InvalidModelOutput('the JSON object has neither "entities" nor "relationships"')
-    counts = {"entities without a name": 0, "relationships without both ends": 0, "strengths coerced": 0}
+    counts = {
+        "entities without a name": 0,
+        "relationships without both ends": 0,
+        "strengths coerced": 0,
+        f"items past the {MAX_ITEMS_PER_CHUNK} per chunk dropped": 0,
+    }
     entities = []
     for item in raw_entities or []:
         name = _text(_first(item, _ENTITY_KEYS["name"])) if isinstance(item, dict) else _text(item)
@@ -188,7 +258,7 @@ def parse_extraction(raw: str, tags: Sequence[str]) -> tuple[ExtractionPayload, 
             counts["entities without a name"] += 1
             continue
         fields = item if isinstance(item, dict) else {}
-        entity_type = normalise_type(_first(fields, _ENTITY_KEYS["type"])) or UNKNOWN_ENTITY_TYPE
+        entity_type = normalise_entity_type(_first(fields, _ENTITY_KEYS["type"]))
         description = _text(_first(fields, ("description", "desc", "attributes")))
         entities.append(ExtractedEntity(name=name, type=entity_type, description=description))
     relationships = []
@@ -214,6 +284,9 @@ def parse_extraction(raw: str, tags: Sequence[str]) -> tuple[ExtractionPayload, 
                 original_type=_text(raw_type) or None,
             )
         )
+    dropped = f"items past the {MAX_ITEMS_PER_CHUNK} per chunk dropped"
+    counts[dropped] = max(len(entities) - MAX_ITEMS_PER_CHUNK, 0) + max(len(relationships) - MAX_ITEMS_PER_CHUNK, 0)
+    entities, relationships = entities[:MAX_ITEMS_PER_CHUNK], relationships[:MAX_ITEMS_PER_CHUNK]
     warnings = [f"{count} {what}" for what, count in counts.items() if count]
     return ExtractionPayload(entities=entities, relationships=relationships), warnings
 

@@ -33,7 +33,8 @@ from driftrag.models.graph import (
 )
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
-from driftrag.providers.json_answer import ask_json, json_schema
+from driftrag.providers.json_answer import ask_json, json_example
+from driftrag.providers.tokens import words_within
 from driftrag.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class LLMGraphExtractor:
             self._prompts,
             messages,
             lambda raw: parse_extraction(raw, config.tags),
-            json_schema(ExtractionPayload),
+            json_example(ExtractionPayload.example()),
             max_tokens=self._max_tokens,
             attempts=self._max_attempts,
         )
@@ -181,20 +182,21 @@ class LLMCommunityReporter:
         self._chat = chat
         self._prompts = prompts
         self._max_attempts = max(1, max_attempts)
-        self._max_words = max_words
+        # A report asked longer than its token cap allows is cut mid-JSON (sooner in Russian than in English).
+        self._max_words = max_words if max_tokens is None else words_within(max_tokens, cap=max_words, floor=100)
         self._max_tokens = max_tokens
 
     async def report(self, community: CommunityContext) -> CommunityReport:
-        schema = json_schema(ReportPayload)
+        example = json_example(ReportPayload.example())
         prompt = self._prompts.render(
-            "community_report", schema=schema, context=community.text, max_words=str(self._max_words)
+            "community_report", example=example, context=community.text, max_words=str(self._max_words)
         )
         answer = await ask_json(
             self._chat,
             self._prompts,
             prompt,
             lambda raw: parse_report(raw, community),
-            schema,
+            example,
             max_tokens=self._max_tokens,
             attempts=self._max_attempts,
         )

@@ -48,15 +48,76 @@ from driftrag.models.graph import (
 _QUOTES = re.compile(r"[\"'`“”‘’«»„]")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
+# Leading articles a name may carry in English and French (the prompt asks for names without them).
+_ARTICLE = re.compile(r"^(?:the|le|la|les) ")
+_ELIDED_ARTICLE = re.compile(r"^[lL]['’](?=\w)")
+_CYRILLIC_WORD = re.compile(r"[\u0400-\u04ff-]+")
+# Russian nominal case endings, longest first; stripping them makes Анна, Анну, Анны, Анной one key.
+_CASE_ENDINGS = tuple(
+    sorted(
+        (
+            "ами",
+            "ями",
+            "ого",
+            "его",
+            "ому",
+            "ему",
+            "ой",
+            "ей",
+            "ий",
+            "ый",
+            "ая",
+            "яя",
+            "ою",
+            "ею",
+            "ом",
+            "ем",
+            "ым",
+            "им",
+            "ам",
+            "ям",
+            "ах",
+            "ях",
+            "а",
+            "я",
+            "у",
+            "ю",
+            "ы",
+            "и",
+            "е",
+            "о",
+            "ь",
+        ),
+        key=len,
+        reverse=True,
+    )
+)
+_MIN_STEM = 3
 
 
 def normalise_name(name: str) -> str:
+    """The merge key of a name: case, quotes, possessive and a leading English or French article
+    ignored; Cyrillic words reduced to their stem so that inflected forms (Анну, Анны) meet the
+    nominative (Анна)."""
     text = unicodedata.normalize("NFKC", name).strip()
     text = _POSSESSIVE.sub("", text)
+    text = _ELIDED_ARTICLE.sub("", text)  # before the quotes go: l'Reine, l’Île
     text = _SPACES.sub(" ", _QUOTES.sub("", text)).strip().casefold()
-    if text.startswith("the ") and len(text) > 4:
-        text = text[4:]
-    return text
+    article = _ARTICLE.match(text)
+    if article and len(text) > article.end():
+        text = text[article.end() :]
+    return " ".join(_cyrillic_stem(word) for word in text.split(" "))
+
+
+def _cyrillic_stem(word: str) -> str:
+    """A Cyrillic word without its nominal case ending (a light stemmer: names only, stems of at least
+    three letters kept); other scripts unchanged."""
+    if not _CYRILLIC_WORD.fullmatch(word):
+        return word
+    for ending in _CASE_ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= _MIN_STEM:
+            return word[: -len(ending)]
+    return word
 
 
 def entity_id(normalised_name: str) -> str:

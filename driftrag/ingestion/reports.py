@@ -186,7 +186,7 @@ def _finding(item: Any) -> Finding | None:
         summary = str(item.get("summary") or item.get("title") or "").strip()
         return Finding(summary=summary, explanation=str(item.get("explanation") or "").strip()) if summary else None
     text = str(item).strip()
-    return Finding(summary=text) if text else None
+    return Finding(summary=text, explanation="") if text else None
 
 
 def _rating(value: Any) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Annotated
+from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -18,6 +18,9 @@ from pydantic.json_schema import SkipJsonSchema
 TYPE_PATTERN = r"^[A-Z][A-Z0-9_]{0,63}$"
 GENERIC_RELATIONSHIP_TYPE = "RELATED_TO"
 UNKNOWN_ENTITY_TYPE = "UNKNOWN"
+# The closed list of entity types the extraction prompt asks for (in English, whatever the text's language).
+ENTITY_TYPES = ("PERSON", "ORGANIZATION", "LOCATION", "EVENT", "OBJECT", "CONCEPT")
+OTHER_ENTITY_TYPE = "OTHER"
 
 TypeName = Annotated[str, Field(pattern=TYPE_PATTERN)]
 
@@ -99,10 +102,47 @@ class ExtractedRelationship(_Model):
 
 
 class ExtractionPayload(_Model):
-    """The system-owned JSON protocol of extraction: its schema is rendered into the prompt."""
+    """The system-owned JSON protocol of extraction: `example()` is rendered into the prompt."""
 
     entities: list[ExtractedEntity] = Field(default_factory=list)
     relationships: list[ExtractedRelationship] = Field(default_factory=list)
+
+    @classmethod
+    def example(cls) -> Self:
+        """The answer to `EXTRACTION_EXAMPLE_PASSAGE`: every field filled, a pronoun and a nickname
+        resolved to one name."""
+        return cls(
+            entities=[
+                ExtractedEntity(
+                    name="Anna Petrova", type="PERSON", description="Runs the Harbour Lab; hired Ivan Sokolov in 2019."
+                ),
+                ExtractedEntity(name="Harbour Lab", type="ORGANIZATION", description="A lab run by Anna Petrova."),
+                ExtractedEntity(
+                    name="Ivan Sokolov", type="PERSON", description="Hired by Anna Petrova in 2019; called Vanya."
+                ),
+            ],
+            relationships=[
+                ExtractedRelationship(
+                    source="Anna Petrova",
+                    target="Harbour Lab",
+                    type="LEADS",
+                    description="She runs the lab.",
+                    strength=9,
+                ),
+                ExtractedRelationship(
+                    source="Anna Petrova",
+                    target="Ivan Sokolov",
+                    type="HIRED",
+                    description="She hired him in 2019.",
+                    strength=8,
+                ),
+            ],
+        )
+
+
+EXTRACTION_EXAMPLE_PASSAGE = (
+    "Anna Petrova runs the Harbour Lab. In 2019 she hired Ivan Sokolov, whom everyone calls Vanya."
+)
 
 
 class ExtractionOutcome(_Model):
@@ -172,7 +212,7 @@ class Community(_Model):
 
 class Finding(_Model):
     summary: str
-    explanation: str = ""
+    explanation: str
 
 
 class Citations(_Model):
@@ -182,16 +222,27 @@ class Citations(_Model):
 
 
 class ReportPayload(_Model):
-    """The JSON protocol of community reports: its schema is rendered into the prompt."""
+    """The JSON protocol of community reports: every field required; `example()` is rendered into the prompt."""
 
     title: str = Field(min_length=1)
     summary: str
     rating: float = Field(ge=0, le=10, description="Impact/importance of the community, 0 to 10.")
-    rating_explanation: str = ""
-    findings: list[Finding] = Field(default_factory=list)
-    citations: list[str] = Field(
-        default_factory=list, description="Ids (entity-…, relationship-…, chunk-…) taken from the context."
-    )
+    rating_explanation: str
+    findings: list[Finding]
+    citations: list[str] = Field(description="Ids (entity-…, relationship-…, chunk-…) taken from the context.")
+
+    @classmethod
+    def example(cls) -> Self:
+        return cls(
+            title="Harbour Lab and its staff in Odessa",
+            summary="Anna Petrova runs the Harbour Lab in Odessa, where Ivan Sokolov has worked since 2019.",
+            rating=4.0,
+            rating_explanation="A small lab with local influence.",
+            findings=[
+                Finding(summary="Anna Petrova leads the lab", explanation="She runs it and hired its staff."),
+            ],
+            citations=["entity-0f3a9c1d", "relationship-7b2e4a90"],
+        )
 
 
 class CommunityReport(_Model):

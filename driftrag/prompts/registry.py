@@ -20,19 +20,21 @@ from driftrag.errors import ConfigurationError
 # Task name -> the exact placeholder set its template must use.
 TASK_PLACEHOLDERS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
-        "extract_graph": frozenset({"schema", "chunk_open", "chunk_close", "kb_guidance"}),
+        "extract_graph": frozenset(
+            {"example", "example_passage", "chunk_open", "chunk_close", "kb_guidance", "max_entities"}
+        ),
         "glean_graph": frozenset({"chunk_open", "chunk_close"}),
-        "repair_json": frozenset({"error", "schema"}),
+        "repair_json": frozenset({"error", "example"}),
         "summarize_descriptions": frozenset({"name", "descriptions", "max_words"}),
-        "community_report": frozenset({"schema", "context", "max_words"}),
-        "query_entities": frozenset({"schema", "question"}),
-        "local_answer": frozenset({"schema", "question", "context", "max_follow_ups"}),
-        "drift_hyde": frozenset({"question", "template"}),
-        "drift_primer": frozenset({"schema", "question", "reports", "max_follow_ups"}),
-        "drift_reduce": frozenset({"schema", "question", "answers"}),
-        "judge_pairwise": frozenset({"schema", "question", "answer_1", "answer_2"}),
-        "generate_personas": frozenset({"schema", "summary", "n_personas", "n_tasks"}),
-        "generate_questions": frozenset({"schema", "summary", "persona", "task", "n_questions"}),
+        "community_report": frozenset({"example", "context", "max_words"}),
+        "query_entities": frozenset({"example", "question"}),
+        "local_answer": frozenset({"example", "question", "context", "max_follow_ups", "user_question"}),
+        "drift_hyde": frozenset({"question", "template", "max_words"}),
+        "drift_primer": frozenset({"example", "question", "reports", "max_follow_ups"}),
+        "drift_reduce": frozenset({"example", "question", "answers"}),
+        "judge_pairwise": frozenset({"example", "question", "answer_1", "answer_2", "max_reasoning_words"}),
+        "generate_personas": frozenset({"example", "summary", "n_personas", "n_tasks"}),
+        "generate_questions": frozenset({"example", "summary", "persona", "task", "n_questions"}),
     }
 )
 TEMPLATE_SUFFIX = ".txt"

@@ -82,6 +82,7 @@ def _openai(settings: Settings, usage: UsageTracker) -> Providers:
         base_url=base_url,
         max_retries=settings.llm_max_retries,
         timeout_s=settings.llm_timeout_s,
+        json_response_format=settings.llm_json_response_format,
     )
     embedder = AccountedEmbedding(openai_embedding(settings), usage)
     dimension = _dimension_or_fail(embedder, settings)

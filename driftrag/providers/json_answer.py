@@ -1,8 +1,9 @@
 """The one JSON-answer helper of every model task (ingestion, search, evaluation).
 
-A task renders its prompt with its pydantic schema, and `ask_json` sends it, parses the answer with the
+A task renders its prompt with a filled-in example of its pydantic model (`json_example`: small models
+follow an example far better than a JSON schema), and `ask_json` sends it, parses the answer with the
 task's `parse` (which uses `extract_json_object`: fences and prose removed, repaired with `json_repair`,
-then validated) and, when the answer cannot be used, re-asks with the parse error and the schema
+then validated) and, when the answer cannot be used, re-asks with the parse error and the example
 appended to the conversation (a changed request, so a response cache cannot replay the bad answer).
 An answer that stays invalid is reported once, as `InvalidModelOutput`.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import json_repair
+from pydantic import BaseModel
 
 from driftrag.errors import ModelError
 from driftrag.prompts.registry import PromptRegistry
@@ -31,9 +33,13 @@ class InvalidModelOutput(ModelError):
     `JsonAnswer.unwrap` raises it when the answer stayed invalid)."""
 
 
-def json_schema(model: type) -> str:
-    """The compact JSON schema of a pydantic model, as rendered into prompts."""
-    return json.dumps(model.model_json_schema(), separators=(",", ":"), sort_keys=True)
+def json_example(example: BaseModel) -> str:
+    """A filled-in answer as rendered into prompts, validated again by its own model first so that a
+    prompt never shows an example its parser would refuse. Fields hidden from the model (None) are left
+    out; non-ASCII text stays readable."""
+    data = example.model_dump(mode="json", exclude_none=True)
+    type(example).model_validate(data)
+    return json.dumps(data, ensure_ascii=False)
 
 
 def extract_json_object(raw: str) -> dict[str, Any]:
@@ -85,7 +91,7 @@ async def ask_json(
     prompts: PromptRegistry,
     prompt: str | list[dict[str, str]],
     parse: Callable[[str], T],
-    schema: str,
+    example: str,
     *,
     max_tokens: int | None,
     attempts: int = DEFAULT_ATTEMPTS,
@@ -111,7 +117,7 @@ async def ask_json(
             value = parse(raw)
         except InvalidModelOutput as exc:
             error = str(exc)
-            repair = prompts.render("repair_json", error=error, schema=schema)
+            repair = prompts.render("repair_json", error=error, example=example)
             messages = [*messages, turn("assistant", raw), turn("user", repair)]
             continue
         conversation = [*messages, turn("assistant", raw)]

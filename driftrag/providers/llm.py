@@ -102,6 +102,7 @@ class ModelClient:
         base_url: str | None = None,
         max_retries: int = 0,
         timeout_s: float | None = None,
+        json_response_format: bool = True,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -113,6 +114,9 @@ class ModelClient:
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout_s = timeout_s
+        # Off for servers that reject `response_format`: the JSON tasks then rely on their prompt's
+        # example and on the parser's repair and re-ask.
+        self.json_response_format = json_response_format
         self._limit = asyncio.Semaphore(concurrency)
         self._tokenizer: Callable[[str], list[int]] | None = None
 
@@ -125,6 +129,7 @@ class ModelClient:
         json_mode: bool = False,
     ) -> ChatResult:
         chat_messages = [_as_chat_message(m) for m in messages]
+        json_mode = json_mode and self.json_response_format
         request_kwargs: dict[str, Any] = {}
         if temperature is not None:
             request_kwargs["temperature"] = temperature

@@ -52,3 +52,13 @@ def count_tokens(text: str) -> int:
 def tokenizer() -> Callable[[str], list[int]]:
     """`encode`, for code that takes a tokenizer as a value."""
     return encode
+
+
+# Words that fit in a token budget, on the safe side for non-English text (Russian takes over two
+# cl100k tokens a word) and for the JSON around the words.
+WORDS_PER_TOKEN = 0.4
+
+
+def words_within(max_tokens: int, *, cap: int, floor: int) -> int:
+    """How many words a model may be asked to write under `max_tokens`, between `floor` and `cap`."""
+    return max(floor, min(cap, int(max_tokens * WORDS_PER_TOKEN)))

@@ -6,7 +6,10 @@ Every source is identified by the id it carries in the graph (`chunk-…`, `enti
 
 from __future__ import annotations
 
+from typing import Self
+
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
@@ -30,12 +33,25 @@ class SearchContext(_Model):
 
 
 class AnswerPayload(_Model):
-    """The JSON protocol of an answer over a context (local, basic, entity, DRIFT primer/follow-ups)."""
+    """The JSON protocol of an answer over a context (local, basic, entity, DRIFT primer/follow-ups).
+
+    Every field is required: a missing score is a re-ask, not a silent middle score."""
 
     answer: str = Field(description="The answer in Markdown; say plainly when the context does not answer.")
-    score: int = Field(default=50, ge=0, le=100, description="How well the context answers the question, 0-100.")
-    follow_up_queries: list[str] = Field(default_factory=list, description="Questions that would complete it.")
-    citations: list[str] = Field(default_factory=list, description="Ids of the context sources used.")
+    score: int = Field(ge=0, le=100, description="How well the context answers the question, 0-100.")
+    follow_up_queries: list[str] = Field(description="Questions that would complete it.")
+    citations: list[str] = Field(description="Ids of the context sources used.")
+    # Set by the parser, never asked of the model: cited handles or ids the context did not show.
+    unknown_citations: SkipJsonSchema[int | None] = None
+
+    @classmethod
+    def example(cls) -> Self:
+        return cls(
+            answer="Anna Petrova hired Ivan Sokolov in 2019 [S2]; the context does not say why.",
+            score=75,
+            follow_up_queries=["Why did Anna Petrova hire Ivan Sokolov?"],
+            citations=["S2"],
+        )
 
 
 class ReducedAnswer(_Model):
@@ -43,6 +59,13 @@ class ReducedAnswer(_Model):
 
     answer: str
     citations: list[str] = Field(default_factory=list)
+    unknown_citations: SkipJsonSchema[int | None] = None
+
+    @classmethod
+    def example(cls) -> Self:
+        return cls(
+            answer="Anna Petrova runs the Harbour Lab [S1]; she hired Ivan Sokolov [S2].", citations=["S1", "S2"]
+        )
 
 
 class QueryResult(_Model):
@@ -55,6 +78,9 @@ class QueryResult(_Model):
     source_ids: list[str] = Field(default_factory=list, description="Cited ids that exist in what was retrieved.")
     extractive: bool = Field(default=False, description="True when produced by the offline extractive mode.")
     usage: Usage = Field(default_factory=Usage)
+    unknown_citations: int = Field(
+        default=0, description="Citations the model made to handles or ids its context did not show (dropped)."
+    )
     llm_calls: int = Field(default=0, description="Model calls spent from the query's budget (cache hits are free).")
     prompt_tokens: int = Field(default=0, description="Prompt tokens spent from the query's budget.")
     seconds: float = 0.0

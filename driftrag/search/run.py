@@ -98,9 +98,13 @@ class QueryRun:
     async def answer(
         self, context: SearchContext, *, question: str | None = None, mode: str | None = None, max_follow_ups: int = 0
     ) -> SearchResult:
-        """Answer `question` (default: the run's) from `context`; only cited ids the context holds are kept."""
+        """Answer `question` (default: the run's) from `context`; only cited ids the context holds are kept.
+        A `question` other than the run's is a step towards it: the answerer also sees the run's question."""
         question = question if question is not None else self.question
-        payload = await self.tasks.answerer.answer(question, context, max_follow_ups=max_follow_ups)
+        user_question = self.question if question != self.question else None
+        payload = await self.tasks.answerer.answer(
+            question, context, max_follow_ups=max_follow_ups, user_question=user_question
+        )
         known = context.ids()
         follow_ups = [q for q in dict.fromkeys(q.strip() for q in payload.follow_up_queries) if q]
         return SearchResult(
@@ -111,6 +115,7 @@ class QueryRun:
             score=payload.score,
             follow_up_queries=follow_ups[: max(max_follow_ups, 0)],
             source_ids=[i for i in dict.fromkeys(payload.citations) if i in known],
+            unknown_citations=payload.unknown_citations or 0,
             context=context,
             **self.accounting(),
         )

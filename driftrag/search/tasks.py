@@ -23,8 +23,13 @@ class QueryEntityNamer(Protocol):
 
 @runtime_checkable
 class ContextAnswerer(Protocol):
-    async def answer(self, question: str, context: SearchContext, *, max_follow_ups: int = 0) -> AnswerPayload:
-        """An answer from the context only, with a 0-100 score and up to `max_follow_ups` follow-up queries."""
+    async def answer(
+        self, question: str, context: SearchContext, *, max_follow_ups: int = 0, user_question: str | None = None
+    ) -> AnswerPayload:
+        """An answer from the context only, with a 0-100 score and up to `max_follow_ups` follow-up queries.
+
+        `user_question` is the question the user asked when `question` is a step towards it (a DRIFT
+        follow-up): the score and the follow-ups are then relative to the user's question."""
         ...
 
 

@@ -119,7 +119,14 @@ class FakeOpenAIServer:
         embedding_dimension: int = 1536,
         latency_s: float = 0.0,
         fault_rates: FaultRates | None = None,
+        rejects_response_format: bool = False,
+        prose_around_json: bool = False,
     ) -> None:
+        # Two behaviours of real OpenAI-compatible servers and small models: a 400 for any request
+        # carrying `response_format`, and JSON answers wrapped in chatty prose.
+        self.rejects_response_format = rejects_response_format
+        self.prose_around_json = prose_around_json
+        self.rejected_response_format = 0
         self.responder = responder
         self.fault_rates = fault_rates
         self._seen: dict[str, int] = {}
@@ -214,6 +221,8 @@ class FakeOpenAIServer:
 
     def _chat(self, request: dict[str, Any]) -> dict[str, Any]:
         text = self.responder(request)
+        if self.prose_around_json and text.lstrip().startswith("{"):
+            text = f"Sure! Here is the JSON you asked for:\n{text}\nI hope this helps; ask if anything is unclear."
         prompt_tokens = sum(estimate_tokens(message_text(m)) for m in request.get("messages", []))
         completion_tokens = estimate_tokens(text)
         return {
@@ -293,6 +302,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault is not None and fault.kind == "server_error":
             self._send_json(fault.status, {"error": {"message": "injected server error", "type": "server_error"}})
+            return
+        if path.endswith("/chat/completions") and self.fake.rejects_response_format and "response_format" in body:
+            with self.fake._lock:
+                self.fake.rejected_response_format += 1
+            error = {"message": "response_format is not supported by this server", "type": "invalid_request_error"}
+            self._send_json(400, {"error": error})
             return
         if path.endswith("/chat/completions"):
             payload = self.fake._chat(body)

@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from driftrag.ingestion.extraction import CHUNK_CLOSE, CHUNK_OPEN
+from tests.fakes.openai_server import message_text
 
 _SPAN = re.compile(r"\b[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)+\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -64,7 +66,7 @@ _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]+)\b")
 _ITEM_HEAD = re.compile(r"^\[([A-Za-z0-9_-]+)\]")
 _FOLLOW_UP_CAP = re.compile(r"at most (\d+) follow-up quer")
-_NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]")
+_NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]|\bS\d+\b")
 
 
 @dataclass(frozen=True)
@@ -361,3 +363,17 @@ def scripted_answer(question: str, context: str, max_follow_ups: int) -> dict:
         "follow_up_queries": [f"What is the role of {name}?" for name in names][: max(max_follow_ups, 0)],
         "citations": [item_id for _, _, item_id, _ in best],
     }
+
+
+class ScriptedResponder:
+    """`ScriptedChatModel`'s answer to each request, on the OpenAI-compatible test server's side."""
+
+    def __init__(self) -> None:
+        self.model = ScriptedChatModel()
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict) -> str:
+        messages = [{"role": m["role"], "content": message_text(m)} for m in request.get("messages", [])]
+        with self._lock:
+            task = self.model._task(messages)
+            return getattr(self.model, f"_answer_{task}")(messages)

@@ -54,7 +54,9 @@ class RecordingChat:
 
 
 async def test_the_prompts_folder_setting_reaches_the_model_tasks(tmp_path) -> None:
-    (tmp_path / "drift_hyde.txt").write_text("OVERRIDDEN HyDE for $question shaped like $template", encoding="utf-8")
+    (tmp_path / "drift_hyde.txt").write_text(
+        "OVERRIDDEN HyDE for $question shaped like $template in $max_words words", encoding="utf-8"
+    )
     settings = _offline(prompts_dir=tmp_path)
     chat = RecordingChat()
     deps = query_deps(settings, None, build_providers(settings), chat)  # type: ignore[arg-type]

@@ -101,7 +101,12 @@ class ExtractiveAnswerer:
         self._language = language
         self._max_tokens = max_tokens
 
-    async def answer(self, question: str, context: SearchContext, *, max_follow_ups: int = 0) -> AnswerPayload:
+    async def answer(
+        self, question: str, context: SearchContext, *, max_follow_ups: int = 0, user_question: str | None = None
+    ) -> AnswerPayload:
+        # Sentences are scored against the step's own question: the user's question is already the
+        # first DRIFT step, and mixing the two would blur which sentence answers which.
+        del user_question
         return await extract_answer(
             question,
             context.sources,

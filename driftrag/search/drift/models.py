@@ -27,6 +27,7 @@ class IntermediateAnswer(_Model):
     follow_up_queries: list[str] = Field(default_factory=list, description="As proposed, before ranking.")
     source_ids: list[str] = Field(default_factory=list)
     parent_id: str | None = None
+    unknown_citations: int = Field(default=0, description="Citations to handles or ids not shown (dropped).")
 
 
 class FollowUp(_Model):

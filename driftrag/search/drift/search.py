@@ -131,7 +131,7 @@ class DriftSearch:
                     lambda: self.tasks.primer.prime(self.question, context, max_follow_ups=cap)
                 )
             except BudgetExhausted:
-                payload = AnswerPayload(answer="", score=0)
+                payload = AnswerPayload(answer="", score=0, follow_up_queries=[], citations=[])
                 self.notes.append("budget exhausted before the primer")
             primer = self._intermediate("primer", 0, self.question, payload, context.ids(), parent_id=None)
             self.intermediate.append(primer)
@@ -214,6 +214,7 @@ class DriftSearch:
             question=self.question,
             answer=answer,
             source_ids=[source_id for source_id in dict.fromkeys(citations) if source_id in known],
+            unknown_citations=sum(a.unknown_citations for a in self.intermediate),
             sources=sorted(self.sources.values(), key=lambda s: (s.kind, s.id)),
             hyde=self.hyde_text,
             communities=self.communities,
@@ -263,6 +264,7 @@ class DriftSearch:
             score=result.score if result.score is not None else 0,
             follow_up_queries=result.follow_up_queries,
             citations=result.source_ids,
+            unknown_citations=result.unknown_citations,
         )
         return self._intermediate(
             follow_up.id, depth, follow_up.query, payload, result.context.ids(), follow_up.parent_id
@@ -335,6 +337,7 @@ class DriftSearch:
             follow_up_queries=payload.follow_up_queries,
             source_ids=[c for c in dict.fromkeys(payload.citations) if c in context_ids],
             parent_id=parent_id,
+            unknown_citations=payload.unknown_citations or 0,
         )
 
     def _set_status(self, follow_up: FollowUp, status: str) -> None:

@@ -3,7 +3,6 @@ what failed, keeps what succeeded, and a rerun without faults completes what was
 
 from __future__ import annotations
 
-import threading
 import uuid
 from pathlib import Path
 
@@ -11,26 +10,11 @@ from pydantic import SecretStr
 
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
-from driftrag.store.graph import GraphStore
 from tests.fakes.harbor_corpus import CORPUS
-from tests.fakes.openai_server import FakeOpenAIServer, Fault, FaultRates, message_text
-from tests.fakes.scripted_llm import ScriptedChatModel
+from tests.fakes.openai_server import FakeOpenAIServer, Fault, FaultRates
+from tests.fakes.scripted_llm import ScriptedResponder
 
 DIMENSION = 384  # the offline embedder's, so the shared vector indexes stay as they are
-
-
-class ScriptedResponder:
-    """The scripted double's answer to each request, on the server side."""
-
-    def __init__(self) -> None:
-        self.model = ScriptedChatModel()
-        self._lock = threading.Lock()
-
-    def __call__(self, request: dict) -> str:
-        messages = [{"role": m["role"], "content": message_text(m)} for m in request.get("messages", [])]
-        with self._lock:
-            task = self.model._task(messages)
-            return getattr(self.model, f"_answer_{task}")(messages)
 
 
 def _settings(neo4j_settings: Settings, server: FakeOpenAIServer, home: Path, retries: int) -> Settings:
@@ -68,7 +52,7 @@ async def test_faults_past_the_retries_are_recorded_and_a_rerun_completes_the_gr
             expected = await _graph(rag, clean_kb)
             await rag.delete_kb(clean_kb)
         # Without retries, about half the answers fail: nothing aborts, failures are recorded.
-        server.fault_rates = FaultRates(rate_limit=0.1, server_error=0.1, malformed_json=0.3, timeout=0.03, seed=3)
+        server.fault_rates = FaultRates(rate_limit=0.1, server_error=0.1, malformed_json=0.3, timeout=0.03, seed=1)
         server.inject(Fault.malformed_json(), Fault.malformed_json())  # the first answers, at least, are unreadable
         async with DriftRAG(_settings(neo4j_settings, server, tmp_path, retries=0)) as rag:
             faulty = await rag.ingest(kb, texts=CORPUS)
@@ -82,7 +66,7 @@ async def test_faults_past_the_retries_are_recorded_and_a_rerun_completes_the_gr
             try:
                 await rag.ingest(kb, texts=CORPUS)
                 # A failed chunk stays recorded; embeddings a failed request left out are made by this run.
-                graph = GraphStore(rag.store)
+                graph = rag.stores.graph
                 assert not await graph.is_stale(kb)
                 assert await graph.chunks_without_embedding(kb) == []
                 assert {chunk.id for chunk in await rag.failed_chunks(kb)} == {c.id for c in faulty.failed_chunks}

@@ -16,7 +16,7 @@ from driftrag.settings import Settings
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.protocols import Stores
 from driftrag.workflows.drift import DriftProgressEvent, DriftStart, DriftWorkflow
-from tests.fakes.scripted_llm import ScriptedChatModel
+from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
 
 QUESTION = "What did Captain Mirela Voss tell Jonas Pell about the Grey Reef?"
 
@@ -56,6 +56,10 @@ async def test_drift_answer_and_every_step_cite_sources_that_exist_in_the_graph(
     assert set(result.seconds_by_phase) >= {"hyde", "communities", "primer", "depth-1", "depth-2", "reduce"}
     # The HyDE text is shaped like the best report, and the question leads it.
     assert result.hyde.startswith(QUESTION)
+    # Every local step sees the user's question above its own follow-up query.
+    steps = [r[0]["content"] for r in chat.requests if r[0]["content"].startswith(QUERY_MARKS["answer"])]
+    assert len(steps) == len(result.intermediate) - 1
+    assert all(f"<<<USER_QUESTION>>>\n{QUESTION}\n<<<END_USER_QUESTION>>>" in step for step in steps)
 
 
 async def test_events_stream_in_phase_order(search_settings, module_store, search_providers, graph_kb) -> None:
@@ -186,3 +190,15 @@ async def test_hostile_questions_are_plain_data(search_settings, module_store, s
     result, _ = await run_drift(deps, graph_kb, hostile)
     assert result.answer.strip()
     assert re.search(r"\S", result.hyde)
+
+
+async def test_miscopied_citations_are_counted_in_the_result(
+    search_settings, module_store, search_providers, graph_kb
+) -> None:
+    deps, chat = drift_deps(search_settings, module_store, search_providers)
+    chat.extra_citations = ["S99"]  # a handle no context showed, cited by every step
+    result, _ = await run_drift(deps, graph_kb)
+    steps = [a for a in result.intermediate if a.answer.strip()]
+    assert steps and all(a.unknown_citations == 1 for a in steps)
+    assert result.unknown_citations == len(steps)
+    assert "S99" not in result.source_ids

@@ -14,7 +14,14 @@ from driftrag.ingestion.extraction import (
 )
 from driftrag.ingestion.llm_tasks import LLMGraphExtractor
 from driftrag.ingestion.loading import document_from_text
-from driftrag.models.graph import TYPE_PATTERN, Chunk, ExampleNode, ExampleRelation, ExtractConfig
+from driftrag.models.graph import (
+    TYPE_PATTERN,
+    Chunk,
+    ExampleNode,
+    ExampleRelation,
+    ExtractConfig,
+    ExtractionPayload,
+)
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object
 from tests.fakes.scripted_llm import ScriptedChatModel, scripted_graph
@@ -137,8 +144,15 @@ def test_custom_instructions_come_after_the_protocol_and_cannot_replace_it():
     system = build_extraction_messages(PROMPTS, _chunk(), config)[0]["content"]
     protocol = system.index("OUTPUT PROTOCOL")
     custom = system.index(CUSTOM_OPEN)
-    assert protocol < system.index("ALLOWED RELATIONSHIP TYPES") < custom
-    assert "WORKS_WITH" in system and "Ada Lovelace: mathematician" in system
+    assert protocol < system.index("ALLOWED RELATIONSHIP TYPES") < system.index("KNOWLEDGE-BASE EXAMPLE") < custom
+    assert "never copy its entities" in system
+    # The kb's text, nodes and relations form one worked passage -> answer pair in the protocol's shape.
+    pair = system[system.index("KNOWLEDGE-BASE EXAMPLE") :]
+    answer = pair.split("Answer: ", 1)[1].split("\n", 1)[0]
+    assert pair.index("Passage: Ada Lovelace worked with Charles Babbage.") < pair.index("Answer: ")
+    payload = ExtractionPayload.model_validate_json(answer)
+    assert payload.entities[0].name == "Ada Lovelace" and payload.entities[0].description == "mathematician"
+    assert (payload.relationships[0].source, payload.relationships[0].type) == ("Ada Lovelace", "WORKS_WITH")
     # The user text cannot close the delimited section early, and the final rule comes last.
     assert system.count(CUSTOM_CLOSE) == 1
     assert system.index(CUSTOM_CLOSE) < system.rindex("FINAL RULE: the output protocol above takes precedence")

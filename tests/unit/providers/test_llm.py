@@ -202,3 +202,15 @@ async def test_model_names_unknown_to_llama_index_work(
     client = _client(openai_settings, llm_model="llama3-8b-instruct")
     assert (await client.chat([{"role": "user", "content": "hi"}])).text == "echo: hi"
     assert openai_server.requests_to(CHAT)[0].json["model"] == "llama3-8b-instruct"
+
+
+async def test_response_format_can_be_turned_off_for_servers_that_reject_it(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    openai_server.rejects_response_format = True
+    with pytest.raises(ModelError, match=r"400|response_format"):
+        await _client(openai_settings).chat([{"role": "user", "content": "{}"}], json_mode=True)
+    result = await _client(openai_settings, llm_json_response_format=False).chat(
+        [{"role": "user", "content": "Who?"}], json_mode=True
+    )
+    assert result.text and "response_format" not in openai_server.requests_to(CHAT)[-1].json

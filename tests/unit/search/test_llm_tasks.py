@@ -7,9 +7,10 @@ import pytest
 from driftrag.errors import ModelError
 from driftrag.models.search import Source
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
+from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.search.budget import BudgetedChat, BudgetExhausted, QueryBudget
 from driftrag.search.drift.models import IntermediateAnswer
-from driftrag.search.llm_tasks import delimit, llm_query_tasks, parse_answer
+from driftrag.search.llm_tasks import Handles, delimit, llm_query_tasks, parse_answer
 from driftrag.search.models import SearchContext
 from driftrag.settings import Settings
 from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
@@ -55,7 +56,7 @@ def test_query_templates_are_registered_and_start_with_their_marker() -> None:
         starting = [name for name in QUERY_TEMPLATES if registry.template(name).startswith(mark)]
         assert len(starting) == 1, mark
     for name in ("query_entities", "local_answer", "drift_primer", "drift_reduce"):
-        assert "$schema" in registry.template(name)
+        assert "$example" in registry.template(name)
     assert "at most $max_follow_ups follow-up queries" in registry.template("local_answer")
     assert "at most $max_follow_ups follow-up queries" in registry.template("drift_primer")
 
@@ -209,3 +210,58 @@ async def test_the_budget_refuses_the_re_ask_past_max_calls() -> None:
         await tasks.answerer.answer("Who sailed the Amber Lantern?", context_of(SOURCES))
     assert sum(chat.calls.values()) == 1
     assert budget.calls == 1 and budget.refused == 1
+
+
+async def test_a_step_answer_sees_the_user_question_and_is_scored_against_it() -> None:
+    chat = ScriptedChatModel()
+    tasks = tasks_for(chat)
+    await tasks.answerer.answer(
+        "Who is Jonas Pell?", context_of(SOURCES), max_follow_ups=1, user_question="Why did Voss sail at dawn?"
+    )
+    step = chat.requests[-1][0]["content"]
+    assert "<<<USER_QUESTION>>>\nWhy did Voss sail at dawn?\n<<<END_USER_QUESTION>>>" in step
+    assert step.index("<<<USER_QUESTION>>>") < step.index("<<<QUESTION>>>\nWho is Jonas Pell?")
+    assert "contributes to answering the USER QUESTION" in step and "100 = fully answered" in step
+    await tasks.answerer.answer("Who is Jonas Pell?", context_of(SOURCES))
+    assert "<<<USER_QUESTION>>>" not in chat.requests[-1][0]["content"], "a plain answer shows one question"
+
+
+async def test_a_missing_score_is_re_asked_not_defaulted() -> None:
+    with pytest.raises(InvalidModelOutput, match="score"):
+        parse_answer('{"answer": "Voss sailed [chunk-aaa1].", "follow_up_queries": [], "citations": []}', set(), 1)
+
+
+async def test_hyde_names_nothing_new_and_is_bounded_by_the_answer_cap() -> None:
+    chat = ScriptedChatModel()
+    template = "# Title\n\n" + "word " * 900
+    await tasks_for(chat, Settings(_env_file=None, answer_max_tokens=500)).hyde.hypothetical_report(
+        "Who rules the harbour?", template
+    )
+    prompt = chat.requests[-1][0]["content"]
+    assert "Name no person, place, organisation or thing that the question does not name" in prompt
+    assert "in at most 200 words" in prompt  # 500 tokens x 0.4, below the template's 900 words
+
+
+async def test_contexts_show_short_handles_mapped_back_to_ids() -> None:
+    chat = ScriptedChatModel()
+    payload = await tasks_for(chat).answerer.answer("Who sailed the Amber Lantern?", context_of(SOURCES))
+    prompt = chat.requests[-1][0]["content"]
+    context = prompt.split("<<<CONTEXT>>>", 1)[1]
+    assert "[S1] voyage.txt" in context and "[S2] Jonas Pell" in context and "[S3]" in context
+    assert "chunk-aaa1" not in context and "entity-bbb2" not in context
+    # The scripted model cites handles; the payload carries the ids, inline and in the list.
+    assert payload.citations and set(payload.citations) <= {s.id for s in SOURCES}
+    assert "[S1]" not in payload.answer and "[chunk-aaa1]" in payload.answer
+    assert payload.unknown_citations == 0
+
+
+def test_miscopied_handles_and_ids_are_counted_not_silently_dropped() -> None:
+    handles = Handles(["chunk-aaa1", "entity-bbb2"])
+    raw = (
+        '{"answer": "Voss sailed [S1] with Pell [s2], not [S7] [chunk-aaa2].", "score": 80,'
+        ' "follow_up_queries": [], "citations": ["S1", "S9", "entity-bbb2"]}'
+    )
+    payload = parse_answer(raw, handles, 0)
+    assert payload.citations == ["chunk-aaa1", "entity-bbb2"]
+    assert payload.answer == "Voss sailed [chunk-aaa1] with Pell [entity-bbb2], not [S7] [chunk-aaa2]."
+    assert payload.unknown_citations == 3  # S9, S7 and the miscopied chunk-aaa2
