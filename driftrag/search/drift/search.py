@@ -22,6 +22,16 @@ from driftrag.search.budget import BudgetExhausted
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.followups import Asked, Proposal, select_follow_ups
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
+from driftrag.search.drift.ranking import (
+    FOLLOW_UP_WEIGHT,
+    LEXICAL_WEIGHT,
+    QUESTION_WEIGHT,
+    REPORTS_WEIGHT,
+    Ranking,
+    final_order,
+    fuse,
+    lexical_ranking,
+)
 from driftrag.search.drift.reports import reports_context
 from driftrag.search.local import build_local_context
 from driftrag.search.models import AnswerPayload, SearchResult
@@ -32,6 +42,9 @@ ProgressSink = Callable[[DriftProgress], Awaitable[None]]
 # Share of the prompt-token budget the reduce may hold at most.
 _REDUCE_TOKEN_SHARE = 4
 _REDUCE_PROMPT_OVERHEAD_TOKENS = 1500
+# The question's own chunk search reaches this many times `basic_top_k` deep: the chunks past basic
+# search's cut enter the rank fusion, where the follow-ups that also found them lift them.
+QUESTION_DEPTH = 3
 
 
 async def _ignore(_: DriftProgress) -> None:
@@ -58,6 +71,8 @@ class DriftSearch:
         self.follow_ups: list[FollowUp] = []
         self.asked: list[Asked] = []
         self.sources: dict[str, Source] = {}
+        self.question_chunks: list[Source] = []
+        self.rankings: list[Ranking] = []
         self.notes: list[str] = []
         self.seconds_by_phase: dict[str, float] = {}
         self._hyde_vector: list[float] = []
@@ -93,6 +108,15 @@ class DriftSearch:
             self.deps.embedder, [self.question, self.hyde_text]
         )
         self.asked.append(Asked(id="question", query=self.question, vector=self.question_vector))
+        # The question's own search (basic search's chunks) is in the pool from the start: DRIFT
+        # never holds less than it, and the follow-ups add to it.
+        self.question_chunks = await self._retrying(
+            lambda: self.search_store.search_chunks(
+                self.kb, self.question_vector, QUESTION_DEPTH * self.settings.basic_top_k
+            )
+        )
+        self._remember(self.question_chunks)
+        self.rankings.append(Ranking("question", QUESTION_WEIGHT, [c.id for c in self.question_chunks]))
         self._time("hyde", started)
         await self.emit(DriftProgress(phase="hyde", message=f"hypothetical answer of {len(self.hyde_text)} chars"))
 
@@ -105,6 +129,7 @@ class DriftSearch:
             )
         )
         self._remember(self.communities)
+        self.rankings.append(Ranking("reports", REPORTS_WEIGHT, [c.id for c in self.communities]))
         self._time("communities", started)
         await self.emit(
             DriftProgress(
@@ -209,11 +234,13 @@ class DriftSearch:
         self._time("reduce", started)
         await self.emit(DriftProgress(phase="reduce", message=f"reduced {len(chosen)} intermediate answers"))
         known = set(self.sources)
+        cited = [source_id for source_id in dict.fromkeys(citations) if source_id in known]
         return DriftResult(
             kb=self.kb,
             question=self.question,
             answer=answer,
-            source_ids=[source_id for source_id in dict.fromkeys(citations) if source_id in known],
+            source_ids=cited,
+            ranking=self._final_ranking([]),
             sources=sorted(self.sources.values(), key=lambda s: (s.kind, s.id)),
             hyde=self.hyde_text,
             communities=self.communities,
@@ -254,6 +281,7 @@ class DriftSearch:
             self.notes.append(f"follow-up {follow_up.id} failed: {exc}")
             return None
         self._remember(result.context.sources)
+        self.rankings.append(Ranking(follow_up.id, FOLLOW_UP_WEIGHT, [s.id for s in result.context.sources]))
         payload = AnswerPayload(
             answer=result.answer,
             score=result.score if result.score is not None else 0,
@@ -338,6 +366,14 @@ class DriftSearch:
             node.model_copy(update={"status": status, "answer_id": None}) if node.id == follow_up.id else node
             for node in self.follow_ups
         ]
+
+    def _final_ranking(self, cited: list[str]) -> list[str]:
+        lexical = Ranking("lexical", LEXICAL_WEIGHT, lexical_ranking(self.question, list(self.sources.values())))
+        return final_order(fuse([*self.rankings, lexical]), cited, self.sources)
+
+    def _pinned(self) -> list[str]:
+        """Basic search's own top chunks: they lead the final context whatever the follow-ups found."""
+        return [chunk.id for chunk in self.question_chunks[: self.settings.basic_top_k]]
 
     def _remember(self, sources: Sequence[Source]) -> None:
         for source in sources:
