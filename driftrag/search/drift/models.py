@@ -47,7 +47,7 @@ class DriftResult(QueryResult):
     sources: list[Source] = Field(default_factory=list, description="Every source any step used, once each.")
     ranking: list[str] = Field(
         default_factory=list,
-        description="Source ids for the final context: cited first, then by fused relevance to the question.",
+        description="Source ids for the final context, by fused relevance to the question (citations count).",
     )
     hyde: str = ""
     communities: list[Source] = Field(default_factory=list, description="The reports that primed the search.")
@@ -59,8 +59,8 @@ class DriftResult(QueryResult):
     seconds_by_phase: dict[str, float] = Field(default_factory=dict)
 
     def retrieved_sources(self) -> list[Source]:
-        """DRIFT's own ranking (`ranking`: the sources the answer cites, then the rank fusion of the
-        question's search and the follow-ups' searches, `driftrag.search.drift.ranking`). A result
+        """DRIFT's own ranking (`ranking`: the rank fusion of the question's searches, the follow-ups'
+        searches and the answer's citations, `driftrag.search.drift.ranking`). A result
         without it (built by hand) falls back to: cited first, then by the best score of the
         intermediate answers that cite them, then by id."""
         by_id = {source.id: source for source in self.sources}

@@ -4,8 +4,10 @@ runs them as steps, and tests can drive them directly.
 Phases: HyDE (a hypothetical answer shaped like the highest-rated report) → community-report vector
 search → primer (intermediate answer, score, follow-ups) → rounds of follow-up local searches, in
 parallel up to `drift_num_workers`, for up to `drift_max_depth` rounds → reduce over every round's
-answers, weighted by score. One call and a share of the prompt tokens are held back from the start
-so the reduce can always run inside the query's hard budget.
+answers, weighted by score. The question's own chunk search (basic search's, `QUESTION_DEPTH` times
+deeper) is in the pool from the start; the result's `ranking` fuses every search's ranking with the
+answer's citations (`driftrag.search.drift.ranking`). One call and a share of the prompt tokens are
+held back from the start so the reduce can always run inside the query's hard budget.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.followups import Asked, Proposal, select_follow_ups
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
 from driftrag.search.drift.ranking import (
+    CITED_WEIGHT,
     FOLLOW_UP_WEIGHT,
     LEXICAL_WEIGHT,
     QUESTION_WEIGHT,
-    REPORTS_WEIGHT,
     Ranking,
     final_order,
     fuse,
@@ -43,7 +45,7 @@ ProgressSink = Callable[[DriftProgress], Awaitable[None]]
 _REDUCE_TOKEN_SHARE = 4
 _REDUCE_PROMPT_OVERHEAD_TOKENS = 1500
 # The question's own chunk search reaches this many times `basic_top_k` deep: the chunks past basic
-# search's cut enter the rank fusion, where the follow-ups that also found them lift them.
+# search's cut enter the rank fusion, where the lexical ranking and the follow-ups can lift them.
 QUESTION_DEPTH = 3
 
 
@@ -129,7 +131,6 @@ class DriftSearch:
             )
         )
         self._remember(self.communities)
-        self.rankings.append(Ranking("reports", REPORTS_WEIGHT, [c.id for c in self.communities]))
         self._time("communities", started)
         await self.emit(
             DriftProgress(
@@ -240,7 +241,7 @@ class DriftSearch:
             question=self.question,
             answer=answer,
             source_ids=cited,
-            ranking=self._final_ranking([]),
+            ranking=self._final_ranking(cited),
             sources=sorted(self.sources.values(), key=lambda s: (s.kind, s.id)),
             hyde=self.hyde_text,
             communities=self.communities,
@@ -369,11 +370,8 @@ class DriftSearch:
 
     def _final_ranking(self, cited: list[str]) -> list[str]:
         lexical = Ranking("lexical", LEXICAL_WEIGHT, lexical_ranking(self.question, list(self.sources.values())))
-        return final_order(fuse([*self.rankings, lexical]), cited, self.sources)
-
-    def _pinned(self) -> list[str]:
-        """Basic search's own top chunks: they lead the final context whatever the follow-ups found."""
-        return [chunk.id for chunk in self.question_chunks[: self.settings.basic_top_k]]
+        answer = Ranking("answer", CITED_WEIGHT, cited)
+        return final_order(fuse([*self.rankings, lexical, answer]), self.sources)
 
     def _remember(self, sources: Sequence[Source]) -> None:
         for source in sources:
