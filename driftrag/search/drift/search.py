@@ -22,7 +22,7 @@ from driftrag.models.search import Source
 from driftrag.providers.embeddings import aembed_queries
 from driftrag.search.budget import BudgetExhausted
 from driftrag.search.deps import QueryDeps
-from driftrag.search.drift.followups import Asked, Proposal, select_follow_ups
+from driftrag.search.drift.followups import Asked, Proposal, query_targets, select_follow_ups
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
 from driftrag.search.drift.ranking import (
     CITED_WEIGHT,
@@ -319,8 +319,15 @@ class DriftSearch:
             if query
         ]
         vectors = await aembed_queries(self.deps.embedder, [query for _, query in pairs])
+        # The entities gathered so far name what each query targets.
+        names = [source.title for source in self.sources.values() if source.kind == "entity"]
         return [
-            Proposal(query=query, parent_id=parent, vector=vector)
+            Proposal(
+                query=query,
+                parent_id=parent,
+                vector=vector,
+                targets=query_targets(query, names, self.question),
+            )
             for (parent, query), vector in zip(pairs, vectors, strict=True)
         ]
 
@@ -337,9 +344,11 @@ class DriftSearch:
         self.follow_ups.extend(nodes)
         searched = [node for node in nodes if node.status == "searched"]
         by_query = {p.query: p.vector for p in proposals}
+        targets = {p.query: p.targets for p in proposals}
         for node in searched:
             self._vectors[node.query] = by_query[node.query]
-            self.asked.append(Asked(id=node.id, query=node.query, vector=by_query[node.query]))
+            vector = by_query[node.query]
+            self.asked.append(Asked(id=node.id, query=node.query, vector=vector, targets=targets[node.query]))
         return searched
 
     def _intermediate(
