@@ -110,8 +110,8 @@ class DriftSearch:
             self.deps.embedder, [self.question, self.hyde_text]
         )
         self.asked.append(Asked(id="question", query=self.question, vector=self.question_vector))
-        # The question's own search (basic search's chunks) is in the pool from the start: DRIFT
-        # never holds less than it, and the follow-ups add to it.
+        # The question's own search (basic search's chunks, deeper) is in the pool from the start:
+        # DRIFT begins with what basic search finds, and the follow-ups add to it.
         self.question_chunks = await self._retrying(
             lambda: self.search_store.search_chunks(
                 self.kb, self.question_vector, QUESTION_DEPTH * self.settings.basic_top_k
@@ -380,7 +380,9 @@ class DriftSearch:
     def _final_ranking(self, cited: list[str]) -> list[str]:
         lexical = Ranking("lexical", LEXICAL_WEIGHT, lexical_ranking(self.question, list(self.sources.values())))
         answer = Ranking("answer", CITED_WEIGHT, cited)
-        return final_order(fuse([*self.rankings, lexical, answer]), self.sources)
+        # Follow-ups finish in any order: sorted by id, so ties break the same way on every run.
+        searches = sorted(self.rankings, key=lambda r: (r.name != "question", r.name))
+        return final_order(fuse([*searches, lexical, answer]), self.sources)
 
     def _remember(self, sources: Sequence[Source]) -> None:
         for source in sources:
