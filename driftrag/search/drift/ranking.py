@@ -28,8 +28,9 @@ from driftrag.models.search import Source
 RRF_K = 60
 # Weights of the rankings: the question's vector search over chunks, BM25 of the question over
 # everything gathered, the answer's citations, one follow-up's local search. (The HyDE reports are no
-# ranking of their own: long, and already ranked inside the follow-ups' contexts.)
-QUESTION_WEIGHT = 3.0
+# ranking of their own: long, and already ranked inside the follow-ups' contexts.) The vector search
+# weighs twice the lexical one: it alone judged each chunk by meaning against the question.
+QUESTION_WEIGHT = 6.0
 LEXICAL_WEIGHT = 3.0
 CITED_WEIGHT = 1.0
 FOLLOW_UP_WEIGHT = 0.3
