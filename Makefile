@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := driftrag tests benchmarks
 
-.PHONY: demo test install
+.PHONY: demo test install eval-table
 
 $(BIN)/driftrag: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,3 +23,8 @@ test: install
 # The main job on the bundled sample corpus, offline by default.
 demo: install
 	$(BIN)/driftrag demo
+
+# The README's evaluation table: ingest CORPUS (Alice's text; default: the pinned download), run the
+# four methods on the development set, rewrite the table between its markers in README.md.
+eval-table: install
+	$(BIN)/python benchmarks/eval_table.py $(if $(CORPUS),--corpus $(CORPUS))

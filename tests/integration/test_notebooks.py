@@ -99,6 +99,7 @@ async def test_sample_quickstart_runs_offline(notebook_kb: str) -> None:
     assert "Sources:" in answer and CITED_SOURCE.search(answer)
     tree = find(texts, "Q: Who made the light")
     assert "primer (score" in tree and "searched as d1-" in tree
+    assert "DRIFT vs basic: DRIFT's first" in "\n".join(texts)
     assert "Captain Wren Halloway" in find(texts, "graph search 'Captain'")
     assert f"kb {notebook_kb}, the whole graph" in find(texts, "<svg")
 
@@ -126,6 +127,7 @@ async def test_alice_walkthrough_runs_offline_on_two_chapters(
     local = find(texts, "local answer in")
     assert "Sources:" in local and CITED_SOURCE.search(local)
     assert "DRIFT vs local" in everything
+    assert "DRIFT vs basic: DRIFT's first" in everything
 
     tree = find(texts, "Q: Who is the White Rabbit")
     assert "primer (score" in tree and "searched as d1-" in tree

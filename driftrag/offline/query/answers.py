@@ -29,6 +29,8 @@ WEAK_ANSWER = "The retrieved context does not appear to answer this question dir
 ANSWER_SENTENCES = 6
 RELEVANCE_WINDOW = 0.25
 WEAK_RELEVANCE = 0.35
+# Characters of the context read to tell the corpus language.
+CORPUS_SAMPLE_CHARS = 2000
 
 CandidateFinder = Callable[[Sequence[Source], Sequence[Scored], Language], list[Candidate]]
 
@@ -77,6 +79,7 @@ async def extract_answer(
     *,
     scorer: SentenceScorer,
     language: Language,
+    corpus: Language,
     note: str,
     max_tokens: int,
     max_follow_ups: int,
@@ -87,10 +90,15 @@ async def extract_answer(
         return no_answer(note)
     picked = pick(scored, limit=ANSWER_SENTENCES, window=RELEVANCE_WINDOW)
     answer, cited = render_sentences(picked, note=note, max_tokens=max_tokens)
-    follow_ups = write_follow_ups(question, candidates(sources, scored, language), language, max_follow_ups)
+    follow_ups = write_follow_ups(question, candidates(sources, scored, language), language, max_follow_ups, corpus)
     return AnswerPayload(
         answer=answer, score=relevance_score(picked[0].relevance), follow_up_queries=follow_ups, citations=cited
     )
+
+
+def corpus_sample(sources: Sequence[Source]) -> str:
+    """Enough of the context's text to tell its language (follow-ups are phrased in it)."""
+    return " ".join(source.text for source in sources)[:CORPUS_SAMPLE_CHARS]
 
 
 class ExtractiveAnswerer:
@@ -112,6 +120,7 @@ class ExtractiveAnswerer:
             context.sources,
             scorer=self._scorer,
             language=await self._language.of(question),
+            corpus=await self._language.of(corpus_sample(context.sources)),
             note=ANSWER_NOTE,
             max_tokens=self._max_tokens,
             max_follow_ups=max_follow_ups,
@@ -134,6 +143,7 @@ class ExtractivePrimer:
             communities,
             scorer=self._scorer,
             language=await self._language.of(question),
+            corpus=await self._language.of(corpus_sample(communities)),
             note=PRIMER_NOTE,
             max_tokens=self._max_tokens,
             max_follow_ups=max_follow_ups,

@@ -5,7 +5,9 @@ question does not already mention (`text.mentioned`). Candidates are ranked by r
 best relevance of a scored sentence that mentions them (or belongs to their entity source), then by
 where they were first found, then by name; the order is stable for a given input.
 
-Each becomes a question about its link to the question's topic:
+Each becomes a question about its link to the question's topic, phrased in the language of the
+context (the corpus language: a French corpus gets French follow-ups; `FOLLOW_UP_TEMPLATES`, English
+for a language without templates):
 - the question names something (its first name, T = "the Gryphon"): "How is X related to T?";
 - else it has a phrase after a determiner (T = "the trial"): "What is the role of X in T?";
 - else: "What is the role of X?"
@@ -26,6 +28,27 @@ from driftrag.offline.query.text import NameSpan, display_name, mentioned, name_
 # Sentences whose names are offered as follow-ups (the context's best ones).
 FOLLOW_UP_SENTENCES = 8
 _TOPIC_WORDS = 3
+
+
+@dataclass(frozen=True)
+class Templates:
+    related: str
+    role_in: str
+    role: str
+
+
+FOLLOW_UP_TEMPLATES = {
+    "english": Templates(
+        related="How is {name} related to {topic}?",
+        role_in="What is the role of {name} in {topic}?",
+        role="What is the role of {name}?",
+    ),
+    "french": Templates(
+        related="Quel est le lien entre {name} et {topic} ?",
+        role_in="Quel est le rôle de {name} dans {topic} ?",
+        role="Quel est le rôle de {name} ?",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -53,12 +76,13 @@ def question_topic(question: str, language: Language) -> Topic | None:
     return None
 
 
-def phrase_follow_up(name: str, topic: Topic | None) -> str:
+def phrase_follow_up(name: str, topic: Topic | None, language: str = "english") -> str:
+    templates = FOLLOW_UP_TEMPLATES.get(language, FOLLOW_UP_TEMPLATES["english"])
     if topic is None:
-        return f"What is the role of {name}?"
+        return templates.role.format(name=name)
     if topic.is_name:
-        return f"How is {name} related to {topic.text}?"
-    return f"What is the role of {name} in {topic.text}?"
+        return templates.related.format(name=name, topic=topic.text)
+    return templates.role_in.format(name=name, topic=topic.text)
 
 
 def _mention_pattern(name: str) -> re.Pattern[str]:
@@ -85,8 +109,11 @@ class Candidate:
     group: int = 0  # rank of the community it came from (primer); 0 for plain answers
 
 
-def write_follow_ups(question: str, candidates: Iterable[Candidate], language: Language, limit: int) -> list[str]:
-    """The `limit` best candidates not mentioned by the question, phrased as questions."""
+def write_follow_ups(
+    question: str, candidates: Iterable[Candidate], language: Language, limit: int, corpus: Language | None = None
+) -> list[str]:
+    """The `limit` best candidates not mentioned by the question, phrased as questions in the language
+    of the `corpus` (default: the question's)."""
     if limit <= 0:
         return []
     asked_names = [span.name for span in name_spans([question], language, question=True)]
@@ -101,7 +128,8 @@ def write_follow_ups(question: str, candidates: Iterable[Candidate], language: L
             best[key] = (held[0] if held else order, candidate)
     ranked = sorted(best.values(), key=lambda item: (item[1].group, -item[1].relevance, item[0], item[1].span.name))
     topic = question_topic(question, language)
-    return [phrase_follow_up(display_name(c.span), topic) for _, c in ranked[:limit]]
+    phrasing = (corpus or language).name
+    return [phrase_follow_up(display_name(c.span), topic, phrasing) for _, c in ranked[:limit]]
 
 
 def answer_candidates(sources: Sequence[Source], scored: Sequence[Scored], language: Language) -> list[Candidate]:

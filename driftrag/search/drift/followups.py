@@ -5,8 +5,11 @@ compare them with what was already asked, and let their number grow with every a
 proposed query becomes a node of the follow-up tree with a status, and the choice is deterministic:
 1. per answer, proposals ranked by cosine similarity to the question, the first `per_answer` kept;
 2. the kept ones of all answers ranked the same way (ties: parent id, then text);
-3. a query whose similarity to the question, an earlier search or an already-chosen query reaches
-   `dedup_similarity` (or whose normalised text repeats one) is a duplicate;
+3. a query is a duplicate when its similarity to the question, an earlier search or an already-chosen
+   query reaches `dedup_similarity`, when its normalised text repeats one, or when the entities it
+   targets (the known entity names it writes that the question does not, `query_targets`) are all
+   targeted by one of them already: "How is the Cat related to X?" and "What is the role of the
+   Cat?" search the same entity's neighbourhood, whatever their cosine;
 4. the first `per_round` survivors are searched, the rest are over the cap.
 """
 
@@ -24,11 +27,12 @@ _SPACES = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class Proposal:
-    """A follow-up query proposed by an intermediate answer, with its embedding."""
+    """A follow-up query proposed by an intermediate answer, with its embedding and target entities."""
 
     query: str
     parent_id: str
     vector: list[float]
+    targets: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,20 @@ class Asked:
     id: str
     query: str
     vector: list[float]
+    targets: frozenset[str] = frozenset()
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
+def query_targets(query: str, entity_names: Sequence[str], question: str) -> frozenset[str]:
+    """The entity names (casefolded) that `query` writes and the question does not; a name inside a
+    longer written name counts once, as the longer one."""
+    text, asked = query.casefold(), question.casefold()
+    found = {n for n in {name.casefold().strip() for name in entity_names} if n and _mentions(text, n)}
+    longest = {n for n in found if not any(n != other and _mentions(other, n) for other in found)}
+    return frozenset(n for n in longest if not _mentions(asked, n))
 
 
 def cosine(left: Sequence[float], right: Sequence[float]) -> float:
@@ -79,7 +97,7 @@ def select_follow_ups(
             nodes.append(_node(proposal, relevance, depth, "duplicate", duplicate_of=duplicate_of))
         elif len(chosen) < per_round:
             node = _node(proposal, relevance, depth, "searched", index=len(chosen) + 1)
-            chosen.append(Asked(id=node.id, query=proposal.query, vector=proposal.vector))
+            chosen.append(Asked(id=node.id, query=proposal.query, vector=proposal.vector, targets=proposal.targets))
             nodes.append(node)
         else:
             nodes.append(_node(proposal, relevance, depth, "over_cap"))
@@ -90,6 +108,8 @@ def _duplicate_of(proposal: Proposal, earlier: Sequence[Asked], threshold: float
     text = normalise_query(proposal.query)
     for item in earlier:
         if normalise_query(item.query) == text or cosine(proposal.vector, item.vector) >= threshold:
+            return item.query
+        if proposal.targets and proposal.targets <= item.targets:
             return item.query
     return None
 

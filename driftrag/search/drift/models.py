@@ -46,6 +46,10 @@ class FollowUp(_Model):
 class DriftResult(QueryResult):
     mode: Literal["drift"] = "drift"
     sources: list[Source] = Field(default_factory=list, description="Every source any step used, once each.")
+    ranking: list[str] = Field(
+        default_factory=list,
+        description="Source ids for the final context, by fused relevance to the question (citations count).",
+    )
     hyde: str = ""
     communities: list[Source] = Field(default_factory=list, description="The reports that primed the search.")
     intermediate: list[IntermediateAnswer] = Field(default_factory=list)
@@ -56,9 +60,14 @@ class DriftResult(QueryResult):
     seconds_by_phase: dict[str, float] = Field(default_factory=dict)
 
     def retrieved_sources(self) -> list[Source]:
-        """DRIFT gathers sources from many steps and has no single ranking, so this defines one: sources
-        the final answer cites first, then by the best score of the intermediate answers that cite them
-        (sources no intermediate answer cites come last), then by id."""
+        """DRIFT's own ranking (`ranking`: the rank fusion of the question's searches, the follow-ups'
+        searches and the answer's citations, `driftrag.search.drift.ranking`). A result
+        without it (built by hand) falls back to: cited first, then by the best score of the
+        intermediate answers that cite them, then by id."""
+        by_id = {source.id: source for source in self.sources}
+        if self.ranking:
+            ordered = [by_id[source_id] for source_id in self.ranking if source_id in by_id]
+            return ordered + [s for s in by_id.values() if s.id not in set(self.ranking)]
         cited = set(self.source_ids)
         best: dict[str, int] = {}
         for answer in self.intermediate:

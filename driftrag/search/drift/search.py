@@ -4,8 +4,10 @@ runs them as steps, and tests can drive them directly.
 Phases: HyDE (a hypothetical answer shaped like the highest-rated report) → community-report vector
 search → primer (intermediate answer, score, follow-ups) → rounds of follow-up local searches, in
 parallel up to `drift_num_workers`, for up to `drift_max_depth` rounds → reduce over every round's
-answers, weighted by score. One call and a share of the prompt tokens are held back from the start
-so the reduce can always run inside the query's hard budget.
+answers, weighted by score. The question's own chunk search (basic search's, `QUESTION_DEPTH` times
+deeper) is in the pool from the start; the result's `ranking` fuses every search's ranking with the
+answer's citations (`driftrag.search.drift.ranking`). One call and a share of the prompt tokens are
+held back from the start so the reduce can always run inside the query's hard budget.
 """
 
 from __future__ import annotations
@@ -20,8 +22,18 @@ from driftrag.models.search import Source
 from driftrag.providers.embeddings import aembed_queries
 from driftrag.search.budget import BudgetExhausted
 from driftrag.search.deps import QueryDeps
-from driftrag.search.drift.followups import Asked, Proposal, select_follow_ups
+from driftrag.search.drift.followups import Asked, Proposal, query_targets, select_follow_ups
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
+from driftrag.search.drift.ranking import (
+    CITED_WEIGHT,
+    FOLLOW_UP_WEIGHT,
+    LEXICAL_WEIGHT,
+    QUESTION_WEIGHT,
+    Ranking,
+    final_order,
+    fuse,
+    lexical_ranking,
+)
 from driftrag.search.drift.reports import reports_context
 from driftrag.search.local import build_local_context
 from driftrag.search.models import AnswerPayload, SearchResult
@@ -32,6 +44,9 @@ ProgressSink = Callable[[DriftProgress], Awaitable[None]]
 # Share of the prompt-token budget the reduce may hold at most.
 _REDUCE_TOKEN_SHARE = 4
 _REDUCE_PROMPT_OVERHEAD_TOKENS = 1500
+# The question's own chunk search reaches this many times `basic_top_k` deep: the chunks past basic
+# search's cut enter the rank fusion, where the lexical ranking and the follow-ups can lift them.
+QUESTION_DEPTH = 3
 
 
 async def _ignore(_: DriftProgress) -> None:
@@ -58,6 +73,8 @@ class DriftSearch:
         self.follow_ups: list[FollowUp] = []
         self.asked: list[Asked] = []
         self.sources: dict[str, Source] = {}
+        self.question_chunks: list[Source] = []
+        self.rankings: list[Ranking] = []
         self.notes: list[str] = []
         self.seconds_by_phase: dict[str, float] = {}
         self._hyde_vector: list[float] = []
@@ -93,6 +110,15 @@ class DriftSearch:
             self.deps.embedder, [self.question, self.hyde_text]
         )
         self.asked.append(Asked(id="question", query=self.question, vector=self.question_vector))
+        # The question's own search (basic search's chunks, deeper) is in the pool from the start:
+        # DRIFT begins with what basic search finds, and the follow-ups add to it.
+        self.question_chunks = await self._retrying(
+            lambda: self.search_store.search_chunks(
+                self.kb, self.question_vector, QUESTION_DEPTH * self.settings.basic_top_k
+            )
+        )
+        self._remember(self.question_chunks)
+        self.rankings.append(Ranking("question", QUESTION_WEIGHT, [c.id for c in self.question_chunks]))
         self._time("hyde", started)
         await self.emit(DriftProgress(phase="hyde", message=f"hypothetical answer of {len(self.hyde_text)} chars"))
 
@@ -209,11 +235,13 @@ class DriftSearch:
         self._time("reduce", started)
         await self.emit(DriftProgress(phase="reduce", message=f"reduced {len(chosen)} intermediate answers"))
         known = set(self.sources)
+        cited = [source_id for source_id in dict.fromkeys(citations) if source_id in known]
         return DriftResult(
             kb=self.kb,
             question=self.question,
             answer=answer,
-            source_ids=[source_id for source_id in dict.fromkeys(citations) if source_id in known],
+            source_ids=cited,
+            ranking=self._final_ranking(cited),
             unknown_citations=sum(a.unknown_citations for a in self.intermediate),
             sources=sorted(self.sources.values(), key=lambda s: (s.kind, s.id)),
             hyde=self.hyde_text,
@@ -259,6 +287,7 @@ class DriftSearch:
             self.notes.append(f"follow-up {follow_up.id} failed: {exc}")
             return None
         self._remember(result.context.sources)
+        self.rankings.append(Ranking(follow_up.id, FOLLOW_UP_WEIGHT, [s.id for s in result.context.sources]))
         payload = AnswerPayload(
             answer=result.answer,
             score=result.score if result.score is not None else 0,
@@ -296,8 +325,15 @@ class DriftSearch:
             if query
         ]
         vectors = await aembed_queries(self.deps.embedder, [query for _, query in pairs])
+        # The entities gathered so far name what each query targets.
+        names = [source.title for source in self.sources.values() if source.kind == "entity"]
         return [
-            Proposal(query=query, parent_id=parent, vector=vector)
+            Proposal(
+                query=query,
+                parent_id=parent,
+                vector=vector,
+                targets=query_targets(query, names, self.question),
+            )
             for (parent, query), vector in zip(pairs, vectors, strict=True)
         ]
 
@@ -314,9 +350,11 @@ class DriftSearch:
         self.follow_ups.extend(nodes)
         searched = [node for node in nodes if node.status == "searched"]
         by_query = {p.query: p.vector for p in proposals}
+        targets = {p.query: p.targets for p in proposals}
         for node in searched:
             self._vectors[node.query] = by_query[node.query]
-            self.asked.append(Asked(id=node.id, query=node.query, vector=by_query[node.query]))
+            vector = by_query[node.query]
+            self.asked.append(Asked(id=node.id, query=node.query, vector=vector, targets=targets[node.query]))
         return searched
 
     def _intermediate(
@@ -345,6 +383,13 @@ class DriftSearch:
             node.model_copy(update={"status": status, "answer_id": None}) if node.id == follow_up.id else node
             for node in self.follow_ups
         ]
+
+    def _final_ranking(self, cited: list[str]) -> list[str]:
+        lexical = Ranking("lexical", LEXICAL_WEIGHT, lexical_ranking(self.question, list(self.sources.values())))
+        answer = Ranking("answer", CITED_WEIGHT, cited)
+        # Follow-ups finish in any order: sorted by id, so ties break the same way on every run.
+        searches = sorted(self.rankings, key=lambda r: (r.name != "question", r.name))
+        return final_order(fuse([*searches, lexical, answer]), self.sources)
 
     def _remember(self, sources: Sequence[Source]) -> None:
         for source in sources:

@@ -202,3 +202,17 @@ async def test_miscopied_citations_are_counted_in_the_result(
     assert steps and all(a.unknown_citations == 1 for a in steps)
     assert result.unknown_citations == len(steps)
     assert "S99" not in result.source_ids
+
+
+async def test_drift_holds_the_questions_nearest_chunks_and_ranks_them_in_its_context(
+    search_settings, module_store, search_providers, graph_kb
+) -> None:
+    deps, _ = drift_deps(search_settings, module_store, search_providers)
+    result, _ = await run_drift(deps, graph_kb)
+    vector = await deps.embedder.aget_query_embedding(QUESTION)
+    nearest = await deps.stores.search.search_chunks(graph_kb, vector, search_settings.basic_top_k)
+    ranked = [source.id for source in result.retrieved_sources()]
+    assert nearest and {chunk.id for chunk in nearest} <= set(ranked)
+    assert ranked == result.ranking and len(ranked) == len({s.id for s in result.sources})
+    # The question's nearest chunk is weighed by both the vector and the lexical ranking: it leads.
+    assert nearest[0].id in ranked[:3]

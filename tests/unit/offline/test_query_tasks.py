@@ -352,3 +352,45 @@ async def test_the_reducer_without_statements_says_so(tasks: QueryTasks) -> None
 
     assert "no statement" in reduced.answer
     assert reduced.citations == []
+
+
+# An original short French text: a lighthouse keeper, a fisherwoman and a schoolteacher on an island.
+FRENCH_CHUNKS = [
+    Source(
+        id="chunk-fr-1",
+        kind="chunk",
+        title="Le phare",
+        text=(
+            "Chaque soir, Marguerite Lavallée allumait la lanterne du phare de Port-Bleu. "
+            "Elle parlait souvent avec Odile Ferrand, la pêcheuse, qui rentrait tard de la baie. "
+            "Un jour de tempête, Odile ne revint pas avant la nuit."
+        ),
+    ),
+    Source(
+        id="chunk-fr-2",
+        kind="chunk",
+        title="L'école",
+        text=(
+            "Le maître d'école, Bastien Roux, rassembla les enfants sur le quai pour guetter la barque. "
+            "Marguerite fit tourner la lanterne plus vite que d'habitude, et la barque d'Odile suivit la lumière "
+            "jusqu'au port."
+        ),
+    ),
+]
+
+
+async def test_a_french_context_gets_french_follow_ups(tasks: QueryTasks) -> None:
+    payload = await tasks.answerer.answer(
+        "Pourquoi Marguerite fit-elle tourner la lanterne plus vite ?", context(*FRENCH_CHUNKS), max_follow_ups=3
+    )
+    assert payload.follow_up_queries
+    assert all(q.startswith("Quel est") and q.endswith(" ?") for q in payload.follow_up_queries), payload
+    named = " ".join(payload.follow_up_queries)
+    assert "Odile" in named and "Marguerite Lavallée" not in named
+
+
+async def test_an_english_context_keeps_english_follow_ups(tasks: QueryTasks) -> None:
+    payload = await tasks.answerer.answer(QUESTION, context(SISTER, GRYPHON, MOCK_TURTLE), max_follow_ups=2)
+    assert payload.follow_up_queries and all(q.startswith(("How is", "What is")) for q in payload.follow_up_queries), (
+        payload
+    )

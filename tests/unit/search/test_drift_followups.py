@@ -80,3 +80,33 @@ def test_selection_is_deterministic_whatever_the_input_order() -> None:
 def test_cosine_of_zero_vectors_is_zero() -> None:
     assert cosine([0.0, 0.0], [1.0, 0.0]) == 0.0
     assert abs(cosine([1.0, 1.0], [2.0, 2.0]) - 1.0) < 1e-12
+
+
+def test_follow_ups_targeting_the_same_entity_are_duplicates_whatever_their_cosine() -> None:
+    from driftrag.search.drift.followups import query_targets
+
+    names = ["Cat", "Cheshire Cat", "Duchess", "Hatter"]
+    question = "Why does the Duchess sneeze?"
+    queries = [
+        "How is the Cheshire Cat related to the Duchess?",
+        "What is the role of the Cheshire Cat?",
+        "What is the role of the Hatter?",
+    ]
+    targets = [query_targets(q, names, question) for q in queries]
+    # The longer name wins over the one inside it; the question's own names are no target.
+    assert targets == [frozenset({"cheshire cat"}), frozenset({"cheshire cat"}), frozenset({"hatter"})]
+    # Orthogonal vectors: cosine alone would keep all three.
+    vectors = [[0.9, 0.4, 0.0], [0.8, 0.0, 0.6], [0.7, -0.7, 0.1]]
+    proposals = [
+        Proposal(query=q, parent_id="primer", vector=v, targets=t)
+        for q, v, t in zip(queries, vectors, targets, strict=True)
+    ]
+    nodes = select(proposals, dedup=0.9999)
+    status = {n.query: n.status for n in nodes}
+    assert status[queries[0]] == "searched" and status[queries[2]] == "searched"
+    assert status[queries[1]] == "duplicate"
+    assert next(n for n in nodes if n.query == queries[1]).duplicate_of == queries[0]
+    # A query that targets an entity an earlier search already targeted is a duplicate too.
+    earlier = Asked(id="d1-1", query="Who is the Hatter?", vector=[0.0, 0.0, 1.0], targets=frozenset({"hatter"}))
+    again = select([proposals[2]], [earlier], dedup=0.9999)
+    assert again[0].status == "duplicate"
