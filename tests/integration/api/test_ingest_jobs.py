@@ -16,8 +16,10 @@ import pytest
 
 from driftrag.api import ApiKeys, create_app
 from driftrag.api.server import BackgroundServer
+from driftrag.errors import ModelError
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
+from tests.fakes.scripted_llm import ScriptedChatModel
 from tests.integration.api.conftest import CORPUS
 
 TEXTS = [{"title": title, "text": text} for title, text in CORPUS.items()]
@@ -223,3 +225,55 @@ def test_a_restart_loses_the_jobs_but_not_the_work(
             assert job["result"]["counts"] == client.get(f"/knowledge-bases/{kb}/stats").json()["counts"]
     finally:
         admin.delete(f"/knowledge-bases/{kb}")
+
+
+def test_a_job_reports_the_chunks_that_failed(api_settings: Settings, api_keys: ApiKeys, keys, make_client) -> None:
+    # The chat model's test double never answers JSON for the chunk about the tide tables.
+    chat = ScriptedChatModel(misbehave={"kept the tide tables": "invalid"})
+    kb = _kb("failed")
+    with BackgroundServer(create_app(DriftRAG(api_settings, chat=chat), api_keys)) as scripted:
+        client = make_client(scripted, keys.manage_all)
+        accepted = client.post(f"/knowledge-bases/{kb}/documents", json={"texts": TEXTS}).json()
+        try:
+            job = wait_for(client, kb, accepted["id"])
+            assert job["state"] == "succeeded", job["error"]  # the run goes on past a failed chunk
+            failed = job["result"]["failed_chunks"]
+            assert len(failed) == 1 and failed[0]["error"]
+            assert failed == client.get(f"/knowledge-bases/{kb}/stats").json()["failed_chunks"]
+            listed = {s["kb"]: s for s in client.get("/knowledge-bases").json()["knowledge_bases"]}
+            assert listed[kb]["mode"] == "openai"  # a language model wrote this graph
+        finally:
+            client.delete(f"/knowledge-bases/{kb}")
+
+
+class _FailingRAG(DriftRAG):
+    """The real engine whose ingestion raises `error` once the job has started."""
+
+    error: Exception = RuntimeError("secret internal state: /etc/driftrag/keys.json")
+
+    async def ingest(self, kb, **kwargs):
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (RuntimeError("secret internal state: /etc/driftrag/keys.json"), "internal_error"),
+        (ModelError("x"), "model_error"),
+    ],
+)
+def test_a_job_that_fails_says_why_without_internals(
+    api_settings: Settings, api_keys: ApiKeys, keys, make_client, error: Exception, code: str
+) -> None:
+    rag = _FailingRAG(api_settings)
+    rag.error = error
+    kb = _kb("boom")
+    with BackgroundServer(create_app(rag, api_keys)) as failing:
+        client = make_client(failing, keys.manage_all)
+        accepted = client.post(f"/knowledge-bases/{kb}/documents", json={"texts": TEXTS[:1]})
+        assert accepted.status_code == 202
+        job = wait_for(client, kb, accepted.json()["id"])
+    assert job["state"] == "failed" and job["result"] is None
+    assert job["error"]["code"] == code
+    assert "secret" not in job["error"]["detail"] and "/etc/" not in job["error"]["detail"]
+    assert job["finished_at"] is not None
