@@ -41,6 +41,20 @@ def alice_book() -> Path:
 
 
 @pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Debian's headless chromium (tests/browser.py), installed with apt-get when missing. Where that cannot
+    work (not root, no apt-get), the browser tests fail on CI and are skipped elsewhere, saying why."""
+    from tests.browser import ChromiumUnavailable, ensure_chromium
+
+    try:
+        return ensure_chromium()
+    except ChromiumUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
 def neo4j_uri() -> Iterator[str]:
     configured = os.environ.get("NEO4J_URI")
     if configured:

@@ -22,12 +22,13 @@ from fastapi import APIRouter, Depends, FastAPI, Request, Security
 from fastapi import Path as PathParam
 from fastapi.responses import Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi_offline import FastAPIOffline
 
 from driftrag import __version__
 from driftrag.api.auth import ApiKeys, Principal, Scope
 from driftrag.api.errors import RETRY_AFTER_UNAVAILABLE_S, ApiError, install_error_handlers
 from driftrag.api.jobs import JOB_ID_PATTERN, IngestJob, IngestJobs, JobList, TooManyJobsError
-from driftrag.api.limits import RequestLimits
+from driftrag.api.limits import DOCS_STATIC_PREFIX, RequestLimits
 from driftrag.api.models import (
     ChunkIdsBody,
     ChunkSwitchResponse,
@@ -516,7 +517,8 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True) -
             if manage_lifecycle:
                 await rag.close()
 
-    app = FastAPI(
+    # The docs page serves Swagger UI from the installed package, not from a CDN: it works offline.
+    app = FastAPIOffline(
         title="driftrag",
         version=__version__,
         description=(
@@ -527,6 +529,7 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True) -
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
+        static_url=DOCS_STATIC_PREFIX,
         lifespan=lifespan,
         # Operation ids are the handler names (`graph_search`, `query`…), which client generators turn into methods.
         generate_unique_id_function=lambda route: route.name,

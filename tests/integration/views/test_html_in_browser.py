@@ -7,7 +7,6 @@ The screenshot is kept as a test artifact: `test-artifacts/graph-view.png` (git-
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ from driftrag.store import Neo4jStore
 from driftrag.store.views import GraphViewStore
 from driftrag.views.html import render_html
 from driftrag.views.measures import measure
-from tests.browser import Chromium, ChromiumUnavailable, ensure_chromium
+from tests.browser import Chromium
 from tests.integration.views.test_graph_views import write_graph
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,17 +37,6 @@ RENDERED = """(() => {
     scripts: document.scripts.length,
   };
 })()"""
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Path:
-    """The browser; installed with apt-get when missing. Where that cannot work, CI fails and a laptop skips."""
-    try:
-        return ensure_chromium()
-    except ChromiumUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
 
 
 @pytest.fixture
