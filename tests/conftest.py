@@ -42,9 +42,9 @@ def alice_book() -> Path:
 
 @pytest.fixture(scope="session")
 def chromium() -> Path:
-    """Debian's headless chromium (tests/browser.py), installed with apt-get when missing. Where that cannot
+    """Debian's headless chromium (tests/support/browser.py), installed with apt-get when missing. Where that cannot
     work (not root, no apt-get), the browser tests fail on CI and are skipped elsewhere, saying why."""
-    from tests.browser import ChromiumUnavailable, ensure_chromium
+    from tests.support.browser import ChromiumUnavailable, ensure_chromium
 
     try:
         return ensure_chromium()

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from driftrag.api.server import BackgroundServer
-from tests.browser import Chromium
+from tests.support.browser import Chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 OPERATIONS = "document.querySelectorAll('.opblock').length"

@@ -17,8 +17,8 @@ from driftrag.store import Neo4jStore
 from driftrag.store.views import GraphViewStore
 from driftrag.views.html import render_html
 from driftrag.views.measures import measure
-from tests.browser import Chromium
 from tests.integration.views.test_graph_views import write_graph
+from tests.support.browser import Chromium
 
 ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = ROOT / "test-artifacts"
