@@ -7,6 +7,7 @@ queries for `--duration` seconds, and prints throughput, p50/p90/p99 latency and
 Neo4j must be running (`driftrag neo4j start`, or NEO4J_URI / --neo4j-uri).
 
     .venv/bin/python benchmarks/graph_search_load.py [--clients 20] [--duration 30] [--neo4j-uri bolt://...]
+        [--corpus PATH]   # default: the copy `driftrag data fetch alice` keeps
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ from pathlib import Path
 import httpx
 
 from driftrag.api.auth import create_key
+from driftrag.corpora import corpus_file
 from driftrag.errors import KnowledgeBaseNotFoundError
 from driftrag.facade import DriftRAG
 from driftrag.models.graph import KbCounts
 from driftrag.settings import Settings
 
-ALICE = Path(os.environ.get("DRIFTRAG_ALICE_PATH", "/work/shared/data/alice_in_wonderland.txt"))
 KB = "bench-alice-offline"
 # Entity names of the story, exact and partial; the ones without a match in the graph are dropped.
 CANDIDATE_QUERIES = [
@@ -54,7 +55,9 @@ class Tally:
         return sum(n for status, n in self.statuses.items() if status != 200) + sum(self.exceptions.values())
 
 
-async def ensure_alice_graph(settings: Settings, kb: str, rebuild: bool) -> tuple[KbCounts, float | None]:
+async def ensure_alice_graph(
+    settings: Settings, kb: str, rebuild: bool, corpus: Path | None
+) -> tuple[KbCounts, float | None]:
     """The kb's counts, ingesting Alice offline first when it is missing, empty, or --rebuild."""
     rag = DriftRAG(settings)
     await rag.connect(start_local=False)
@@ -70,7 +73,8 @@ async def ensure_alice_graph(settings: Settings, kb: str, rebuild: bool) -> tupl
         if exists:
             await rag.delete_kb(kb)
         started = time.monotonic()
-        result = await rag.ingest(kb, paths=[ALICE])
+        alice = corpus_file("alice", home=Settings().home, path=corpus)
+        result = await rag.ingest(kb, paths=[alice])
         return result.counts, time.monotonic() - started
     finally:
         await rag.close()
@@ -170,12 +174,15 @@ def main() -> None:
     parser.add_argument("--kb", default=KB)
     parser.add_argument("--neo4j-uri", default=None, help="Default: NEO4J_URI, else the local Neo4j.")
     parser.add_argument("--rebuild", action="store_true", help="Ingest Alice again even if the kb exists.")
+    parser.add_argument(
+        "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="graph-search-load-") as tmp:
         home = Path(tmp)
         settings = Settings(neo4j_uri=args.neo4j_uri, llm_provider="offline", home=home)
-        counts, ingest_s = asyncio.run(ensure_alice_graph(settings, args.kb, args.rebuild))
+        counts, ingest_s = asyncio.run(ensure_alice_graph(settings, args.kb, args.rebuild, args.corpus))
         built = f"ingested offline in {ingest_s:.0f} s" if ingest_s is not None else "reused"
         print(f"kb {args.kb} ({built}): {counts.entities} entities, {counts.relationships} relationships")
 

@@ -3,9 +3,10 @@
 Chat answers come from the scripted test double (`tests/fakes/scripted_llm.py`), embeddings are
 deterministic; the LLM cache lives in a fresh temp home so every call reaches the server. Prints counts,
 calls, tokens, time per stage, wall against the ideal (chat calls x latency / concurrency), peak RSS, and
-the ratios to Microsoft GraphRAG's anchor numbers (/work/shared/DESIGN.md, "Numbers to beat").
+the ratios to Microsoft GraphRAG's anchor numbers (the project's design brief, "Numbers to beat").
 
     .venv/bin/python benchmarks/ingest_alice.py [--latency 0.2] [--concurrency 8] [--neo4j-uri bolt://...]
+        [--corpus PATH]   # default: the copy `driftrag data fetch alice` keeps
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
 
 from driftrag.composition import ingestion_deps
+from driftrag.corpora import corpus_file
 from driftrag.ingestion.requests import IngestRequest
 from driftrag.providers.factory import build_providers
 from driftrag.settings import Settings
@@ -32,7 +34,6 @@ from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.openai_server import FakeOpenAIServer, message_text
 from tests.fakes.scripted_llm import ScriptedChatModel
 
-ALICE = Path("/work/shared/data/alice_in_wonderland.txt")
 KB = "bench-alice"
 # The vector indexes are global: 384 d matches the shared dev server, so nothing is reset there (a reset
 # drops every kb's embeddings). On a server with other indexes they are reset, and restored to 384 d after.
@@ -59,6 +60,7 @@ class ScriptedResponder:
 
 
 async def run(args: argparse.Namespace) -> None:
+    alice = corpus_file("alice", home=Settings().home, path=args.corpus)  # before any server starts
     responder = ScriptedResponder()
     with (
         tempfile.TemporaryDirectory(prefix="bench-alice-") as home,
@@ -84,7 +86,7 @@ async def run(args: argparse.Namespace) -> None:
             deps = ingestion_deps(settings, Stores.neo4j(store), providers)
             try:
                 started = time.monotonic()
-                request = IngestRequest(kb=KB, paths=[ALICE])
+                request = IngestRequest(kb=KB, paths=[alice])
                 result = await IngestionWorkflow(deps).run(start_event=IngestStart(request=request))
                 wall = time.monotonic() - started
             finally:
@@ -145,6 +147,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the server waits per request")
     parser.add_argument("--concurrency", type=int, default=8, help="llm_concurrency")
     parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17688")
+    parser.add_argument(
+        "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
+    )
     asyncio.run(run(parser.parse_args()))
 
 

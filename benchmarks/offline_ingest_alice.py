@@ -6,6 +6,7 @@ chunk size used, wall time per stage and CPU time in all, peak RSS, the number o
 relationships and communities by level, and the model/embedding accounting (no chat call expected).
 
     .venv/bin/python benchmarks/offline_ingest_alice.py [--neo4j-uri bolt://127.0.0.1:17722] [--chunk-size 300]
+        [--corpus PATH]   # default: the copy `driftrag data fetch alice` keeps
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from driftrag.composition import ingestion_deps
+from driftrag.corpora import corpus_file
 from driftrag.ingestion.requests import IngestRequest
 from driftrag.providers.factory import build_providers
 from driftrag.providers.tokens import count_tokens
@@ -29,11 +31,11 @@ from driftrag.store.neo4j_store import Neo4jStore
 from driftrag.store.protocols import Stores
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
-ALICE = Path(os.environ.get("DRIFTRAG_ALICE_PATH", "/work/shared/data/alice_in_wonderland.txt"))
 KB = "bench-offline-alice"
 
 
 async def run(args: argparse.Namespace) -> None:
+    alice = corpus_file("alice", home=Settings().home, path=args.corpus)
     with tempfile.TemporaryDirectory(prefix="bench-offline-") as home:
         settings = Settings(
             _env_file=None,
@@ -50,7 +52,7 @@ async def run(args: argparse.Namespace) -> None:
             deps = ingestion_deps(settings, Stores.neo4j(store), providers)
             try:
                 cpu, started = time.process_time(), time.monotonic()
-                request = IngestRequest(kb=KB, paths=[ALICE])
+                request = IngestRequest(kb=KB, paths=[alice])
                 result = await IngestionWorkflow(deps).run(start_event=IngestStart(request=request))
                 wall, cpu = time.monotonic() - started, time.process_time() - cpu
                 levels = Counter(row["level"] for row in await graph.communities(KB))
@@ -58,16 +60,16 @@ async def run(args: argparse.Namespace) -> None:
                 chunk_tokens = sum(count_tokens(text) for text in texts.values())
             finally:
                 await graph.delete_kb(KB)
-    report(deps, result, wall, cpu, levels, chunk_tokens, providers.describe())
+    report(deps, result, wall, cpu, levels, chunk_tokens, providers.describe(), alice)
 
 
-def report(deps, result, wall, cpu, levels, chunk_tokens, mode) -> None:
+def report(deps, result, wall, cpu, levels, chunk_tokens, mode, alice: Path) -> None:
     counts, usage = result.counts, result.usage
     size, overlap = deps.chunking()
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(mode)
     print(
-        f"corpus {ALICE.name}, chunks of {size} tokens with {overlap} overlap; machine: {os.cpu_count()} CPUs, "
+        f"corpus {alice.name}, chunks of {size} tokens with {overlap} overlap; machine: {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.1f} at the end"
     )
     print(
@@ -95,6 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17722")
     parser.add_argument("--chunk-size", type=int, default=Settings.model_fields["offline_chunk_size"].default)
+    parser.add_argument(
+        "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
+    )
     asyncio.run(run(parser.parse_args()))
 
 

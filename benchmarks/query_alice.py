@@ -7,6 +7,7 @@ critical path of chat calls (HyDE + primer + rounds x local + reduce), the same 
 embedding requests that must wait in between, the non-model time, and graph-search p50/p95 latency.
 
     .venv/bin/python benchmarks/query_alice.py [--latency 0.2] [--neo4j-uri bolt://...] [--graph-searches 300]
+        [--corpus PATH]   # default: the copy `driftrag data fetch alice` keeps
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes and benchmarks
 
-from benchmarks.ingest_alice import ALICE, DIMENSION, ScriptedResponder
+from benchmarks.ingest_alice import DIMENSION, ScriptedResponder
 from driftrag.composition import ingestion_deps, query_deps
+from driftrag.corpora import corpus_file
 from driftrag.ingestion.requests import IngestRequest
 from driftrag.providers.factory import build_providers
 from driftrag.search.deps import QueryDeps
@@ -45,11 +47,12 @@ QUESTIONS = [
     "What story do the Mock Turtle and the Gryphon tell Alice?",
 ]
 GRAPH_QUERIES = ["Alice", "Queen", "Hatter", "Rabbit", "Turtle", "Cat", "King", "Duchess", "Mouse", "a"]
-# Microsoft GraphRAG 3.3.0, one DRIFT query at 200 ms per call (/work/shared/DESIGN.md).
+# Microsoft GraphRAG 3.3.0, one DRIFT query at 200 ms per call (the project's design brief, "Numbers to beat").
 MS_DRIFT = {"chat calls": 62, "prompt tokens": 674_000, "wall s": 30.0}
 
 
 async def run(args: argparse.Namespace) -> None:
+    alice = corpus_file("alice", home=Settings().home, path=args.corpus)  # before any server starts
     responder = ScriptedResponder()
     with (
         tempfile.TemporaryDirectory(prefix="bench-query-") as home,
@@ -74,7 +77,7 @@ async def run(args: argparse.Namespace) -> None:
                 ingest = ingestion_deps(settings, Stores.neo4j(store), providers)
                 started = time.monotonic()
                 await IngestionWorkflow(ingest).run(
-                    start_event=IngestStart(request=IngestRequest(kb=KB, paths=[ALICE]))
+                    start_event=IngestStart(request=IngestRequest(kb=KB, paths=[alice]))
                 )
                 print(f"Alice ingested in {time.monotonic() - started:.1f} s; {await GraphStore(store).counts(KB)}")
                 deps = query_deps(settings, Stores.neo4j(store), providers)
@@ -174,6 +177,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the server waits per request")
     parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17688")
     parser.add_argument("--graph-searches", type=int, default=300)
+    parser.add_argument(
+        "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
+    )
     asyncio.run(run(parser.parse_args()))
 
 

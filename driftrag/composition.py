@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from driftrag.errors import ConfigurationError
 from driftrag.ingestion.deps import IngestionDeps, IngestionTasks
+from driftrag.models.graph import KbProfile
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel
 from driftrag.providers.factory import Providers
@@ -69,6 +70,11 @@ def ingestion_deps(
         embedder=providers.embedder,
         embedding_dimension=providers.embedding_dimension,
         usage=providers.usage,
+        profile=KbProfile(
+            mode="openai" if chat is not None else providers.mode,
+            embedder=providers.embedder.model_name,
+            embedding_dimension=providers.embedding_dimension,
+        ),
         chunk_size=size,
         chunk_overlap=overlap,
     )

@@ -3,6 +3,7 @@
     driftrag data list
     driftrag data fetch alice                    # <DRIFTRAG_HOME>/corpora/alice_in_wonderland.txt
     driftrag data fetch alice --from ~/pg11.txt  # no network: check and copy a file you have
+    corpus_file("alice", home=settings.home)     # the same copy, from Python (benchmarks, notebooks)
 
 A download streams into a temporary file beside its target, hashed as it arrives, and is renamed into
 place only when its SHA-256 is the pinned one: a target is either absent or exactly the pinned edition.
@@ -168,6 +169,21 @@ def fetch(
             source=str(target),
         )
     return _download(corpus, url or corpus.url or "", target, expected, timeout_s)
+
+
+def corpus_file(name: str, *, home: Path, path: Path | None = None) -> Path:
+    """The file of a registered corpus for a script, a benchmark or a notebook.
+
+    `path` (a `--corpus` argument) when given, else what `driftrag data fetch NAME` keeps under
+    `<home>/corpora` (checksum verified; downloaded only when it is not there). Raises
+    ConfigurationError for a `path` that is not a file, DownloadUnavailableError when it is not there
+    and cannot be downloaded (the message says to run `driftrag data fetch NAME --from PATH`).
+    """
+    if path is not None:
+        if not path.is_file():
+            raise ConfigurationError(f"{path}: no such file")
+        return path
+    return fetch(name, dest=default_dest(home)).path
 
 
 def copy_shipped(corpus: Corpus | str, dest: Path) -> FetchResult:

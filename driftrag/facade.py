@@ -25,7 +25,7 @@ from driftrag.composition import ingestion_deps, neo4j_stores, query_deps
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.loading import collect_paths
 from driftrag.ingestion.requests import IngestionResult, IngestRequest, Progress, TextInput, no_progress
-from driftrag.models.graph import FailedChunk, KbCounts
+from driftrag.models.graph import FailedChunk, KbCounts, KbSummary
 from driftrag.providers.chat import ChatModel
 from driftrag.providers.factory import Providers, build_providers
 from driftrag.search.deps import QueryDeps
@@ -174,6 +174,10 @@ class DriftRAG:
 
     async def stats(self, kb: str) -> KbCounts:
         return await self.stores.graph.counts(kb)
+
+    async def knowledge_bases(self) -> list[KbSummary]:
+        """Every knowledge base with its counts, and the mode and embedder of its last ingestion."""
+        return await self.stores.graph.list_kbs()
 
     async def documents(self, kb: str) -> list[dict[str, Any]]:
         return await self.stores.graph.documents(kb)

@@ -227,6 +227,12 @@ class Settings(BaseSettings):
     api_max_ingest_body_mb: float = Field(
         default=128.0, gt=0, description="Largest body (MiB) of `POST …/documents` (ingestion); larger is a 413."
     )
+    api_max_pending_jobs: int = Field(
+        default=16,
+        ge=1,
+        description="Ingestion jobs queued or running at once in one server; one more is a 429. Each holds its "
+        "request's texts until it ends.",
+    )
 
     @property
     def bolt_uri(self) -> str:

@@ -10,14 +10,48 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from driftrag import corpora
+from driftrag.errors import DriftRAGError
 from driftrag.local_neo4j import LocalNeo4j
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 
 TEST_NEO4J_PORT = int(os.environ.get("DRIFTRAG_TEST_NEO4J_PORT", "17687"))
+
+
+@pytest.fixture(scope="session")
+def alice_book() -> Path:
+    """Alice (the pinned edition), as a user gets it: the copy `driftrag data fetch alice` keeps under the
+    user's DRIFTRAG_HOME, downloaded when it is not there. Without it (offline, never fetched) the tests
+    that need the book fail on CI (CI is set) and are skipped elsewhere, saying how to get it."""
+    try:
+        return corpora.corpus_file("alice", home=Settings().home)
+    except DriftRAGError as exc:
+        message = (
+            f"Alice is not in driftrag's corpus cache and could not be fetched: {exc}\n"
+            "Run `driftrag data fetch alice` (or, offline, `driftrag data fetch alice --from PATH`) once."
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Debian's headless chromium (tests/support/browser.py), installed with apt-get when missing. Where that cannot
+    work (not root, no apt-get), the browser tests fail on CI and are skipped elsewhere, saying why."""
+    from tests.support.browser import ChromiumUnavailable, ensure_chromium
+
+    try:
+        return ensure_chromium()
+    except ChromiumUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="session")

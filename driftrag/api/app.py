@@ -22,11 +22,13 @@ from fastapi import APIRouter, Depends, FastAPI, Request, Security
 from fastapi import Path as PathParam
 from fastapi.responses import Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi_offline import FastAPIOffline
 
 from driftrag import __version__
 from driftrag.api.auth import ApiKeys, Principal, Scope
 from driftrag.api.errors import RETRY_AFTER_UNAVAILABLE_S, ApiError, install_error_handlers
-from driftrag.api.limits import RequestLimits
+from driftrag.api.jobs import JOB_ID_PATTERN, IngestJob, IngestJobs, JobList, TooManyJobsError
+from driftrag.api.limits import DOCS_STATIC_PREFIX, RequestLimits
 from driftrag.api.models import (
     ChunkIdsBody,
     ChunkSwitchResponse,
@@ -37,7 +39,7 @@ from driftrag.api.models import (
     GraphSwitchBody,
     GraphSwitchResponse,
     IngestBody,
-    IngestResponse,
+    KbListResponse,
     QueryBody,
     QueryResponse,
     StatsResponse,
@@ -62,7 +64,8 @@ _PROBE_TIMEOUT_S = 3.0
 
 
 class Backend:
-    """The DriftRAG behind the API, whether its schema is in place, and the per-kb write locks."""
+    """The DriftRAG behind the API, whether its schema is in place, the per-kb write locks and the
+    ingestion jobs."""
 
     def __init__(self, rag: DriftRAG) -> None:
         self.rag = rag
@@ -70,6 +73,7 @@ class Backend:
         self._lock = asyncio.Lock()
         self._last_failure = float("-inf")
         self._write_locks: dict[str, asyncio.Lock] = {}
+        self.jobs = IngestJobs(rag, write_lock=self.write_lock, max_pending=rag.settings.api_max_pending_jobs)
 
     async def start(self) -> None:
         """Connect (with the configured retries, starting the local Neo4j if NEO4J_URI is unset).
@@ -188,9 +192,10 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         401: "No API key, or an unknown one.",
         403: "The key may not use this knowledge base, or lacks the scope.",
-        404: "No such knowledge base (or document).",
+        404: "No such knowledge base (or document, or job).",
         413: "The body is over the route's limit (checked before it is read).",
         422: "Invalid input; `problems` says where.",
+        429: "Too many ingestion jobs queued or running on this server. Retry after `Retry-After` seconds.",
         502: "The language model failed after its retries.",
         504: "The query ran longer than the server's query timeout.",
         503: "Neo4j is unreachable, or the graph of the kb is disabled. Retry after `Retry-After` seconds.",
@@ -200,10 +205,11 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     responses: dict[int | str, dict[str, Any]] = {
         status: {"model": ErrorBody, "description": descriptions[status]} for status in statuses
     }
-    if 503 in responses:
-        responses[503]["headers"] = {
-            "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}
-        }
+    for status in (429, 503):
+        if status in responses:
+            responses[status]["headers"] = {
+                "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}
+            }
     return responses
 
 
@@ -283,6 +289,25 @@ async def query(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Response:
 
 
 @router.get(
+    "/knowledge-bases",
+    response_model=KbListResponse,
+    tags=["knowledge bases"],
+    summary="The knowledge bases, with counts, mode, embedder and dimension",
+    responses=_errors(401, 403, 503),
+)
+async def list_knowledge_bases(
+    backend: BackendDep, principal: Annotated[Principal, Depends(authenticate)]
+) -> KbListResponse:
+    """Only the kbs the key may use. `mode`, `embedder` and `embedding_dimension` are those of the kb's last
+    ingestion that changed something (None for a kb last ingested before driftrag recorded them)."""
+    if not principal.has_scope("read"):
+        raise ApiError(403, "forbidden", f"the API key {principal.name!r} lacks the 'read' scope")
+    await backend.ready()
+    summaries = await backend.rag.knowledge_bases()
+    return KbListResponse(knowledge_bases=[summary for summary in summaries if principal.may_use(summary.kb)])
+
+
+@router.get(
     "/knowledge-bases/{kb}/stats",
     response_model=StatsResponse,
     tags=["knowledge bases"],
@@ -298,17 +323,34 @@ async def stats(kb: ReadKb, backend: BackendDep) -> StatsResponse:
     )
 
 
+def _job_location(job: IngestJob) -> str:
+    return f"{API_PREFIX}/knowledge-bases/{job.kb}/jobs/{job.id}"
+
+
 @router.post(
     "/knowledge-bases/{kb}/documents",
-    response_model=IngestResponse,
+    response_model=IngestJob,
+    status_code=202,
     tags=["knowledge bases"],
-    summary="Ingest texts (manage)",
-    responses=_errors(401, 403, 422, 502, 503),
+    summary="Ingest texts as a job (manage)",
+    responses={
+        **_errors(401, 403, 422, 429, 503),
+        202: {
+            "description": "Accepted: the job, queued. Poll the URL in `Location` until its state is final.",
+            "headers": {"Location": {"description": "The job's URL.", "schema": {"type": "string"}}},
+        },
+    },
 )
-async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> IngestResponse:
-    """Chunk, extract, merge, cluster, report and embed; the kb is created if new. Answers when done.
+async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> Response:
+    """Start an ingestion job and answer at once (202) with it; the kb is created if new.
 
-    A text already ingested under the same title is left as is; a changed text replaces its older version.
+    The job (chunk, extract, merge, cluster, report, embed) runs in the server, not in the request: a
+    client that disconnects does not stop it. `GET …/jobs/{job_id}` gives its state (queued, running,
+    succeeded, failed, cancelled), the progress of each stage, and at the end the kb's counts and the
+    failed chunks. Jobs of one kb run one after the other: a second one stays queued, `waiting_for`
+    naming the first. Jobs are kept in the server's memory: a restart loses them (404), while the work
+    done is checkpointed, so posting the same texts again resumes it. A text already ingested under the
+    same title is left as is; a changed text replaces its older version.
     """
     rag = backend.rag
     max_bytes = int(rag.settings.max_file_mb * 1024 * 1024)
@@ -317,16 +359,59 @@ async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> IngestR
         # Positions, not titles: a 422 does not echo the caller's input.
         raise InputError(f"texts larger than {rag.settings.max_file_mb:g} MiB: {', '.join(too_big[:5])}")
     await backend.ready()
-    async with backend.write_lock(kb):
-        result = await rag.ingest(kb, texts={doc.title: doc.text for doc in body.texts})
-    return IngestResponse(
-        kb=result.kb,
-        documents=result.documents,
-        counts=result.counts,
-        failed_chunks=result.failed_chunks,
-        usage=result.usage,
-        seconds_per_stage=result.seconds_per_stage,
+    try:
+        job = backend.jobs.submit(kb, {doc.title: doc.text for doc in body.texts})
+    except TooManyJobsError as exc:
+        raise ApiError(429, "too_many_jobs", str(exc), {"Retry-After": str(RETRY_AFTER_UNAVAILABLE_S)}) from None
+    return Response(
+        content=job.model_dump_json(),
+        status_code=202,
+        media_type="application/json",
+        headers={"Location": _job_location(job)},
     )
+
+
+JobIdPath = Annotated[
+    str, PathParam(description="A job id (job-…).", json_schema_extra={"pattern": JOB_ID_PATTERN.pattern})
+]
+
+
+def _valid_job_id(job_id: str) -> str:
+    if not JOB_ID_PATTERN.fullmatch(job_id):
+        raise InvalidIdentifierError("not a job id (job- and 32 hex digits)")
+    return job_id
+
+
+@router.get(
+    "/knowledge-bases/{kb}/jobs/{job_id}",
+    response_model=IngestJob,
+    tags=["knowledge bases"],
+    summary="An ingestion job: state, stage progress, counts, failed chunks",
+    responses=_errors(401, 403, 404, 422),
+)
+async def get_job(kb: ReadKb, job_id: JobIdPath, backend: BackendDep) -> Response:
+    """404 `job_not_found` for a job this server does not hold (never started here, or lost in a restart)."""
+    job = backend.jobs.get(kb, _valid_job_id(job_id))
+    if job is None:
+        raise ApiError(
+            404,
+            "job_not_found",
+            f"no job {job_id!r} for knowledge base {kb!r} on this server (jobs are kept in memory: a server "
+            "restart loses them; the work done is checkpointed, so posting the same texts again resumes it)",
+        )
+    return _json(job)
+
+
+@router.get(
+    "/knowledge-bases/{kb}/jobs",
+    response_model=JobList,
+    tags=["knowledge bases"],
+    summary="The ingestion jobs of a knowledge base, newest first",
+    responses=_errors(401, 403, 422),
+)
+async def list_jobs(kb: ReadKb, backend: BackendDep) -> Response:
+    """The jobs this server holds for the kb (the last 200 finished ones and every unfinished one)."""
+    return _json(JobList(kb=kb, jobs=backend.jobs.of_kb(kb)))
 
 
 @router.delete(
@@ -428,10 +513,12 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True) -
         try:
             yield
         finally:
+            await backend.jobs.close()  # cancelled jobs release their kb locks before the driver closes
             if manage_lifecycle:
                 await rag.close()
 
-    app = FastAPI(
+    # The docs page serves Swagger UI from the installed package, not from a CDN: it works offline.
+    app = FastAPIOffline(
         title="driftrag",
         version=__version__,
         description=(
@@ -442,6 +529,7 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True) -
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
+        static_url=DOCS_STATIC_PREFIX,
         lifespan=lifespan,
         # Operation ids are the handler names (`graph_search`, `query`…), which client generators turn into methods.
         generate_unique_id_function=lambda route: route.name,

@@ -2,9 +2,11 @@
 
 - 401 `unauthorized`: no key, an unknown key, two different keys.
 - 403 `forbidden`: a kb outside the key's allow-list, a manage call with a read key.
-- 404 `kb_not_found` (KnowledgeBaseNotFoundError), `document_not_found`, `not_found` (no such route).
+- 404 `kb_not_found` (KnowledgeBaseNotFoundError), `document_not_found`, `job_not_found`, `not_found` (no such
+  route).
 - 413 `payload_too_large`: a body over the route's limit (`driftrag.api.limits`, before it is read).
 - 422 `invalid_request`: body or path validation, InvalidQueryError, InvalidIdentifierError, InputError.
+- 429 `too_many_jobs`: `api_max_pending_jobs` ingestion jobs are queued or running already (Retry-After).
 - 502 `model_error`: the language model failed after its retries (ModelError).
 - 504 `query_timeout`: the query ran longer than `query_timeout_s` (QueryTimeoutError), in any mode.
 - 503 `backend_unavailable` (Neo4j unreachable or unusable) and `graph_disabled` (GraphDisabledError),

@@ -21,6 +21,8 @@ from driftrag.api.errors import error_response
 
 # Served without a key: the API's own description.
 _PUBLIC_PATHS = frozenset({"/api/v1/openapi.json", "/api/v1/docs", "/api/v1/docs/oauth2-redirect"})
+# The docs page's script, style sheet and icon, served from the installed package (no CDN).
+DOCS_STATIC_PREFIX = "/api/v1/docs-static"
 _INGEST_PATH = re.compile(r"^/api/v1/knowledge-bases/[^/]+/documents/?$")
 _UNAUTHORIZED_HEADERS = {"WWW-Authenticate": "Bearer"}
 
@@ -67,7 +69,8 @@ class RequestLimits:
             return
         path: str = scope["path"]
         headers = scope["headers"]
-        if path not in _PUBLIC_PATHS and not self.keys.insecure:
+        public = path in _PUBLIC_PATHS or path.startswith(f"{DOCS_STATIC_PREFIX}/")
+        if not public and not self.keys.insecure:
             presented = presented_keys(headers)
             if len(presented) > 1:
                 await _answer(scope, receive, send, 401, "unauthorized", "two different API keys were sent; send one")

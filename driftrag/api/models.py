@@ -6,8 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from driftrag.ingestion.requests import DocumentOutcome
-from driftrag.models.graph import FailedChunk, KbCounts
+from driftrag.models.graph import FailedChunk, KbCounts, KbSummary
 from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 from driftrag.search.drift.models import DriftResult, IntermediateAnswer
@@ -46,8 +45,9 @@ class ErrorBody(_Model):
     """Every error answer has this shape; `code` is stable, `detail` is for people."""
 
     code: str = Field(
-        description="unauthorized, forbidden, kb_not_found, document_not_found, not_found, method_not_allowed, "
-        "payload_too_large, invalid_request, model_error, backend_unavailable, graph_disabled, internal_error",
+        description="unauthorized, forbidden, kb_not_found, document_not_found, job_not_found, not_found, "
+        "method_not_allowed, payload_too_large, invalid_request, too_many_jobs, model_error, backend_unavailable, "
+        "graph_disabled, internal_error",
         examples=["kb_not_found"],
     )
     detail: str
@@ -161,15 +161,6 @@ class IngestBody(_Model):
         return texts
 
 
-class IngestResponse(_Model):
-    kb: str
-    documents: list[DocumentOutcome]
-    counts: KbCounts
-    failed_chunks: list[FailedChunk] = Field(description="Chunks whose extraction failed; the rest was ingested.")
-    usage: Usage
-    seconds_per_stage: dict[str, float]
-
-
 class DeleteDocumentResponse(_Model):
     kb: str
     document_id: str
@@ -207,3 +198,9 @@ class StatsResponse(_Model):
     graph_enabled: bool
     counts: KbCounts
     failed_chunks: list[FailedChunk]
+
+
+class KbListResponse(_Model):
+    knowledge_bases: list[KbSummary] = Field(
+        description="The kbs the key may use, by id: counts, and the mode and embedder of the last ingestion."
+    )

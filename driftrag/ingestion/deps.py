@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor, GraphRefiner
+from driftrag.models.graph import KbProfile
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 from driftrag.store.protocols import DocumentStorage, GraphStorage, Stores
@@ -34,6 +35,8 @@ class IngestionDeps:
     embedder: BaseEmbedding
     embedding_dimension: int
     usage: UsageTracker
+    # Recorded on the kb by every run (`driftrag kb list`): the mode and embedder its graph comes from.
+    profile: KbProfile
     # Chunk length and overlap (tokens) of this run; None = `settings.chunk_size` / `chunk_overlap`.
     chunk_size: int | None = None
     chunk_overlap: int | None = None

@@ -296,6 +296,30 @@ class KbCounts(BaseModel):
     aliases: int = Field(default=0, description="One-word names merged into a multi-word entity (its `aliases`).")
 
 
+class KbProfile(BaseModel):
+    """How a kb was last ingested: the model mode and the embedder whose vectors it holds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: str = Field(description="offline (extractive, no model) or openai (a language model).")
+    embedder: str = Field(description="The embedding model's name, e.g. multilingual-e5-small.")
+    embedding_dimension: int
+
+
+class KbSummary(BaseModel):
+    """One knowledge base in a listing: its counts and how it was ingested."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kb: str
+    graph_enabled: bool
+    stale: bool = Field(description="Chunks changed since the last complete rebuild of the derived layers.")
+    mode: str | None = Field(description="The model mode of its last ingestion; None if ingested before it was kept.")
+    embedder: str | None = None
+    embedding_dimension: int | None = None
+    counts: KbCounts
+
+
 class FailedChunk(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -19,6 +19,8 @@ from driftrag.models.graph import (
     ExtractionOutcome,
     FailedChunk,
     KbCounts,
+    KbProfile,
+    KbSummary,
     MergedEntity,
     MergedRelationship,
     StoredState,
@@ -253,6 +255,20 @@ class GraphStore:
     async def counts(self, kb: str) -> KbCounts:
         rows = await self._store.read(cy.COUNT_KB, kb=validate_kb_id(kb))
         return KbCounts.model_validate(rows[0])
+
+    # --- the knowledge bases -------------------------------------------------------------------------
+
+    async def set_profile(self, kb: str, profile: KbProfile) -> None:
+        await self._store.write(cy.SET_KB_PROFILE, kb=validate_kb_id(kb), **profile.model_dump())
+
+    async def list_kbs(self) -> list[KbSummary]:
+        """Every knowledge base, by id, with its counts and how it was last ingested."""
+        summaries = []
+        for row in await self._store.read(cy.LIST_KBS):
+            counts = KbCounts.model_validate({field: row[field] for field in KbCounts.model_fields})
+            rest = {field: row[field] for field in KbSummary.model_fields if field != "counts"}
+            summaries.append(KbSummary(**rest, counts=counts))
+        return summaries
 
 
 def render_report(report: CommunityReport) -> str:

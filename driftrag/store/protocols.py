@@ -22,6 +22,8 @@ from driftrag.models.graph import (
     ExtractionOutcome,
     FailedChunk,
     KbCounts,
+    KbProfile,
+    KbSummary,
     MergedEntity,
     MergedRelationship,
     SourceDocument,
@@ -94,6 +96,8 @@ class GraphStorage(Protocol):
     async def relationships(self, kb: str) -> list[dict[str, Any]]: ...
     async def communities(self, kb: str) -> list[dict[str, Any]]: ...
     async def counts(self, kb: str) -> KbCounts: ...
+    async def set_profile(self, kb: str, profile: KbProfile) -> None: ...
+    async def list_kbs(self) -> list[KbSummary]: ...
 
 
 @runtime_checkable

@@ -92,6 +92,7 @@ class IngestionWorkflow(Workflow):
         outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
         if any(outcome.status != "unchanged" for outcome in outcomes):
             await self._deps.graph.mark_stale(kb, True)
+            await self._deps.graph.set_profile(kb, self._deps.profile)  # the mode and embedder of what changed
         self._time("documents", started)
         return DocumentsStored(kb=kb, documents=outcomes)
 

@@ -9,7 +9,6 @@ picture) are there. The Alice walkthrough runs on its first two chapters
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import uuid
@@ -19,6 +18,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from driftrag import corpora
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
@@ -28,14 +28,6 @@ NOTEBOOKS = ROOT / "notebooks"
 CELL_TIMEOUT_S = 600
 # A cited source as AnswerView prints it: "- [chunk-…] chunk 'title': text".
 CITED_SOURCE = re.compile(r"^- \[(chunk|entity|relationship|community)-[0-9a-f-]+\] ", re.MULTILINE)
-
-
-def alice_path() -> Path | None:
-    configured = os.environ.get("DRIFTRAG_ALICE_PATH")
-    candidates = [Path(configured)] if configured else []
-    candidates += [ROOT.parent / "shared" / "data" / "alice_in_wonderland.txt"]
-    candidates += [Path("/work/shared/data/alice_in_wonderland.txt")]
-    return next((path for path in candidates if path.is_file()), None)
 
 
 @pytest.fixture
@@ -105,17 +97,17 @@ async def test_sample_quickstart_runs_offline(notebook_kb: str) -> None:
 
 
 async def test_alice_walkthrough_runs_offline_on_two_chapters(
-    notebook_kb: str, monkeypatch: pytest.MonkeyPatch
+    notebook_kb: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, alice_book: Path
 ) -> None:
-    book = alice_path()
-    if book is None:
-        pytest.skip("Alice is not on this machine; set DRIFTRAG_ALICE_PATH to execute the walkthrough")
-    monkeypatch.setenv("DRIFTRAG_ALICE_PATH", str(book))
+    # The kernel's DRIFTRAG_HOME is private to the test: the book goes there as a user would put it,
+    # with `driftrag data fetch alice --from PATH`; the notebook then finds it without any network.
+    kept = corpora.fetch("alice", dest=corpora.default_dest(tmp_path / "home"), source=alice_book)
     monkeypatch.setenv("DRIFTRAG_NOTEBOOK_CHAPTERS", "2")
     texts, _ = await execute("alice_walkthrough.ipynb")
     everything = "\n".join(texts)
 
     assert "model mode: offline" in texts[0]
+    assert f"the book: {kept.path}" in find(texts, "the book: ")
     assert "12 chapters" in find(texts, "CHAPTER XII.")
     assert "ingesting Alice's Adventures in Wonderland, chapters 1-2" in find(texts, "extract: ")
     assert "Alice" in find(texts, "entities; the 15 found in the most chunks")

@@ -12,11 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from driftrag import corpora
-
-SHARED_ALICE = Path(os.environ.get("DRIFTRAG_ALICE_PATH", "/work/shared/data/alice_in_wonderland.txt"))
 
 
 def driftrag(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -64,9 +60,8 @@ def test_unknown_corpus_and_bad_checksum_are_usage_errors(tmp_path: Path) -> Non
     assert driftrag(tmp_path, "data", "fetch", "alice", "--sha256", "abc").returncode == 2
 
 
-@pytest.mark.skipif(not SHARED_ALICE.is_file(), reason="the Alice file is not on this machine")
-def test_fetch_alice_from_a_local_copy_then_again_without_network(tmp_path: Path) -> None:
-    done = driftrag(tmp_path, "data", "fetch", "alice", "--from", str(SHARED_ALICE))
+def test_fetch_alice_from_a_local_copy_then_again_without_network(tmp_path: Path, alice_book: Path) -> None:
+    done = driftrag(tmp_path, "data", "fetch", "alice", "--from", str(alice_book))
     assert done.returncode == 0, done.stderr
     target = tmp_path / "corpora" / "alice_in_wonderland.txt"
     assert done.stdout.strip() == str(target)  # stdout is the path alone, for $(driftrag data fetch …)

@@ -6,7 +6,6 @@ Downloads go to a small HTTP server on 127.0.0.1 run by the test; nothing here r
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -20,7 +19,6 @@ from driftrag import corpora
 from driftrag.corpora import Corpus
 from driftrag.errors import ChecksumMismatchError, ConfigurationError, DownloadUnavailableError, UnknownCorpusError
 
-SHARED_ALICE = Path(os.environ.get("DRIFTRAG_ALICE_PATH", "/work/shared/data/alice_in_wonderland.txt"))
 BOOK = b"CHAPTER I. Down the Rabbit-Hole\r\n\r\nAlice was beginning to get very tired.\r\n" * 50
 
 
@@ -100,12 +98,11 @@ def test_registry_names_alice_and_the_shipped_sample() -> None:
         corpora.get_corpus("bob")
 
 
-@pytest.mark.skipif(not SHARED_ALICE.is_file(), reason="the Alice file is not on this machine")
-def test_alice_checksum_pins_the_gutenberg_file_the_question_set_quotes() -> None:
+def test_alice_checksum_pins_the_gutenberg_file_the_question_set_quotes(alice_book: Path) -> None:
     alice = corpora.get_corpus("alice")
-    assert corpora.sha256_file(SHARED_ALICE) == alice.sha256
-    assert SHARED_ALICE.stat().st_size == alice.size
-    head = SHARED_ALICE.read_bytes()[:1000].decode("ascii")
+    assert corpora.sha256_file(alice_book) == alice.sha256
+    assert alice_book.stat().st_size == alice.size
+    head = alice_book.read_bytes()[:1000].decode("ascii")
     assert head.startswith("Project Gutenberg's Alice's Adventures in Wonderland, by Lewis Carroll\r\n")
     assert "[EBook #11]" in head
     assert "[Last updated: December 20, 2011]" in head
@@ -228,11 +225,10 @@ def test_from_a_missing_file(tmp_path: Path) -> None:
         corpora.fetch("alice", dest=tmp_path, source=tmp_path / "nope.txt")
 
 
-@pytest.mark.skipif(not SHARED_ALICE.is_file(), reason="the Alice file is not on this machine")
-def test_alice_from_the_shared_copy(tmp_path: Path) -> None:
-    result = corpora.fetch("alice", dest=tmp_path, source=SHARED_ALICE)
+def test_alice_from_a_local_copy(tmp_path: Path, alice_book: Path) -> None:
+    result = corpora.fetch("alice", dest=tmp_path, source=alice_book)
     assert result.path == tmp_path / "alice_in_wonderland.txt"
-    assert result.path.read_bytes() == SHARED_ALICE.read_bytes()
+    assert result.path.read_bytes() == alice_book.read_bytes()
     assert corpora.fetch("alice", dest=tmp_path).action == "present"  # and no network needed for that
 
 
@@ -263,3 +259,20 @@ def test_the_sample_can_be_copied(tmp_path: Path) -> None:
     assert (copied.path / "01-the-dark-lamp.md").read_text(encoding="utf-8") != "edited"  # refreshed
     assert (copied.path / "notes.txt").read_text(encoding="utf-8") == "mine"  # never deletes the user's files
     assert sorted(p.name for p in copied.path.iterdir() if p.name.endswith(".part")) == []
+
+
+# --- corpus_file: what scripts, benchmarks and notebooks call ------------------------------------------------
+
+
+def test_corpus_file_prefers_the_given_path_and_refuses_a_missing_one(tmp_path: Path) -> None:
+    given = tmp_path / "mine.txt"
+    given.write_text("any text", encoding="utf-8")
+    assert corpora.corpus_file("alice", home=tmp_path / "home", path=given) == given
+    with pytest.raises(ConfigurationError, match="no such file"):
+        corpora.corpus_file("alice", home=tmp_path / "home", path=tmp_path / "nope.txt")
+
+
+def test_corpus_file_reads_the_copy_data_fetch_keeps(tmp_path: Path, alice_book: Path) -> None:
+    home = tmp_path / "home"
+    corpora.fetch("alice", dest=corpora.default_dest(home), source=alice_book)  # `driftrag data fetch alice --from`
+    assert corpora.corpus_file("alice", home=home) == home / "corpora" / "alice_in_wonderland.txt"

@@ -6,7 +6,6 @@ holds the extra requirements of the shipped sets.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -17,7 +16,6 @@ from driftrag.eval.questions import QuestionItem, load_questions, missing_eviden
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = ROOT / "data" / "questions"
 SAMPLE_DIR = ROOT / "data" / "sample"
-DEFAULT_ALICE_PATH = Path("/work/shared/data/alice_in_wonderland.txt")
 
 FIELDS = set(QuestionItem.model_fields)
 # Minimum number of questions per type, and allowed evidence length in words, for each set.
@@ -31,11 +29,6 @@ SETS = sorted(MIN_COUNTS)
 
 def load_set(name: str) -> list[QuestionItem]:
     return load_questions(QUESTIONS / f"{name}.jsonl")
-
-
-def alice_path() -> Path:
-    configured = os.environ.get("DRIFTRAG_ALICE_PATH")
-    return Path(configured) if configured else DEFAULT_ALICE_PATH
 
 
 @pytest.mark.parametrize("name", SETS)
@@ -70,8 +63,5 @@ def test_sample_evidence_is_verbatim() -> None:
     assert missing_evidence(load_set("sample"), read_corpus([SAMPLE_DIR])) == []
 
 
-def test_alice_evidence_is_verbatim() -> None:
-    path = alice_path()
-    if not path.is_file():
-        pytest.skip(f"Alice text not found at {path}; set DRIFTRAG_ALICE_PATH to check the Alice evidence")
-    assert missing_evidence(load_set("alice"), read_corpus([path])) == []
+def test_alice_evidence_is_verbatim(alice_book: Path) -> None:
+    assert missing_evidence(load_set("alice"), read_corpus([alice_book])) == []

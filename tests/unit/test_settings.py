@@ -87,6 +87,7 @@ ENVIRONMENT = {
     "DRIFTRAG_API_PORT": ("api_port", "8080"),
     "DRIFTRAG_API_MAX_BODY_KB": ("api_max_body_kb", "64"),
     "DRIFTRAG_API_MAX_INGEST_BODY_MB": ("api_max_ingest_body_mb", "10"),
+    "DRIFTRAG_API_MAX_PENDING_JOBS": ("api_max_pending_jobs", "3"),
 }
 
 

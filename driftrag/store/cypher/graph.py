@@ -21,6 +21,13 @@ ON CREATE SET k.created_at = datetime(), k.graph_enabled = true
 SET k.graph_stale = $stale
 """
 
+# What `kb list` shows of how a kb was ingested; written by every ingestion run.
+SET_KB_PROFILE = """
+MERGE (k:__KnowledgeBase__ {kb: $kb})
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true
+SET k.mode = $mode, k.embedder = $embedder, k.embedding_dimension = $embedding_dimension
+"""
+
 MATCH_DOCUMENTS_BY_SOURCE = """
 MATCH (d:__Document__ {kb: $kb}) WHERE d.path = $source OR (d.path IS NULL AND d.title = $source)
 RETURN d.id AS id, d.content_hash AS content_hash
@@ -252,4 +259,22 @@ CALL () { MATCH (:__Entity__ {kb: $kb})-[r:RELATED]->() RETURN count(r) AS relat
 CALL () { MATCH (c:__Community__ {kb: $kb}) RETURN count(c) AS communities }
 CALL () { MATCH (c:__Community__ {kb: $kb}) WHERE c.summary IS NOT NULL RETURN count(c) AS reports }
 RETURN documents, chunks, entities, relationships, communities, reports, aliases
+"""
+
+# Every kb with its counts in one statement: the same subqueries as COUNT_KB, per kb.
+LIST_KBS = """
+MATCH (k:__KnowledgeBase__)
+CALL (k) { MATCH (d:__Document__ {kb: k.kb}) RETURN count(d) AS documents }
+CALL (k) { MATCH (c:__Chunk__ {kb: k.kb}) RETURN count(c) AS chunks }
+CALL (k) {
+  MATCH (e:__Entity__ {kb: k.kb})
+  RETURN count(e) AS entities, coalesce(sum(size(coalesce(e.aliases, []))), 0) AS aliases
+}
+CALL (k) { MATCH (:__Entity__ {kb: k.kb})-[r:RELATED]->() RETURN count(r) AS relationships }
+CALL (k) { MATCH (c:__Community__ {kb: k.kb}) RETURN count(c) AS communities }
+CALL (k) { MATCH (c:__Community__ {kb: k.kb}) WHERE c.summary IS NOT NULL RETURN count(c) AS reports }
+RETURN k.kb AS kb, coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.graph_stale, false) AS stale,
+       k.mode AS mode, k.embedder AS embedder, k.embedding_dimension AS embedding_dimension,
+       documents, chunks, entities, relationships, communities, reports, aliases
+ORDER BY kb
 """

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import uuid
 from pathlib import Path
 
 import httpx
@@ -16,6 +17,7 @@ from driftrag.api.server import BackgroundServer
 from driftrag.errors import InvalidQueryError
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
+from tests.integration.api.test_ingest_jobs import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 HOSTILE = "<script>alert(1)</script>" + "A" * 400
@@ -96,21 +98,29 @@ def readme_curl_commands() -> list[str]:
     return commands
 
 
-def test_the_readme_http_examples_work(server: BackgroundServer, keys, corpus_kb: str) -> None:
+def test_the_readme_http_examples_work(server: BackgroundServer, keys, corpus_kb: str, admin: httpx.Client) -> None:
     commands = readme_curl_commands()
-    assert len(commands) >= 3
-    for command in commands:
-        assert "Content-Type: application/json" in command or " -d " not in command, command
-        # The README's server and kb are the defaults; here they are the test server and its corpus.
-        command = command.replace("http://127.0.0.1:8000", server.url).replace("/sample/", f"/{corpus_kb}/")
-        command = command.replace("curl -s", "curl -s -w '\\n%{http_code}'")
-        done = subprocess.run(
-            ["bash", "-c", command],
-            env={**os.environ, "KEY": keys.reader},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        body, _, status = done.stdout.rpartition("\n")
-        assert status == "200", (command, done.stdout[-2000:], done.stderr[-2000:])
-        json.loads(body)
+    assert len(commands) >= 6
+    # Reads run with a read key on the corpus; the ingestion-job examples with a manage key on a kb of their own.
+    jobs_kb = f"test-readme-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "KEY": keys.reader, "MANAGE_KEY": keys.manage_all}
+    posted = False
+    try:
+        for command in commands:
+            assert "Content-Type: application/json" in command or " -d " not in command, command
+            # The README's server and kbs are the defaults; here they are the test server, its corpus, a fresh kb.
+            command = command.replace("http://127.0.0.1:8000", server.url)
+            command = command.replace("/sample/", f"/{corpus_kb}/").replace("/notes/", f"/{jobs_kb}/")
+            command = command.replace("curl -s", "curl -s -w '\\n%{http_code}'")
+            done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=300)
+            body, _, status = done.stdout.rpartition("\n")
+            ingest = "/documents" in command and " -d " in command
+            assert status == ("202" if ingest else "200"), (command, done.stdout[-2000:], done.stderr[-2000:])
+            answer = json.loads(body)
+            if ingest:
+                env["JOB"], posted = answer["id"], True
+        assert posted, "the README shows how to start an ingestion job"
+    finally:
+        if posted:
+            wait_for(admin, jobs_kb, env["JOB"])
+            admin.delete(f"/knowledge-bases/{jobs_kb}")

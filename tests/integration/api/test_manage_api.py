@@ -7,6 +7,7 @@ import uuid
 import httpx
 
 from tests.integration.api.conftest import CORPUS
+from tests.integration.api.test_ingest_jobs import wait_for
 
 
 def test_a_knowledge_base_lifecycle(admin: httpx.Client) -> None:
@@ -15,14 +16,17 @@ def test_a_knowledge_base_lifecycle(admin: httpx.Client) -> None:
 
     ingested = admin.post(f"/knowledge-bases/{kb}/documents", json={"texts": texts})
     try:
-        assert ingested.status_code == 200, ingested.text
-        body = ingested.json()
-        assert body["kb"] == kb and body["failed_chunks"] == []
+        assert ingested.status_code == 202, ingested.text
+        job = wait_for(admin, kb, ingested.json()["id"])
+        assert job["kb"] == kb and job["state"] == "succeeded"
+        body = job["result"]
+        assert body["failed_chunks"] == []
         assert body["counts"]["documents"] == 2 and body["counts"]["entities"] > 0
         assert {doc["status"] for doc in body["documents"]} == {"new"}
 
         again = admin.post(f"/knowledge-bases/{kb}/documents", json={"texts": texts[:1]})
-        assert again.status_code == 200 and again.json()["documents"][0]["status"] == "unchanged"
+        assert again.status_code == 202
+        assert wait_for(admin, kb, again.json()["id"])["result"]["documents"][0]["status"] == "unchanged"
 
         stats = admin.get(f"/knowledge-bases/{kb}/stats").json()
         assert stats["graph_enabled"] is True and stats["counts"] == body["counts"]

