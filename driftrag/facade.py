@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.search.models import QueryResult, SearchResult
 from driftrag.search.modes import DEFAULT_MODE
+from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished, StreamEvent
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import ServerInfo, VectorIndexInfo, check_server_version
 from driftrag.store.protocols import Stores
@@ -250,6 +251,20 @@ class DriftRAG:
 
         return await run_query(self.query_deps(), mode, kb, question, on_progress=on_progress)
 
+    async def stream(self, kb: str, question: str, *, mode: str = DEFAULT_MODE) -> AsyncIterator[StreamEvent]:
+        """`query` as typed events (`driftrag.search.streaming`): `ProgressEvent`s, the final answer's
+        `AnswerDelta`s as the model writes them (an `AnswerReset` voids the text so far), then
+        `QueryFinished` with the same result `query` gives. Breaking out of the loop cancels the query.
+
+            async for event in rag.stream("alice", "Who is the Hatter?", mode="local"):
+                if isinstance(event, AnswerDelta):
+                    print(event.text, end="", flush=True)
+        """
+        from driftrag.workflows.query import stream_query
+
+        async for event in stream_query(self.query_deps(), mode, kb, question):
+            yield event
+
     async def drift(self, kb: str, question: str, *, on_progress: ProgressHandler | None = None) -> DriftResult:
         """DRIFT search; `on_progress` gets each `DriftProgress` (HyDE, communities, primer, searches, rounds)."""
         return await self.query(kb, question, mode="drift", on_progress=on_progress)  # type: ignore[return-value]
@@ -272,4 +287,4 @@ class DriftRAG:
         )
 
 
-__all__ = ["DriftProgress", "DriftRAG", "Progress"]
+__all__ = ["AnswerDelta", "AnswerReset", "DriftProgress", "DriftRAG", "Progress", "ProgressEvent", "QueryFinished"]

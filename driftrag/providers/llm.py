@@ -16,7 +16,7 @@ repair re-ask (`driftrag.providers.json_answer`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -29,14 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.errors import ModelError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
+from driftrag.providers.chat import DeltaSink
 from driftrag.providers.tokens import tokenizer
 from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# Receives each piece of a streamed answer as it arrives.
-DeltaSink = Callable[[str], Awaitable[None]]
 # Per-message framing tokens of the chat format, used only when a provider reports no usage.
 _MESSAGE_OVERHEAD_TOKENS = 4
 # Status codes the openai client retries (besides connection errors and timeouts).

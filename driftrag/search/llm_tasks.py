@@ -21,10 +21,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
-from driftrag.providers.json_answer import InvalidModelOutput, ask_json, extract_json_object, json_example
+from driftrag.providers.json_answer import (
+    AnswerPreview,
+    InvalidModelOutput,
+    ask_json,
+    extract_json_object,
+    json_example,
+)
 from driftrag.providers.tokens import words_within
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
+from driftrag.search.streaming import AnswerStream
 from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
 
@@ -108,8 +115,11 @@ class Handles:
                 unknown.add(ref)
             else:
                 known.append(source_id)
-        text = _HANDLE.sub(lambda m: f"[{self.ids.get(m.group(1).upper(), m.group(1))}]", answer)
-        return text, list(dict.fromkeys(known)), len(unknown)
+        return self.written_back(answer), list(dict.fromkeys(known)), len(unknown)
+
+    def written_back(self, text: str) -> str:
+        """`text` with every `[Sn]` handle shown to the model written as its id (unknown ones kept)."""
+        return _HANDLE.sub(lambda m: f"[{self.ids.get(m.group(1).upper(), m.group(1))}]", text)
 
 
 def cited_ids(answer: str, citations: Iterable[str], citable: set[str]) -> list[str]:
@@ -179,8 +189,12 @@ class _JsonAsker:
         self.prompts = prompts
         self.max_tokens = max_tokens
 
-    async def ask(self, task: str, prompt: str, example: str, parse: Callable[[str], T]) -> T:
-        answer = await ask_json(self.chat, self.prompts, prompt, parse, example, max_tokens=self.max_tokens)
+    async def ask(
+        self, task: str, prompt: str, example: str, parse: Callable[[str], T], stream: AnswerPreview | None = None
+    ) -> T:
+        answer = await ask_json(
+            self.chat, self.prompts, prompt, parse, example, max_tokens=self.max_tokens, stream=stream
+        )
         return answer.unwrap(task)
 
 
@@ -202,6 +216,7 @@ async def _answer_over(
     question: str,
     context: SearchContext,
     max_follow_ups: int,
+    stream: AnswerStream | None = None,
     **extra: str,
 ) -> AnswerPayload:
     """An `AnswerPayload` from a context; answers and the DRIFT primer differ only in their template."""
@@ -215,7 +230,8 @@ async def _answer_over(
         **{context_slot: delimit("CONTEXT", handles.show(context.text))},
         **extra,
     )
-    return await asker.ask(label, prompt, example, lambda raw: parse_answer(raw, handles, max_follow_ups))
+    preview = stream.json_answer(handles.written_back) if stream is not None else None
+    return await asker.ask(label, prompt, example, lambda raw: parse_answer(raw, handles, max_follow_ups), preview)
 
 
 class LLMContextAnswerer:
@@ -223,13 +239,27 @@ class LLMContextAnswerer:
         self._asker = asker
 
     async def answer(
-        self, question: str, context: SearchContext, *, max_follow_ups: int = 0, user_question: str | None = None
+        self,
+        question: str,
+        context: SearchContext,
+        *,
+        max_follow_ups: int = 0,
+        user_question: str | None = None,
+        stream: AnswerStream | None = None,
     ) -> AnswerPayload:
         # A DRIFT step shows the user's question above its own, so that the score and the follow-ups
         # are measured against what the user asked, not against the side question.
         shown = f"\n{delimit('USER_QUESTION', user_question)}\n" if user_question else ""
         return await _answer_over(
-            self._asker, "answer", "local_answer", "context", question, context, max_follow_ups, user_question=shown
+            self._asker,
+            "answer",
+            "local_answer",
+            "context",
+            question,
+            context,
+            max_follow_ups,
+            stream,
+            user_question=shown,
         )
 
 
@@ -265,7 +295,9 @@ class LLMDriftReducer:
     def __init__(self, asker: _JsonAsker) -> None:
         self._asker = asker
 
-    async def reduce(self, question: str, answers: Sequence[IntermediateAnswer]) -> ReducedAnswer:
+    async def reduce(
+        self, question: str, answers: Sequence[IntermediateAnswer], *, stream: AnswerStream | None = None
+    ) -> ReducedAnswer:
         example = json_example(ReducedAnswer.example())
         handles = Handles(source_id for item in answers for source_id in item.source_ids)
         prompt = self._asker.prompts.render(
@@ -274,7 +306,8 @@ class LLMDriftReducer:
             question=delimit("QUESTION", question),
             answers=delimit("ANSWERS", render_answers(answers, handles)),
         )
-        return await self._asker.ask("reduce", prompt, example, lambda raw: parse_reduced(raw, handles))
+        preview = stream.json_answer(handles.written_back) if stream is not None else None
+        return await self._asker.ask("reduce", prompt, example, lambda raw: parse_reduced(raw, handles), preview)
 
 
 def llm_query_tasks(chat: ChatModel, prompts: PromptRegistry, settings: Settings) -> QueryTasks:
