@@ -124,6 +124,14 @@ class QueryResponse(_Model):
         )
 
 
+class StreamError(_Model):
+    """The `error` event of a streamed query: what the unstreamed route would have answered."""
+
+    status: int
+    code: str
+    detail: str
+
+
 # --- system -------------------------------------------------------------------------------------------
 
 

@@ -101,7 +101,7 @@ async def stream_query(deps: QueryDeps, mode: str, kb: str, question: str) -> As
     except WorkflowTimeoutError as exc:
         raise _timeout(deps, mode, kb) from exc
     finally:
-        if not handler.done():
+        if not handler.is_done():
             await handler.cancel_run()
     for event in reconcile(streamed, result.answer):
         yield event
