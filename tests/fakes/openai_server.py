@@ -4,7 +4,8 @@ Chat answers come from a pluggable responder, embeddings are deterministic unit 
 (429, 500, malformed JSON, slow answers) are queued per test and consumed by successive requests, or
 drawn at random with fixed shares and a seed (`FaultRates`). A chat request with `"stream": true` is
 answered as Server-Sent Events the way OpenAI streams: a role chunk, one chunk per word of the answer
-(`stream_delay_s` apart, after the request's `latency_s`), a finish chunk, a usage chunk when
+(`stream_delay_s` apart, after the request's `latency_s`; an unstreamed answer waits as long in all
+before its body), a finish chunk, a usage chunk when
 `stream_options.include_usage` asks for it, then `data: [DONE]`.
 """
 
@@ -353,6 +354,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path.endswith("/chat/completions"):
             payload = self.fake._chat(body)
+            # A model writes an unstreamed answer just as fast: the same time per word, all before the body.
+            words = len(re.findall(r"\s*\S+\s*|\s+", payload["choices"][0]["message"]["content"]))
+            self.fake._sleep(self.fake.stream_delay_s * words)
         elif path.endswith("/embeddings"):
             payload = self.fake._embeddings(body)
         else:
