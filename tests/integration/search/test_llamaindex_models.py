@@ -8,14 +8,19 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from llama_index.embeddings.openai import OpenAIEmbedding
 from llama_index.llms.openai_like import OpenAILike
 
+from driftrag.api import ApiKeys, create_app
+from driftrag.api.models import QueryResponse
+from driftrag.api.server import BackgroundServer
 from driftrag.facade import DriftRAG
 from driftrag.search.modes import MODE_NAMES
 from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished
@@ -37,14 +42,19 @@ def _settings(neo4j_settings: Settings, home: Path) -> Settings:
     )
 
 
+def _models(server: FakeOpenAIServer) -> tuple[OpenAILike, OpenAIEmbedding]:
+    llm = OpenAILike(model="served-model", api_base=server.base_url, api_key="test", is_chat_model=True)
+    embed = OpenAIEmbedding(
+        model_name="served-embedder", api_base=server.base_url, api_key="test", dimensions=DIMENSION
+    )
+    return llm, embed
+
+
 @pytest.fixture(scope="module")
 async def served(neo4j_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple]:
     """The corpus ingested through `OpenAILike` and `OpenAIEmbedding` on the test server."""
     with FakeOpenAIServer(responder=ScriptedResponder(), embedding_dimension=DIMENSION, stream_delay_s=0.002) as server:
-        llm = OpenAILike(model="served-model", api_base=server.base_url, api_key="test", is_chat_model=True)
-        embed = OpenAIEmbedding(
-            model_name="served-embedder", api_base=server.base_url, api_key="test", dimensions=DIMENSION
-        )
+        llm, embed = _models(server)
         rag = DriftRAG(_settings(neo4j_settings, tmp_path_factory.mktemp("openai-like")), llm=llm, embed_model=embed)
         kb = f"test-llamaindex-{uuid.uuid4().hex[:8]}"
         await rag.connect()
@@ -140,3 +150,30 @@ async def test_a_custom_llm_without_json_mode_goes_through_the_repair_path(
         elif isinstance(event, AnswerDelta):
             text += event.text
     assert text == final.result.answer
+
+
+def test_the_http_stream_carries_the_models_tokens(served, neo4j_settings: Settings, tmp_path: Path) -> None:
+    """SSE over real uvicorn in the llm mode: the answer's deltas are the model's words, in order."""
+    _, kb, server, _ = served
+    # The server's own engine (its event loop owns its Neo4j driver and HTTP clients), on the same kb.
+    llm, embed = _models(server)
+    rag = DriftRAG(_settings(neo4j_settings, tmp_path), llm=llm, embed_model=embed)
+    before = server.streamed_requests
+    with BackgroundServer(create_app(rag, ApiKeys.insecure_no_auth())) as api:
+        events = []
+        body = {"question": QUESTION, "mode": "local"}
+        with httpx.stream("POST", f"{api.url}/api/v1/knowledge-bases/{kb}/query/stream", json=body, timeout=120) as r:
+            assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+            name = None
+            for line in r.iter_lines():
+                if line.startswith("event: "):
+                    name = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    events.append((name, json.loads(line.removeprefix("data: "))))
+    assert server.streamed_requests == before + 1
+    names = [name for name, _ in events]
+    assert names[0] == "progress" and names[-1] == "result" and "error" not in names
+    deltas = [data["text"] for name, data in events if name == "delta"]
+    result = QueryResponse.model_validate(events[-1][1])
+    assert len(deltas) > 5 and "".join(deltas) == result.answer and not result.extractive
+    assert result.cited_source_ids and set(result.cited_source_ids) <= {s.id for s in result.sources}
