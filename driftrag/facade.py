@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -251,10 +251,11 @@ class DriftRAG:
 
         return await run_query(self.query_deps(), mode, kb, question, on_progress=on_progress)
 
-    async def stream(self, kb: str, question: str, *, mode: str = DEFAULT_MODE) -> AsyncIterator[StreamEvent]:
+    def stream(self, kb: str, question: str, *, mode: str = DEFAULT_MODE) -> AsyncGenerator[StreamEvent, None]:
         """`query` as typed events (`driftrag.search.streaming`): `ProgressEvent`s, the final answer's
         `AnswerDelta`s as the model writes them (an `AnswerReset` voids the text so far), then
-        `QueryFinished` with the same result `query` gives. Breaking out of the loop cancels the query.
+        `QueryFinished` with the same result `query` gives. Closing the iterator early (`aclose`, or
+        `contextlib.aclosing` around the loop) cancels the query.
 
             async for event in rag.stream("alice", "Who is the Hatter?", mode="local"):
                 if isinstance(event, AnswerDelta):
@@ -262,8 +263,7 @@ class DriftRAG:
         """
         from driftrag.workflows.query import stream_query
 
-        async for event in stream_query(self.query_deps(), mode, kb, question):
-            yield event
+        return stream_query(self.query_deps(), mode, kb, question)
 
     async def drift(self, kb: str, question: str, *, on_progress: ProgressHandler | None = None) -> DriftResult:
         """DRIFT search; `on_progress` gets each `DriftProgress` (HyDE, communities, primer, searches, rounds)."""

@@ -15,7 +15,7 @@ would have answered.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from pydantic import BaseModel
 
@@ -61,7 +61,7 @@ def stream_error(exc: BaseException) -> StreamError:
     return StreamError(status=500, code="internal_error", detail=detail)
 
 
-async def opened(events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
+async def opened(events: AsyncGenerator[StreamEvent, None]) -> AsyncIterator[bytes]:
     """The SSE body of `events`, started here up to the query's first completed step.
 
     Awaiting this raises what the query raises before that step (the route answers it with its
@@ -75,7 +75,7 @@ async def opened(events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
     return _body(held, events)
 
 
-async def _body(held: list[StreamEvent], events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
+async def _body(held: list[StreamEvent], events: AsyncGenerator[StreamEvent, None]) -> AsyncIterator[bytes]:
     try:
         for event in held:
             yield _encode(event)
@@ -84,7 +84,7 @@ async def _body(held: list[StreamEvent], events: AsyncIterator[StreamEvent]) -> 
     except Exception as exc:  # the response is under way: the failure becomes its last event
         yield sse("error", stream_error(exc))
     finally:
-        await events.aclose()  # type: ignore[attr-defined]
+        await events.aclose()  # a client that went away cancels the query
 
 
 def _encode(event: StreamEvent) -> bytes:

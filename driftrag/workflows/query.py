@@ -13,7 +13,7 @@ streamed as it is written (`driftrag.search.streaming`).
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from workflows.errors import WorkflowTimeoutError
@@ -82,11 +82,11 @@ def _progress(mode: str, event: Event) -> ProgressEvent | None:
     return None
 
 
-async def stream_query(deps: QueryDeps, mode: str, kb: str, question: str) -> AsyncIterator[StreamEvent]:
+async def stream_query(deps: QueryDeps, mode: str, kb: str, question: str) -> AsyncGenerator[StreamEvent, None]:
     """`run_query`, as events: `ProgressEvent`s, then the final answer's `AnswerDelta`s (an `AnswerReset`
     when a re-ask voids the text so far), then `QueryFinished` with the result. Every mode streams:
     its final answer step writes to the run's stream, and what the deltas lack of the result's answer is
-    sent before `QueryFinished`, so the deltas always add up to it. Leaving the loop early cancels the query."""
+    sent before `QueryFinished`, so the deltas always add up to it. Closing the generator early cancels the query."""
     handler = _start(deps, mode, kb, question, stream=True)
     streamed = ""
     try:

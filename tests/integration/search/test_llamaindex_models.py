@@ -8,9 +8,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from pathlib import Path
 
 import httpx
@@ -108,11 +110,15 @@ async def test_every_mode_streams_its_answer_and_ends_with_the_unstreamed_result
         assert [s.id for s in streamed.retrieved_sources()] == [s.id for s in plain.retrieved_sources()]
 
 
-async def test_leaving_the_stream_early_cancels_the_query(served) -> None:
-    rag, kb, _, _ = served
-    async for event in rag.stream(kb, QUESTION, mode="drift"):
-        assert isinstance(event, ProgressEvent)
-        break
+async def test_closing_the_stream_early_cancels_the_query(served) -> None:
+    rag, kb, server, _ = served
+    async with aclosing(rag.stream(kb, QUESTION, mode="drift")) as events:
+        async for event in events:
+            assert isinstance(event, ProgressEvent)
+            break
+    sent = server.request_count
+    await asyncio.sleep(1.0)
+    assert server.request_count == sent  # no model call after the close
     # The engine is still usable afterwards.
     assert (await rag.query(kb, QUESTION, mode="basic")).answer
 
