@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from driftrag.providers.handles import Handles
 from driftrag.providers.json_stream import JsonFieldStream
-from driftrag.search.llm_tasks import Handles
 from driftrag.search.streaming import AnswerDelta, AnswerReset, AnswerStream, reconcile
 
 ANSWER = 'He said "hi" \\ and left.\nThen é, 😀 and a tab\there.'
