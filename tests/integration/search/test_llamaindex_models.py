@@ -23,6 +23,7 @@ from llama_index.llms.openai_like import OpenAILike
 from driftrag.api import ApiKeys, create_app
 from driftrag.api.models import QueryResponse
 from driftrag.api.server import BackgroundServer
+from driftrag.errors import EmbeddingDimensionMismatchError
 from driftrag.facade import DriftRAG
 from driftrag.search.modes import MODE_NAMES
 from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished
@@ -183,3 +184,16 @@ def test_the_http_stream_carries_the_models_tokens(served, neo4j_settings: Setti
     result = QueryResponse.model_validate(events[-1][1])
     assert len(deltas) > 5 and "".join(deltas) == result.answer and not result.extractive
     assert result.cited_source_ids and set(result.cited_source_ids) <= {s.id for s in result.sources}
+
+
+async def test_a_probed_embedder_of_another_size_is_refused_against_the_kbs_indexes(
+    neo4j_settings: Settings, tmp_path: Path
+) -> None:
+    embed = HashingEmbedding(dimension=128)
+    rag = DriftRAG(_settings(neo4j_settings, tmp_path), llm=ScriptedCustomLLM(), embed_model=embed)
+    try:
+        with pytest.raises(EmbeddingDimensionMismatchError, match=r"384 dimensions but the embedder produces 128"):
+            await rag.connect()
+    finally:
+        await rag.close()
+    assert embed.text_requests == 1  # one probe, no other embedding
