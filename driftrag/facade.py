@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import LLM
 
 from driftrag.composition import ingestion_deps, neo4j_stores, query_deps
 from driftrag.ingestion.deps import IngestionDeps
@@ -33,6 +36,7 @@ from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.search.models import QueryResult, SearchResult
 from driftrag.search.modes import DEFAULT_MODE
+from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished, StreamEvent
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import ServerInfo, VectorIndexInfo, check_server_version
 from driftrag.store.protocols import Stores
@@ -49,14 +53,23 @@ class DriftRAG:
         settings: Settings,
         *,
         stores: Stores | None = None,
+        llm: LLM | None = None,
+        embed_model: BaseEmbedding | None = None,
         providers: Providers | None = None,
         chat: ChatModel | None = None,
     ) -> None:
-        """`chat` replaces the providers' chat model (a local server, a test double); `stores` and
-        `providers` default to the ones `settings` describe."""
+        """`llm` and `embed_model` are any LlamaIndex `LLM` and `BaseEmbedding` (`OpenAILike` for vLLM or
+        LM Studio, Ollama, Anthropic, a `CustomLLM`…); what is not given comes from `settings`. The LLM
+        gets driftrag's response cache, concurrency limit and usage accounting; an embedder of unknown
+        size is probed once, on `connect`. `providers` passes a finished model side instead, and `chat`
+        any `ChatModel` used as it is, without that wrapping (test doubles). `stores` defaults to Neo4j."""
+        if providers is not None and (llm is not None or embed_model is not None):
+            raise ValueError("pass either providers or llm / embed_model, not both")
+        if chat is not None and llm is not None:
+            raise ValueError("pass either llm (a LlamaIndex LLM) or chat (a ChatModel), not both")
         self.settings = settings
         self.stores = stores or neo4j_stores(settings)
-        self.providers = providers or build_providers(settings)
+        self.providers = providers or build_providers(settings, llm=llm, embed_model=embed_model)
         self._chat = chat
         self._connected: ServerInfo | None = None
         self._ingestion: IngestionDeps | None = None
@@ -69,8 +82,9 @@ class DriftRAG:
 
     @property
     def mode(self) -> str:
-        """`openai` or `offline` (extractive, no model API)."""
-        return "openai" if self._chat is not None else self.providers.mode
+        """`openai` (from the settings), `llm` (a LlamaIndex LLM or a chat model given), or `offline`
+        (extractive, no model API)."""
+        return "llm" if self._chat is not None else self.providers.mode
 
     def describe(self) -> str:
         return self.providers.describe()
@@ -94,9 +108,14 @@ class DriftRAG:
         info = await database.connect() if wait else await database.server_info()
         check_server_version(info.version)
         if schema:
-            await database.ensure_schema(self.providers.embedding_dimension)
+            await self._probe_dimension()
+            await database.ensure_schema(self.providers.embedding_dimension)  # type: ignore[arg-type]
             self._connected = info
         return info
+
+    async def _probe_dimension(self) -> None:
+        """Ask an embedder of unknown size for one vector, once per engine."""
+        self.providers = await self.providers.with_probed_dimension()
 
     async def server_info(self) -> ServerInfo:
         """The server's version and edition, asked now."""
@@ -144,6 +163,7 @@ class DriftRAG:
             paths=collect_paths([Path(p) for p in paths]),
             texts=[TextInput(title=title, text=text) for title, text in (texts or {}).items()],
         )
+        await self._probe_dimension()
         async with self.kb_lock(kb, on_wait=on_lock_wait):
             handler = IngestionWorkflow(self.ingestion_deps()).run(start_event=IngestStart(request=request))
             async for event in handler.stream_events():
@@ -164,6 +184,7 @@ class DriftRAG:
         """Remove one document; entities and relationships left without sources go, the rest is rebuilt."""
         from driftrag.ingestion.indexing import delete_document
 
+        await self._probe_dimension()
         async with self.kb_lock(kb, on_wait=on_lock_wait):
             await delete_document(self.ingestion_deps(), kb, document_id, no_progress)
         return await self.stats(kb)
@@ -234,6 +255,20 @@ class DriftRAG:
 
         return await run_query(self.query_deps(), mode, kb, question, on_progress=on_progress)
 
+    def stream(self, kb: str, question: str, *, mode: str = DEFAULT_MODE) -> AsyncGenerator[StreamEvent, None]:
+        """`query` as typed events (`driftrag.search.streaming`): `ProgressEvent`s, the final answer's
+        `AnswerDelta`s as the model writes them (an `AnswerReset` voids the text so far), then
+        `QueryFinished` with the same result `query` gives. Closing the iterator early (`aclose`, or
+        `contextlib.aclosing` around the loop) cancels the query.
+
+            async for event in rag.stream("alice", "Who is the Hatter?", mode="local"):
+                if isinstance(event, AnswerDelta):
+                    print(event.text, end="", flush=True)
+        """
+        from driftrag.workflows.query import stream_query
+
+        return stream_query(self.query_deps(), mode, kb, question)
+
     async def drift(self, kb: str, question: str, *, on_progress: ProgressHandler | None = None) -> DriftResult:
         """DRIFT search; `on_progress` gets each `DriftProgress` (HyDE, communities, primer, searches, rounds)."""
         return await self.query(kb, question, mode="drift", on_progress=on_progress)  # type: ignore[return-value]
@@ -256,4 +291,4 @@ class DriftRAG:
         )
 
 
-__all__ = ["DriftProgress", "DriftRAG", "Progress"]
+__all__ = ["AnswerDelta", "AnswerReset", "DriftProgress", "DriftRAG", "Progress", "ProgressEvent", "QueryFinished"]

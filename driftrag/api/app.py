@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Security
 from fastapi import Path as PathParam
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 
@@ -45,6 +45,7 @@ from driftrag.api.models import (
     StatsResponse,
     SystemInfo,
 )
+from driftrag.api.sse import opened
 from driftrag.errors import (
     BackendUnavailableError,
     InvalidIdentifierError,
@@ -53,6 +54,7 @@ from driftrag.errors import (
 from driftrag.facade import DriftRAG
 from driftrag.ingestion.loading import InputError
 from driftrag.search.graph_search import GraphSearchResponse
+from driftrag.search.question import check_question
 from driftrag.store.identifiers import KB_ID_PATTERN, validate_kb_id, validate_node_id
 from driftrag.store.neo4j_store import ServerInfo, check_server_version
 
@@ -286,6 +288,37 @@ async def query(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Response:
     # The search layer refuses an unknown kb (404) and, for the graph modes, a disabled graph (503).
     result = await backend.rag.query(kb, body.question, mode=body.mode)
     return _json(QueryResponse.from_result(result))
+
+
+@router.post(
+    "/knowledge-bases/{kb}/query/stream",
+    tags=["search"],
+    summary="Answer a question, streamed as Server-Sent Events",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "`text/event-stream`: `progress` events, then the answer's `delta`s (a `reset` voids "
+            "the text so far), then `result` (the JSON of `POST …/query`); a failure after the start is an "
+            "`error` event with the status the unstreamed route would answer.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        **_errors(401, 403, 404, 422, 502, 503, 504),
+    },
+)
+async def query_stream(kb: ReadKb, body: QueryBody, backend: BackendDep) -> StreamingResponse:
+    """`query`, with the final answer streamed as the model writes it (offline: statement by statement).
+
+    The deltas since the last `reset`, joined, equal the `answer` of the `result` event.
+    """
+    await backend.ready()
+    check_question(body.question, backend.rag.settings)
+    events = backend.rag.stream(kb, body.question, mode=body.mode)
+    return StreamingResponse(
+        await opened(events),
+        media_type="text/event-stream",
+        # Proxies must pass each event on at once.
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 @router.get(

@@ -124,6 +124,14 @@ class QueryResponse(_Model):
         )
 
 
+class StreamError(_Model):
+    """The `error` event of a streamed query: what the unstreamed route would have answered."""
+
+    status: int
+    code: str
+    detail: str
+
+
 # --- system -------------------------------------------------------------------------------------------
 
 
@@ -135,8 +143,9 @@ class SystemInfo(_Model):
         description='"Neo4j" when the server answers now, "Not Enabled" when it cannot be reached.'
     )
     graph_engine_version: str | None = None
-    model_mode: Literal["offline", "openai"] = Field(
-        description="offline = extractive answers without a language model; openai = an OpenAI-compatible model."
+    model_mode: Literal["offline", "openai", "llm"] = Field(
+        description="offline = extractive answers without a language model; openai = an OpenAI-compatible model "
+        "from the settings; llm = a LlamaIndex LLM passed to the engine."
     )
     auth: Literal["api-key", "none"] = Field(description='"none" only when started with --insecure-no-auth.')
 

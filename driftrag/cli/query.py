@@ -34,6 +34,42 @@ async def _answer(settings: Settings, kb: str, question: str, mode: str, on_prog
         return await rag.query(kb, question, mode=mode, on_progress=on_progress)
 
 
+async def _stream_answer(settings: Settings, kb: str, question: str, mode: str, status) -> object:
+    """Print the final answer's text as it is written (stdout), progress on the status line (stderr)."""
+    import sys
+
+    from driftrag.facade import DriftRAG
+    from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished
+
+    result = None
+    async with DriftRAG(settings) as rag:
+        async for event in rag.stream(kb, question, mode=mode):
+            if isinstance(event, ProgressEvent):
+                status.update(f"{event.phase}: {event.message[:100]}")
+            elif isinstance(event, AnswerDelta):
+                status.stop()
+                sys.stdout.write(event.text)
+                sys.stdout.flush()
+            elif isinstance(event, AnswerReset):
+                # What was printed cannot be taken back: say so, and the answer starts again below.
+                sys.stdout.write(f"\n\n[{event.reason}: the answer starts again]\n\n")
+            elif isinstance(event, QueryFinished):
+                result = event.result
+    sys.stdout.write("\n")
+    return result
+
+
+def _print_tail(result) -> None:
+    """Everything of the result but its answer, already printed while streamed."""
+    from rich.markdown import Markdown
+
+    from driftrag.search.drift.models import DriftResult
+    from driftrag.search.markdown import drift_result_markdown, search_result_markdown
+
+    render = drift_result_markdown if isinstance(result, DriftResult) else search_result_markdown
+    console.print(Markdown(render(result, with_answer=False)))
+
+
 def _print_result(result, as_json: bool) -> None:
     from rich.markdown import Markdown
 
@@ -51,15 +87,27 @@ def query_command(
     kb: KbOption,
     mode: Annotated[str, typer.Option("--mode", help=" | ".join(MODE_NAMES) + ".", callback=_valid_mode)] = "drift",
     as_json: JsonOption = False,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream/--no-stream",
+            help="Print the answer as it is written (text output only; --json always prints the whole result).",
+        ),
+    ] = True,
 ) -> None:
-    """Answer a question from a knowledge base; prints the answer with its sources (and DRIFT's follow-up tree)."""
+    """Answer a question from a knowledge base; prints the answer with its sources (and DRIFT's follow-up tree).
+
+    The answer is printed as the model writes it (offline: statement by statement), then its sources."""
     settings = Settings()
+    streamed = stream and not as_json
 
     async def action():
         from driftrag.search.question import check_question
 
         check_question(question, settings)  # before anything connects
         with err_console.status(f"{mode} search…", spinner="dots") as status:
+            if streamed:
+                return await _stream_answer(settings, kb, question, mode, status)
 
             def progress(event) -> None:
                 if not as_json:
@@ -67,7 +115,11 @@ def query_command(
 
             return await _answer(settings, kb, question, mode, progress)
 
-    _print_result(_arun(ctx, action), as_json)
+    result = _arun(ctx, action)
+    if streamed:
+        _print_tail(result)
+    else:
+        _print_result(result, as_json)
 
 
 DEMO_KB = "sample"

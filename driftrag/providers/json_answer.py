@@ -6,6 +6,10 @@ task's `parse` (which uses `extract_json_object`: fences and prose removed, repa
 then validated) and, when the answer cannot be used, re-asks with the parse error and the example
 appended to the conversation (a changed request, so a response cache cannot replay the bad answer).
 An answer that stays invalid is reported once, as `InvalidModelOutput`.
+
+With a `stream` (`AnswerPreview`), each attempt's text goes to it as the model writes it: `begin` opens
+every attempt (so a re-ask can tell its reader to drop the previous attempt's text), `feed` gets the raw
+pieces. What the task finally returns is still the parsed answer.
 """
 
 from __future__ import annotations
@@ -14,14 +18,14 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import json_repair
 from pydantic import BaseModel
 
 from driftrag.errors import ModelError
 from driftrag.prompts.registry import PromptRegistry
-from driftrag.providers.chat import ChatModel, turn
+from driftrag.providers.chat import ChatModel, chat_streaming, turn
 
 T = TypeVar("T")
 DEFAULT_ATTEMPTS = 2
@@ -62,6 +66,16 @@ def extract_json_object(raw: str) -> dict[str, Any]:
     return value
 
 
+class AnswerPreview(Protocol):
+    async def begin(self) -> None:
+        """A new attempt starts: whatever an earlier attempt showed is void."""
+        ...
+
+    async def feed(self, raw: str) -> None:
+        """A piece of the attempt's raw answer, as the model wrote it."""
+        ...
+
+
 @dataclass(frozen=True)
 class JsonAnswer(Generic[T]):
     """The outcome of `ask_json`: the parsed value, or why there is none (`error`, and `failure` when the
@@ -95,6 +109,7 @@ async def ask_json(
     *,
     max_tokens: int | None,
     attempts: int = DEFAULT_ATTEMPTS,
+    stream: AnswerPreview | None = None,
 ) -> JsonAnswer[T]:
     """Ask until `parse` accepts the answer (it raises `InvalidModelOutput` otherwise), `attempts` calls at
     most. Never raises a model error: a failed call or a last unusable answer comes back in the result."""
@@ -105,7 +120,13 @@ async def ask_json(
     error = ""
     for attempt in range(1, attempts + 1):
         try:
-            result = await chat.chat(messages, json_mode=True, max_tokens=max_tokens)
+            if stream is None:
+                result = await chat.chat(messages, json_mode=True, max_tokens=max_tokens)
+            else:
+                await stream.begin()
+                result = await chat_streaming(
+                    chat, messages, on_delta=stream.feed, json_mode=True, max_tokens=max_tokens
+                )
         except ModelError as exc:
             return JsonAnswer(
                 None, f"model call failed: {exc}", attempt, raw, messages, prompt_tokens, completion_tokens, exc

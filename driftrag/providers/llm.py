@@ -1,8 +1,16 @@
-"""Chat model access: LlamaIndex's `LLM` for the model, `ModelClient` for what it lacks.
+"""Chat model access: any LlamaIndex `LLM` for the model, `ModelClient` for what it lacks.
 
 `ModelClient` adds the response cache, a per-instance concurrency limit, usage accounting and one
-error type (`ModelError`). Retries with backoff and 429 Retry-After stay with the openai client; an
-unreadable 200 body is asked again here (`driftrag.providers.unusable`), as often as a 500 would be.
+error type (`ModelError`), and streams (`stream_chat`, over the LLM's `astream_chat`). Retries with
+backoff and 429 Retry-After stay with the LLM's client; an unreadable 200 body is asked again here
+(`driftrag.providers.unusable`), as often as a 500 would be.
+
+Per-call options (`max_tokens`, `temperature`, `response_format` for JSON mode, `stream_options` for the
+usage of a stream) are OpenAI's request fields, so they are sent only to LlamaIndex's OpenAI classes
+(`OpenAI`, `OpenAILike`, `AzureOpenAI`…: vLLM, LM Studio, Ollama's /v1 speak the same protocol). Any other
+LLM (Anthropic, Ollama's own client, a `CustomLLM`) is called with the messages alone: its own fields
+set its temperature, output cap and JSON mode, and JSON answers rely on the prompt's example and the
+repair re-ask (`driftrag.providers.json_answer`).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.errors import ModelError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
+from driftrag.providers.chat import DeltaSink
 from driftrag.providers.tokens import tokenizer
 from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
@@ -117,6 +126,8 @@ class ModelClient:
         # Off for servers that reject `response_format`: the JSON tasks then rely on their prompt's
         # example and on the parser's repair and re-ask.
         self.json_response_format = json_response_format
+        # OpenAI's request fields are only understood by the OpenAI classes (see the module docstring).
+        self.openai_protocol = isinstance(llm, OpenAI)
         self._limit = asyncio.Semaphore(concurrency)
         self._tokenizer: Callable[[str], list[int]] | None = None
 
@@ -128,15 +139,46 @@ class ModelClient:
         max_tokens: int | None = None,
         json_mode: bool = False,
     ) -> ChatResult:
+        return await self._call(messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode)
+
+    async def stream_chat(
+        self,
+        messages: Sequence[ChatMessage] | Sequence[Mapping[str, str]],
+        *,
+        on_delta: DeltaSink,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> ChatResult:
+        """`chat`, with each piece of the answer given to `on_delta` as the model writes it (`astream_chat`).
+
+        The request and its cache entry are the same as `chat`'s, so a streamed and an unstreamed call
+        get the same answer; a cached answer arrives as one piece."""
+        return await self._call(
+            messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, on_delta=on_delta
+        )
+
+    async def _call(
+        self,
+        messages: Sequence[ChatMessage] | Sequence[Mapping[str, str]],
+        *,
+        temperature: float | None,
+        max_tokens: int | None,
+        json_mode: bool,
+        on_delta: DeltaSink | None = None,
+    ) -> ChatResult:
         chat_messages = [_as_chat_message(m) for m in messages]
-        json_mode = json_mode and self.json_response_format
+        json_mode = json_mode and self.json_response_format and self.openai_protocol
         request_kwargs: dict[str, Any] = {}
-        if temperature is not None:
-            request_kwargs["temperature"] = temperature
-        if max_tokens is not None:
-            request_kwargs["max_tokens"] = max_tokens
-        if json_mode:
-            request_kwargs["response_format"] = {"type": "json_object"}
+        if self.openai_protocol:
+            if temperature is not None:
+                request_kwargs["temperature"] = temperature
+            if max_tokens is not None:
+                request_kwargs["max_tokens"] = max_tokens
+            if json_mode:
+                request_kwargs["response_format"] = {"type": "json_object"}
+        else:
+            temperature = max_tokens = None  # not sent, so not part of the request's identity either
 
         key = None
         if self.cache is not None:
@@ -144,26 +186,57 @@ class ModelClient:
             hit = await self.cache.aget(key)
             if hit is not None:
                 self.usage.record_cache_hit()
+                if on_delta is not None:
+                    await on_delta(hit.text)
                 return ChatResult(**hit.model_dump(), cached=True)
 
         async with self._limit:
             try:
-                response = await retry_unusable(
-                    lambda: self.llm.achat(chat_messages, **request_kwargs),
-                    self.max_retries,
-                    on_retry=self.usage.record_retry,
-                )
+                if on_delta is None:
+                    response = await retry_unusable(
+                        lambda: self.llm.achat(chat_messages, **request_kwargs),
+                        self.max_retries,
+                        on_retry=self.usage.record_retry,
+                    )
+                    text = response.message.content or ""
+                    reported = _reported_usage(response)
+                else:
+                    # Not asked again once pieces went out: the query's step retry (and the stream's
+                    # reset event) handles a stream that breaks.
+                    text, reported = await self._stream(chat_messages, request_kwargs, on_delta)
             except Exception as exc:  # the provider boundary: whatever it raises is a failed model call
                 self.usage.record_failure()
                 raise ModelError(self._describe_failure(exc)) from exc
 
-        text = response.message.content or ""
-        prompt_tokens, completion_tokens = self._token_usage(response, chat_messages, text)
+        prompt_tokens, completion_tokens = reported or self._counted_usage(chat_messages, text)
         self.usage.record_chat(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         entry = CachedResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         if key is not None and self.cache is not None:
             await self.cache.aput(key, entry)
         return ChatResult(**entry.model_dump(), cached=False)
+
+    async def _stream(
+        self, messages: list[ChatMessage], request_kwargs: dict[str, Any], on_delta: DeltaSink
+    ) -> tuple[str, tuple[int, int] | None]:
+        kwargs = dict(request_kwargs)
+        if self.openai_protocol:
+            # OpenAI-compatible servers report a stream's usage only in a last chunk, when asked.
+            kwargs["stream_options"] = {"include_usage": True}
+        pieces: list[str] = []
+        reported = None
+        last: ChatResponse | None = None
+        async for chunk in await self.llm.astream_chat(messages, **kwargs):
+            last = chunk
+            if chunk.delta:
+                pieces.append(chunk.delta)
+                await on_delta(chunk.delta)
+            reported = _reported_usage(chunk) or reported
+        streamed = "".join(pieces)
+        # The last chunk's message holds the whole text for LLMs that send no deltas.
+        text = streamed or (last.message.content or "" if last is not None else "")
+        if text and not streamed:
+            await on_delta(text)
+        return text, reported
 
     def _cache_key(
         self,
@@ -187,10 +260,8 @@ class ModelClient:
             params=params,
         )
 
-    def _token_usage(self, response: ChatResponse, messages: list[ChatMessage], text: str) -> tuple[int, int]:
-        reported = _reported_usage(response)
-        if reported is not None:
-            return reported
+    def _counted_usage(self, messages: list[ChatMessage], text: str) -> tuple[int, int]:
+        """Tokens counted with the project's tokenizer, for models that report no usage."""
         if self._tokenizer is None:
             self._tokenizer = tokenizer()
         prompt = sum(len(self._tokenizer(m.content or "")) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
@@ -223,17 +294,31 @@ def _as_chat_message(message: ChatMessage | Mapping[str, str]) -> ChatMessage:
     return ChatMessage(role=MessageRole(message["role"]), content=message["content"])
 
 
+# (prompt, completion) field names of the usage reports LlamaIndex LLMs pass on in `raw`: OpenAI and
+# the OpenAI-compatible servers, Anthropic, Ollama's own API.
+_USAGE_FIELDS = (("prompt_tokens", "completion_tokens"), ("input_tokens", "output_tokens"))
+_OLLAMA_FIELDS = ("prompt_eval_count", "eval_count")
+
+
 def _reported_usage(response: ChatResponse) -> tuple[int, int] | None:
-    """(prompt, completion) tokens as the provider reported them, from `raw.usage` or llama-index's copy."""
-    usage = _field(response.raw, "usage")
-    if usage is None and "prompt_tokens" in response.additional_kwargs:
-        usage = response.additional_kwargs
-    if usage is None:
+    """(prompt, completion) tokens as the provider reported them (`raw.usage`, llama-index's copy in
+    `additional_kwargs`, Ollama's counters in `raw`), or None when it reported none."""
+    raw = response.raw
+    for usage in (_field(raw, "usage"), response.additional_kwargs):
+        for prompt_name, completion_name in _USAGE_FIELDS:
+            pair = _int_pair(usage, prompt_name, completion_name)
+            if pair is not None:
+                return pair
+    return _int_pair(raw, *_OLLAMA_FIELDS)
+
+
+def _int_pair(obj: Any, first: str, second: str) -> tuple[int, int] | None:
+    if obj is None:
         return None
-    prompt, completion = _field(usage, "prompt_tokens"), _field(usage, "completion_tokens")
-    if not isinstance(prompt, int) or not isinstance(completion, int):
-        return None
-    return prompt, completion
+    a, b = _field(obj, first), _field(obj, second)
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+        return a, b
+    return None
 
 
 def _field(obj: Any, name: str) -> Any:

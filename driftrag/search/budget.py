@@ -8,11 +8,11 @@ later step (DRIFT keeps one call for its reduce) and released just before that s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from driftrag.errors import ModelError
-from driftrag.providers.chat import ChatModel, ChatReply
+from driftrag.providers.chat import ChatModel, ChatReply, DeltaSink, chat_streaming
 from driftrag.providers.tokens import tokenizer
 
 # Chat framing per message, as in the provider's own estimate.
@@ -82,10 +82,28 @@ class BudgetedChat:
         json_mode: bool = False,
         max_tokens: int | None = None,
     ) -> ChatReply:
+        return await self._spend(
+            messages, lambda: self._chat.chat(messages, json_mode=json_mode, max_tokens=max_tokens)
+        )
+
+    async def stream_chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        on_delta: DeltaSink,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+    ) -> ChatReply:
+        return await self._spend(
+            messages,
+            lambda: chat_streaming(self._chat, messages, on_delta=on_delta, json_mode=json_mode, max_tokens=max_tokens),
+        )
+
+    async def _spend(self, messages: list[dict[str, str]], call: Callable[[], Awaitable[ChatReply]]) -> ChatReply:
         estimate = self._budget.count_prompt_tokens(messages)
         # Reserved before the await: concurrent callers can never overshoot together.
         self._budget.admit(estimate)
-        result = await self._chat.chat(messages, json_mode=json_mode, max_tokens=max_tokens)
+        result = await call()
         if getattr(result, "cached", False):
             # A cache hit costs nothing: give the reservation back.
             self._budget.calls -= 1

@@ -22,10 +22,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
 from driftrag.providers.handles import NODE_ID, Handles
-from driftrag.providers.json_answer import InvalidModelOutput, ask_json, extract_json_object, json_example
+from driftrag.providers.json_answer import (
+    AnswerPreview,
+    InvalidModelOutput,
+    ask_json,
+    extract_json_object,
+    json_example,
+)
 from driftrag.providers.tokens import words_within
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
+from driftrag.search.streaming import AnswerStream
 from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
 
@@ -150,8 +157,12 @@ class _JsonAsker:
         self.prompts = prompts
         self.max_tokens = max_tokens
 
-    async def ask(self, task: str, prompt: str, example: str, parse: Callable[[str], T]) -> T:
-        answer = await ask_json(self.chat, self.prompts, prompt, parse, example, max_tokens=self.max_tokens)
+    async def ask(
+        self, task: str, prompt: str, example: str, parse: Callable[[str], T], stream: AnswerPreview | None = None
+    ) -> T:
+        answer = await ask_json(
+            self.chat, self.prompts, prompt, parse, example, max_tokens=self.max_tokens, stream=stream
+        )
         return answer.unwrap(task)
 
 
@@ -173,6 +184,7 @@ async def _answer_over(
     question: str,
     context: SearchContext,
     max_follow_ups: int,
+    stream: AnswerStream | None = None,
     **extra: str,
 ) -> AnswerPayload:
     """An `AnswerPayload` from a context; answers and the DRIFT primer differ only in their template."""
@@ -186,7 +198,8 @@ async def _answer_over(
         **{context_slot: delimit("CONTEXT", handles.show(context.text))},
         **extra,
     )
-    return await asker.ask(label, prompt, example, lambda raw: parse_answer(raw, handles, max_follow_ups))
+    preview = stream.json_answer(handles.written_back) if stream is not None else None
+    return await asker.ask(label, prompt, example, lambda raw: parse_answer(raw, handles, max_follow_ups), preview)
 
 
 class LLMContextAnswerer:
@@ -194,13 +207,27 @@ class LLMContextAnswerer:
         self._asker = asker
 
     async def answer(
-        self, question: str, context: SearchContext, *, max_follow_ups: int = 0, user_question: str | None = None
+        self,
+        question: str,
+        context: SearchContext,
+        *,
+        max_follow_ups: int = 0,
+        user_question: str | None = None,
+        stream: AnswerStream | None = None,
     ) -> AnswerPayload:
         # A DRIFT step shows the user's question above its own, so that the score and the follow-ups
         # are measured against what the user asked, not against the side question.
         shown = f"\n{delimit('USER_QUESTION', user_question)}\n" if user_question else ""
         return await _answer_over(
-            self._asker, "answer", "local_answer", "context", question, context, max_follow_ups, user_question=shown
+            self._asker,
+            "answer",
+            "local_answer",
+            "context",
+            question,
+            context,
+            max_follow_ups,
+            stream,
+            user_question=shown,
         )
 
 
@@ -236,7 +263,9 @@ class LLMDriftReducer:
     def __init__(self, asker: _JsonAsker) -> None:
         self._asker = asker
 
-    async def reduce(self, question: str, answers: Sequence[IntermediateAnswer]) -> ReducedAnswer:
+    async def reduce(
+        self, question: str, answers: Sequence[IntermediateAnswer], *, stream: AnswerStream | None = None
+    ) -> ReducedAnswer:
         example = json_example(ReducedAnswer.example())
         handles = Handles(source_id for item in answers for source_id in item.source_ids)
         prompt = self._asker.prompts.render(
@@ -245,7 +274,8 @@ class LLMDriftReducer:
             question=delimit("QUESTION", question),
             answers=delimit("ANSWERS", render_answers(answers, handles)),
         )
-        return await self._asker.ask("reduce", prompt, example, lambda raw: parse_reduced(raw, handles))
+        preview = stream.json_answer(handles.written_back) if stream is not None else None
+        return await self._asker.ask("reduce", prompt, example, lambda raw: parse_reduced(raw, handles), preview)
 
 
 def llm_query_tasks(chat: ChatModel, prompts: PromptRegistry, settings: Settings) -> QueryTasks:

@@ -31,14 +31,16 @@ def sources_markdown(sources: Sequence[Source], heading: str = "Sources") -> str
     return "\n".join(lines)
 
 
-def search_result_markdown(result: SearchResult) -> str:
+def _head(result: SearchResult | DriftResult, line: str, with_answer: bool) -> list[str]:
+    """The question and the answer, or (after a streamed answer) only the summary line."""
+    return [f"### {result.question}", line, "", result.answer, ""] if with_answer else ["", line, ""]
+
+
+def search_result_markdown(result: SearchResult, *, with_answer: bool = True) -> str:
     mode = f"{result.mode} search" + (", extractive" if result.extractive else "")
+    line = f"*{mode} in `{result.kb}`; score {result.score}*" if result.score is not None else f"*{mode}*"
     parts = [
-        f"### {result.question}",
-        f"*{mode} in `{result.kb}`; score {result.score}*" if result.score is not None else f"*{mode}*",
-        "",
-        result.answer,
-        "",
+        *_head(result, line, with_answer),
         sources_markdown(result.cited_sources(), "Cited sources"),
         "",
         f"*Context: {len(result.context.sources)} sources, {result.context.n_tokens} of "
@@ -70,16 +72,15 @@ def follow_up_tree_markdown(result: DriftResult) -> str:
     return "\n".join(lines)
 
 
-def drift_result_markdown(result: DriftResult) -> str:
+def drift_result_markdown(result: DriftResult, *, with_answer: bool = True) -> str:
     cited = set(result.source_ids)
     mode = "DRIFT search" + (", extractive" if result.extractive else "")
-    parts = [
-        f"### {result.question}",
+    line = (
         f"*{mode} in `{result.kb}`: {result.llm_calls} model calls, {result.prompt_tokens:,} prompt tokens, "
-        f"{result.seconds:.2f} s*",
-        "",
-        result.answer,
-        "",
+        f"{result.seconds:.2f} s*"
+    )
+    parts = [
+        *_head(result, line, with_answer),
         sources_markdown([s for s in result.sources if s.id in cited], "Cited sources"),
         "",
         "**Intermediate answers**",

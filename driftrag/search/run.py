@@ -23,6 +23,7 @@ from driftrag.search.budget import BudgetExhausted, QueryBudget
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext, SearchResult
 from driftrag.search.question import check_question
+from driftrag.search.streaming import AnswerStream
 from driftrag.settings import Settings
 from driftrag.store.identifiers import validate_kb_id
 
@@ -46,6 +47,8 @@ class QueryRun:
     """One query: `mode` names it in results and messages; `uses_graph` decides the disabled-graph guard.
 
     `budget` lets a caller share one budget between runs (tests); by default each run has its own.
+    `stream` is where the query's final answer is written as it is produced (`driftrag.search.streaming`),
+    when the caller streams: a mode passes it to the task that writes its final answer.
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class QueryRun:
         *,
         uses_graph: bool = True,
         budget: QueryBudget | None = None,
+        stream: AnswerStream | None = None,
     ) -> None:
         self.kb = validate_kb_id(kb)
         check_question(question, deps.settings)
@@ -64,6 +68,7 @@ class QueryRun:
         self.mode = mode
         self.question = question
         self.uses_graph = uses_graph
+        self.stream = stream
         self.started = time.monotonic()
         self.usage_start: Usage = deps.usage.snapshot()
         self.budget = budget if budget is not None else deps.budget()
@@ -96,14 +101,25 @@ class QueryRun:
         raise AssertionError("unreachable")
 
     async def answer(
-        self, context: SearchContext, *, question: str | None = None, mode: str | None = None, max_follow_ups: int = 0
+        self,
+        context: SearchContext,
+        *,
+        question: str | None = None,
+        mode: str | None = None,
+        max_follow_ups: int = 0,
+        final: bool = False,
     ) -> SearchResult:
         """Answer `question` (default: the run's) from `context`; only cited ids the context holds are kept.
-        A `question` other than the run's is a step towards it: the answerer also sees the run's question."""
+        A `question` other than the run's is a step towards it: the answerer also sees the run's question.
+        The `final` answer of the query goes to the run's stream as it is written."""
         question = question if question is not None else self.question
         user_question = self.question if question != self.question else None
         payload = await self.tasks.answerer.answer(
-            question, context, max_follow_ups=max_follow_ups, user_question=user_question
+            question,
+            context,
+            max_follow_ups=max_follow_ups,
+            user_question=user_question,
+            stream=self.stream if final else None,
         )
         known = context.ids()
         follow_ups = [q for q in dict.fromkeys(q.strip() for q in payload.follow_up_queries) if q]

@@ -1,7 +1,8 @@
 """Task interfaces of the query modes, so the LLM and the offline extractive implementations interchange.
 
 Each answer-producing task returns the same typed payloads whichever implementation runs, and may cite
-only ids present in what it was given; callers drop any other id.
+only ids present in what it was given; callers drop any other id. The tasks that can give a query's
+final answer (the answerer, the reducer) write its text to `stream` as they produce it, when given one.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
+from driftrag.search.streaming import AnswerStream
 
 
 @runtime_checkable
@@ -24,7 +26,13 @@ class QueryEntityNamer(Protocol):
 @runtime_checkable
 class ContextAnswerer(Protocol):
     async def answer(
-        self, question: str, context: SearchContext, *, max_follow_ups: int = 0, user_question: str | None = None
+        self,
+        question: str,
+        context: SearchContext,
+        *,
+        max_follow_ups: int = 0,
+        user_question: str | None = None,
+        stream: AnswerStream | None = None,
     ) -> AnswerPayload:
         """An answer from the context only, with a 0-100 score and up to `max_follow_ups` follow-up queries.
 
@@ -49,7 +57,9 @@ class DriftPrimer(Protocol):
 
 @runtime_checkable
 class DriftReducer(Protocol):
-    async def reduce(self, question: str, answers: Sequence[IntermediateAnswer]) -> ReducedAnswer:
+    async def reduce(
+        self, question: str, answers: Sequence[IntermediateAnswer], *, stream: AnswerStream | None = None
+    ) -> ReducedAnswer:
         """One final answer from the intermediate answers (already filtered/ordered by score)."""
         ...
 

@@ -14,11 +14,14 @@ from workflows.events import Event, StartEvent, StopEvent
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftProgress, FollowUp
 from driftrag.search.drift.search import DriftSearch
+from driftrag.workflows.streaming import answer_stream
 
 
 class DriftStart(StartEvent):
     kb: str
     question: str
+    # Stream the reduced answer's text as `AnswerStreamEvent`s while it is written.
+    stream: bool = False
 
 
 class DriftProgressEvent(Event):
@@ -55,7 +58,7 @@ class DriftWorkflow(Workflow):
         async def emit(progress: DriftProgress) -> None:
             ctx.write_event_to_stream(DriftProgressEvent(progress=progress))
 
-        search = DriftSearch(self._deps, ev.kb, ev.question, emit)
+        search = DriftSearch(self._deps, ev.kb, ev.question, emit, answer_stream(ctx, ev.stream))
         await search.hyde()
         return _Primed(search=search)
 

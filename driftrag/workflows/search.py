@@ -8,7 +8,8 @@
 Steps: start (validate, create the query's run: budget and tasks; no I/O) → retrieve (the guard and
 the mode's retriever) → answer. Each step streams a `SearchProgress` ("started", "retrieved",
 "answered"). Retrieve and answer are retried by the run's policy (`QueryRun.retrying`), as DRIFT's
-phases are; the budget is created once per run, so retries spend from it too. The workflow's timeout
+phases are; the budget is created once per run, so retries spend from it too. With `stream=True` the
+answer's text is streamed as `AnswerStreamEvent`s while it is written. The workflow's timeout
 is `query_timeout_s`.
 """
 
@@ -23,6 +24,7 @@ from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext, SearchResult
 from driftrag.search.modes import get_mode, start_run
 from driftrag.search.run import QueryRun
+from driftrag.workflows.streaming import answer_stream
 
 SearchPhase = Literal["started", "retrieved", "answered"]
 
@@ -31,6 +33,8 @@ class SearchStart(StartEvent):
     mode: str
     kb: str
     question: str
+    # Stream the answer's text as `AnswerStreamEvent`s while it is written.
+    stream: bool = False
 
 
 class SearchProgress(Event):
@@ -61,7 +65,7 @@ class SearchWorkflow(Workflow):
     async def start(self, ctx: Context, ev: SearchStart) -> _Started:
         if not get_mode(ev.mode).single_pass:
             raise ValueError(f"{ev.mode} is not a single-pass mode; run it with its own workflow")
-        run = start_run(self._deps, ev.mode, ev.kb, ev.question)
+        run = start_run(self._deps, ev.mode, ev.kb, ev.question, stream=answer_stream(ctx, ev.stream))
         ctx.write_event_to_stream(
             SearchProgress(mode=run.mode, phase="started", message=f"{run.mode} search on {run.kb}")
         )
@@ -91,7 +95,7 @@ class SearchWorkflow(Workflow):
     @step
     async def answer(self, ctx: Context, ev: _Retrieved) -> StopEvent:
         run = ev.run
-        result: SearchResult = await run.retrying(lambda: run.answer(ev.context))
+        result: SearchResult = await run.retrying(lambda: run.answer(ev.context, final=True))
         ctx.write_event_to_stream(
             SearchProgress(
                 mode=run.mode,

@@ -2,7 +2,11 @@
 
 Chat answers come from a pluggable responder, embeddings are deterministic unit vectors, and faults
 (429, 500, malformed JSON, slow answers) are queued per test and consumed by successive requests, or
-drawn at random with fixed shares and a seed (`FaultRates`).
+drawn at random with fixed shares and a seed (`FaultRates`). A chat request with `"stream": true` is
+answered as Server-Sent Events the way OpenAI streams: a role chunk, one chunk per word of the answer
+(`stream_delay_s` apart, after the request's `latency_s`; an unstreamed answer waits as long in all
+before its body), a finish chunk, a usage chunk when
+`stream_options.include_usage` asks for it, then `data: [DONE]`.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import struct
 import threading
 import time
@@ -121,7 +126,10 @@ class FakeOpenAIServer:
         fault_rates: FaultRates | None = None,
         rejects_response_format: bool = False,
         prose_around_json: bool = False,
+        stream_delay_s: float = 0.0,
     ) -> None:
+        self.stream_delay_s = stream_delay_s
+        self.streamed_requests = 0
         # Two behaviours of real OpenAI-compatible servers and small models: a 400 for any request
         # carrying `response_format`, and JSON answers wrapped in chatty prose.
         self.rejects_response_format = rejects_response_format
@@ -219,10 +227,14 @@ class FakeOpenAIServer:
         if seconds > 0:
             self._stopping.wait(seconds)
 
-    def _chat(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _answer_text(self, request: dict[str, Any]) -> str:
         text = self.responder(request)
         if self.prose_around_json and text.lstrip().startswith("{"):
             text = f"Sure! Here is the JSON you asked for:\n{text}\nI hope this helps; ask if anything is unclear."
+        return text
+
+    def _chat(self, request: dict[str, Any]) -> dict[str, Any]:
+        text = self._answer_text(request)
         prompt_tokens = sum(estimate_tokens(message_text(m)) for m in request.get("messages", []))
         completion_tokens = estimate_tokens(text)
         return {
@@ -244,6 +256,34 @@ class FakeOpenAIServer:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+
+    def _chat_chunks(self, request: dict[str, Any]) -> list[dict[str, Any] | None]:
+        """The chunks of a streamed answer; None marks where the server waits `stream_delay_s`."""
+        text = self._answer_text(request)
+        base = {
+            "id": "chatcmpl-" + hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:24],
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": request.get("model", "unknown"),
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+        chunks: list[dict[str, Any] | None] = [chunk({"role": "assistant", "content": ""})]
+        for piece in re.findall(r"\s*\S+\s*|\s+", text):
+            chunks += [None, chunk({"content": piece})]
+        chunks.append(chunk({}, "stop"))
+        if (request.get("stream_options") or {}).get("include_usage"):
+            prompt_tokens = sum(estimate_tokens(message_text(m)) for m in request.get("messages", []))
+            completion_tokens = estimate_tokens(text)
+            usage = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            }
+            chunks.append({**base, "choices": [], "usage": usage})
+        return chunks
 
     def _embeddings(self, request: dict[str, Any]) -> dict[str, Any]:
         inputs = request.get("input", [])
@@ -309,8 +349,14 @@ class _Handler(BaseHTTPRequestHandler):
             error = {"message": "response_format is not supported by this server", "type": "invalid_request_error"}
             self._send_json(400, {"error": error})
             return
+        if path.endswith("/chat/completions") and body.get("stream"):
+            self._stream(body)
+            return
         if path.endswith("/chat/completions"):
             payload = self.fake._chat(body)
+            # A model writes an unstreamed answer just as fast: the same time per word, all before the body.
+            words = len(re.findall(r"\s*\S+\s*|\s+", payload["choices"][0]["message"]["content"]))
+            self.fake._sleep(self.fake.stream_delay_s * words)
         elif path.endswith("/embeddings"):
             payload = self.fake._embeddings(body)
         else:
@@ -320,6 +366,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(200, json.dumps(payload).encode()[:40] + b'{"oops', "application/json")
             return
         self._send_json(200, payload)
+
+    def _stream(self, body: dict[str, Any]) -> None:
+        with self.fake._lock:
+            self.fake.streamed_requests += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for chunk in self.fake._chat_chunks(body):
+            if chunk is None:
+                self.fake._sleep(self.fake.stream_delay_s)
+            else:
+                self._send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        self._send_chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _send_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)

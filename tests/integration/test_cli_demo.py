@@ -61,6 +61,20 @@ def test_query_prints_markdown_or_json_in_every_mode(demo, neo4j_uri: str) -> No
         assert all(source.id and source.text for source in result.context.sources)
 
 
+def test_query_streams_the_answer_first_and_no_stream_prints_it_whole(demo, neo4j_uri: str) -> None:
+    kb, home, _ = demo
+    question = "Who keeps the Cinder Point Lighthouse?"
+    whole = run_cli("query", question, "--kb", kb, "--mode", "drift", "--json", uri=neo4j_uri, home=home)
+    answer = json.loads(whole.stdout)["answer"]
+    streamed = run_cli("query", question, "--kb", kb, "--mode", "drift", uri=neo4j_uri, home=home)
+    assert streamed.returncode == 0, streamed.stderr[-2000:]
+    # The answer's text as it was written (raw Markdown), then the rest of the result rendered.
+    assert streamed.stdout.startswith(answer + "\n") and "Cited sources" in streamed.stdout
+    assert "Follow-up tree" in streamed.stdout
+    plain = run_cli("query", question, "--kb", kb, "--mode", "drift", "--no-stream", uri=neo4j_uri, home=home)
+    assert plain.returncode == 0 and not plain.stdout.startswith(answer) and question in plain.stdout
+
+
 def test_query_errors_have_meaningful_exit_codes_and_no_traceback(demo, neo4j_uri: str) -> None:
     _, home, _ = demo
     unknown = run_cli("query", "Who?", "--kb", "no-such-kb", "--mode", "basic", uri=neo4j_uri, home=home)

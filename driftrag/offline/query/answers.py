@@ -20,6 +20,7 @@ from driftrag.offline.query.scoring import Scored, SentenceScorer, pick, relevan
 from driftrag.offline.query.text import QueryLanguage, cite, source_sentences
 from driftrag.providers.tokens import tokenizer
 from driftrag.search.models import AnswerPayload, SearchContext
+from driftrag.search.streaming import AnswerStream
 
 EXTRACTIVE_LABEL = "Extractive answer (offline mode, no language model)"
 ANSWER_NOTE = f"_{EXTRACTIVE_LABEL}: the most relevant sentences of the retrieved context._"
@@ -110,12 +111,18 @@ class ExtractiveAnswerer:
         self._max_tokens = max_tokens
 
     async def answer(
-        self, question: str, context: SearchContext, *, max_follow_ups: int = 0, user_question: str | None = None
+        self,
+        question: str,
+        context: SearchContext,
+        *,
+        max_follow_ups: int = 0,
+        user_question: str | None = None,
+        stream: AnswerStream | None = None,
     ) -> AnswerPayload:
         # Sentences are scored against the step's own question: the user's question is already the
         # first DRIFT step, and mixing the two would blur which sentence answers which.
         del user_question
-        return await extract_answer(
+        payload = await extract_answer(
             question,
             context.sources,
             scorer=self._scorer,
@@ -126,6 +133,9 @@ class ExtractiveAnswerer:
             max_follow_ups=max_follow_ups,
             candidates=answer_candidates,
         )
+        if stream is not None:
+            await stream.lines(payload.answer)
+        return payload
 
 
 class ExtractivePrimer:

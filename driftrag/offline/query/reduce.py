@@ -23,6 +23,7 @@ from driftrag.offline.query.text import QueryLanguage, Sentence, cite, split_cit
 from driftrag.providers.tokens import tokenizer
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.models import ReducedAnswer
+from driftrag.search.streaming import AnswerStream
 
 REDUCE_NOTE = (
     f"_{EXTRACTIVE_LABEL}: the most relevant sentences of the intermediate answers "
@@ -65,7 +66,9 @@ class ExtractiveReducer:
         self._language = language
         self._max_tokens = max_tokens
 
-    async def reduce(self, question: str, answers: Sequence[IntermediateAnswer]) -> ReducedAnswer:
+    async def reduce(
+        self, question: str, answers: Sequence[IntermediateAnswer], *, stream: AnswerStream | None = None
+    ) -> ReducedAnswer:
         language = await self._language.of(question)
         sentences: list[Sentence] = []
         cited: dict[tuple[int, int], list[str]] = {}
@@ -87,7 +90,10 @@ class ExtractiveReducer:
             elif len(kept) < REDUCE_SENTENCES and candidate.key >= REDUCE_KEEP_RATIO * ranked[0].key:
                 candidate.ids = list(ids)
                 kept.append(candidate)
-        return self._render(kept)
+        reduced = self._render(kept)
+        if stream is not None:
+            await stream.lines(reduced.answer)
+        return reduced
 
     def _render(self, kept: Sequence[_Kept]) -> ReducedAnswer:
         if not kept:

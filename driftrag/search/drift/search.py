@@ -38,6 +38,7 @@ from driftrag.search.drift.reports import reports_context
 from driftrag.search.local import build_local_context
 from driftrag.search.models import AnswerPayload, SearchResult
 from driftrag.search.modes import start_run
+from driftrag.search.streaming import AnswerStream
 
 T = TypeVar("T")
 ProgressSink = Callable[[DriftProgress], Awaitable[None]]
@@ -56,8 +57,15 @@ async def _ignore(_: DriftProgress) -> None:
 class DriftSearch:
     """The state of one DRIFT query. Constructing it does no I/O; run the phases in order."""
 
-    def __init__(self, deps: QueryDeps, kb: str, question: str, emit: ProgressSink = _ignore) -> None:
-        self.run = start_run(deps, "drift", kb, question)
+    def __init__(
+        self,
+        deps: QueryDeps,
+        kb: str,
+        question: str,
+        emit: ProgressSink = _ignore,
+        stream: AnswerStream | None = None,
+    ) -> None:
+        self.run = start_run(deps, "drift", kb, question, stream=stream)
         self.deps = deps
         self.settings = deps.settings
         self.kb = self.run.kb
@@ -265,7 +273,9 @@ class DriftSearch:
         # Drop the weakest answers until the reduce fits the token budget that is left.
         for keep in range(len(chosen), 0, -1):
             try:
-                reduced = await self._retrying(lambda k=keep: self.tasks.reducer.reduce(self.question, chosen[:k]))
+                reduced = await self._retrying(
+                    lambda k=keep: self.tasks.reducer.reduce(self.question, chosen[:k], stream=self.run.stream)
+                )
             except BudgetExhausted:
                 continue
             if keep < len(chosen):

@@ -116,6 +116,11 @@ def test_the_readme_http_examples_work(server: BackgroundServer, keys, corpus_kb
             body, _, status = done.stdout.rpartition("\n")
             ingest = "/documents" in command and " -d " in command
             assert status == ("202" if ingest else "200"), (command, done.stdout[-2000:], done.stderr[-2000:])
+            if "/query/stream" in command:
+                # Server-Sent Events: the last one is the result, the same JSON as the unstreamed query's.
+                last = body.strip().rsplit("\n\n", 1)[-1]
+                assert last.startswith("event: result\ndata: "), last[:200]
+                body = last.split("data: ", 1)[1]
             answer = json.loads(body)
             if ingest:
                 env["JOB"], posted = answer["id"], True

@@ -28,6 +28,7 @@ def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
         ("GET", "/system"),
         ("POST", f"{kb}/graph-search"),
         ("POST", f"{kb}/query"),
+        ("POST", f"{kb}/query/stream"),
         ("GET", f"{kb}/stats"),
         ("GET", "/knowledge-bases"),
         ("POST", f"{kb}/documents"),
@@ -43,6 +44,9 @@ def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
     search = document["paths"][f"{API_PREFIX}{kb}/graph-search"]["post"]
     assert {"401", "403", "404", "422", "503"} <= set(search["responses"])
     assert "Retry-After" in search["responses"]["503"]["headers"]
+    streamed = document["paths"][f"{API_PREFIX}{kb}/query/stream"]["post"]
+    assert "text/event-stream" in streamed["responses"]["200"]["content"]
+    assert {"401", "403", "404", "422", "502", "503", "504"} <= set(streamed["responses"])
 
 
 def test_the_cli_prints_the_document() -> None:
