@@ -267,18 +267,19 @@ async def graph_search(kb: ReadKb, body: GraphSearchBody, backend: BackendDep) -
     "/knowledge-bases/{kb}/query",
     response_model=QueryResponse,
     tags=["search"],
-    summary="Answer a question (drift, local, entity or basic)",
+    summary="Answer a question (drift, global, local, entity or basic)",
     responses=_errors(401, 403, 404, 422, 502, 503, 504),
 )
 async def query(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Response:
     """The answer, DRIFT's intermediate answers, and every source (id, kind, title, text) it used.
 
-    In the offline mode answers are extractive and say so in their first line. `drift`, `local` and
-    `entity` read the graph, so they answer 503 when the kb's graph is disabled; `basic` does not.
+    In the offline mode answers are extractive and say so in their first line. `drift`, `global`,
+    `local` and `entity` read the graph, so they answer 503 when the kb's graph is disabled; `basic` does
+    not. `community_level` applies to `global` only (422 with another mode, or a level the kb lacks).
     """
     await backend.ready()
     # The search layer refuses an unknown kb (404) and, for the graph modes, a disabled graph (503).
-    result = await backend.rag.query(kb, body.question, mode=body.mode)
+    result = await backend.rag.query(kb, body.question, mode=body.mode, community_level=body.community_level)
     return _json(QueryResponse.from_result(result))
 
 

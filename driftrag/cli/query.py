@@ -27,11 +27,11 @@ def _valid_mode(mode: str) -> str:
     return mode
 
 
-async def _answer(settings: Settings, kb: str, question: str, mode: str, on_progress=None):
+async def _answer(settings: Settings, kb: str, question: str, mode: str, on_progress=None, level: int | None = None):
     from driftrag.facade import DriftRAG
 
     async with DriftRAG(settings) as rag:
-        return await rag.query(kb, question, mode=mode, on_progress=on_progress)
+        return await rag.query(kb, question, mode=mode, on_progress=on_progress, community_level=level)
 
 
 def _print_result(result, as_json: bool) -> None:
@@ -50,22 +50,33 @@ def query_command(
     question: Annotated[str, typer.Argument(help="The question.")],
     kb: KbOption,
     mode: Annotated[str, typer.Option("--mode", help=" | ".join(MODE_NAMES) + ".", callback=_valid_mode)] = "drift",
+    level: Annotated[
+        int | None,
+        typer.Option(
+            "--level",
+            min=0,
+            help="Global search: the community level to map over (0 = coarsest; default: "
+            "DRIFTRAG_GLOBAL_COMMUNITY_LEVEL, else the finest level that fits the query budget).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Answer a question from a knowledge base; prints the answer with its sources (and DRIFT's follow-up tree)."""
     settings = Settings()
 
     async def action():
+        from driftrag.search.modes import QueryOptions, get_mode
         from driftrag.search.question import check_question
 
         check_question(question, settings)  # before anything connects
+        get_mode(mode).check_options(QueryOptions.of(community_level=level))
         with err_console.status(f"{mode} search…", spinner="dots") as status:
 
             def progress(event) -> None:
                 if not as_json:
                     status.update(f"{event.phase}: {event.message[:100]}")
 
-            return await _answer(settings, kb, question, mode, progress)
+            return await _answer(settings, kb, question, mode, progress, level)
 
     _print_result(_arun(ctx, action), as_json)
 
