@@ -242,8 +242,12 @@ class GlobalSearch:
         return chosen
 
     async def _reduce(self, chosen: list[GlobalPoint]) -> tuple[str, list[str]]:
-        if not chosen:
+        if not chosen and not self.tasks.extractive:
             return (NO_REPORTS if self.level is None else NOTHING_FOUND), []
+        if not chosen:
+            # The extractive reducer costs nothing and says that its answer is extractive.
+            reduced = await self.tasks.global_reducer.reduce(self.question, [])
+            return reduced.answer, []
         # Drop the weakest points until the reduce fits the prompt tokens that are left.
         for keep in range(len(chosen), 0, -1):
             try:
