@@ -140,7 +140,7 @@ async def test_offline_global_search_is_extractive_and_says_so(
     for point in result.points:
         sentence = point.description.rsplit(" [", 1)[0]
         assert any(sentence in texts[report_id] for report_id in point.report_ids)
-    assert [e.phase for e in events][0] == "reports" and events[-1].phase == "reduce"
+    assert events[0].phase == "reports" and events[-1].phase == "reduce"
     _assert_grounded(result, graph_ids)
 
 
