@@ -4,8 +4,9 @@ Map: the sentences of a batch's reports (titles and finding headings included, r
 are scored against the question as the answerer scores a context (`scoring.SentenceScorer`: Okapi BM25
 over the batch's sentences, and a prior from the report's rank in the level, which orders reports by
 the cosine of their stored embeddings to the question). A sentence holding no term of the question is
-no key point. The best ones, near-duplicates dropped, at most `max_points`, are the batch's key points,
-each scored `round(100 × relevance)` and citing its report.
+no key point. The best ones, at most `POINTS_PER_REPORT` per report (a report is one theme),
+within `MAP_WINDOW` of the best, near-duplicates dropped, at most `max_points`, are the batch's key
+points, each scored `round(100 × relevance)` and citing its report.
 
 Reduce: the key points by score (ties: batch, then position), a near-duplicate of a kept point dropped
 (its reports go to the kept one), at most `REDUCE_POINTS`, each at least `REDUCE_KEEP_RATIO` of the
@@ -16,6 +17,7 @@ extractive.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 
 from driftrag.offline.query.answers import EXTRACTIVE_LABEL
@@ -34,6 +36,7 @@ REDUCE_POINTS = 10
 REDUCE_KEEP_RATIO = 0.5
 # The map keeps points this far below its best one at most: weaker ones would not reach the reduce.
 MAP_WINDOW = 0.5
+POINTS_PER_REPORT = 2
 
 
 class ExtractiveGlobalMapper:
@@ -53,13 +56,21 @@ class ExtractiveGlobalMapper:
         scored = await self._scorer.rank(question, sentences, language)
         if question_terms(question, language):
             scored = [s for s in scored if s.lexical > 0]
+        # A report is one theme: at most `POINTS_PER_REPORT` of its sentences, so that the other
+        # reports of the batch get their say.
+        taken: Counter[str] = Counter()
+        spread = []
+        for s in scored:
+            if taken[s.sentence.source_id] < POINTS_PER_REPORT:
+                taken[s.sentence.source_id] += 1
+                spread.append(s)
         points = [
             KeyPoint(
                 description=f"{s.sentence.text} {cite([s.sentence.source_id])}",
                 score=relevance_score(s.relevance),
                 citations=[s.sentence.source_id],
             )
-            for s in pick(scored, limit=max_points, window=MAP_WINDOW)
+            for s in pick(spread, limit=max_points, window=MAP_WINDOW)
         ]
         return MapPayload(points=points, unknown_citations=0)
 

@@ -22,7 +22,7 @@ from driftrag.models.search import Source
 from driftrag.search.drift.ranking import Ranking, final_order, fuse, lexical_ranking
 from driftrag.search.global_search.models import GlobalPoint
 
-CHUNKS_PER_REPORT = 5
+CHUNKS_PER_REPORT = 10
 SUPPORT_WEIGHT = 6.0
 QUESTION_WEIGHT = 6.0
 LEXICAL_WEIGHT = 3.0
