@@ -20,10 +20,9 @@ from driftrag.providers.usage import UsageTracker
 from driftrag.search.budget import BudgetedChat, QueryBudget
 from driftrag.search.deps import QueryDeps
 from driftrag.search.global_search.levels import MapBudget, choose_level, level_reports, pack, report_tokens
-from driftrag.search.global_search.models import GlobalPoint, ReportBatch
+from driftrag.search.global_search.models import GlobalPoint
 from driftrag.search.global_search.search import GlobalSearch
 from driftrag.search.llm_tasks import Handles, llm_query_tasks, parse_map, render_points
-from driftrag.search.models import SearchContext
 from driftrag.settings import Settings
 from tests.fakes.hashing_embedding import HashingEmbedding
 from tests.fakes.scripted_llm import ScriptedChatModel
@@ -120,7 +119,7 @@ def test_batches_are_consecutive_runs_within_the_batch_tokens() -> None:
     assert all(c.context.n_tokens <= budget.batch_tokens for c in contexts)
     # A report longer than a batch is alone in its batch, cut to it.
     long = report("community-0-9", 0, leaf=True, words=2000)
-    choice, contexts = choose_level([long, *reports[:1]], budget, None, "budget")
+    _, contexts = choose_level([long, *reports[:1]], budget, None, "budget")
     alone = next(c.context for c in contexts if c.context.sources[0].id == long.id)
     assert alone.n_tokens == budget.batch_tokens and len(alone.sources) == 1
 
@@ -144,7 +143,9 @@ def test_map_points_cite_report_handles_mapped_back_to_ids() -> None:
     assert [p.citations for p in payload.points] == [["community-1-4"], ["community-0-1"]]
     assert [p.score for p in payload.points] == [80, 30] and payload.unknown_citations == 1
     assert len(parse_map(raw, handles, max_points=1).points) == 1
-    point = GlobalPoint(id="b1-p1", batch=0, description="Rule [community-1-4].", score=80, report_ids=["community-1-4"])
+    point = GlobalPoint(
+        id="b1-p1", batch=0, description="Rule [community-1-4].", score=80, report_ids=["community-1-4"]
+    )
     shown = render_points([point], handles)
     assert "community-" not in shown and "[S2]" in shown and shown.startswith("[b1-p1] (score 80)")
 
@@ -278,8 +279,3 @@ async def test_offline_global_search_extracts_report_sentences_and_says_so() -> 
     # Nothing in the reports bears on the question: an extractive answer that says so, no source.
     empty = await run_global(deps_for(settings, _Reports(reports, chunks), None), "Why is a raven like a desk?")
     assert empty.answer.startswith(GLOBAL_NOTE) and "no sentence" in empty.answer and not empty.source_ids
-
-
-def test_report_batches_number_their_reports_in_the_level() -> None:
-    batch = ReportBatch(index=1, first_rank=3, context=SearchContext(text="", n_tokens=0, budget_tokens=10))
-    assert batch.first_rank == 3
