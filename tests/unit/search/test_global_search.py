@@ -114,7 +114,7 @@ def test_batches_are_consecutive_runs_within_the_batch_tokens() -> None:
     batches, fits = pack(reports, budget, {r.id: report_tokens(r) for r in reports})
     assert fits and [len(b) for b in batches] == [3, 3, 1]
     assert [r.id for b in batches for r in b] == [r.id for r in reports]
-    choice, contexts = choose_level(reports, budget, None, "budget")
+    _, contexts = choose_level(reports, budget, None, "budget")
     assert [c.first_rank for c in contexts] == [0, 3, 6]
     assert all(c.context.n_tokens <= budget.batch_tokens for c in contexts)
     # A report longer than a batch is alone in its batch, cut to it.
