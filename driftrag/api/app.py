@@ -436,8 +436,8 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True) -
         title="driftrag",
         version=__version__,
         description=(
-            "GraphRAG on Neo4j: the bounded one-hop graph search, queries (DRIFT, local, entity, basic) and "
-            "knowledge-base management. Authenticate with an API key (`Authorization: Bearer <key>` or "
+            "GraphRAG on Neo4j: the bounded one-hop graph search, queries (DRIFT, global, local, entity, basic) "
+            "and knowledge-base management. Authenticate with an API key (`Authorization: Bearer <key>` or "
             "`X-API-Key`); `read` keys search and query, `manage` keys also ingest, delete and switch."
         ),
         openapi_url=f"{API_PREFIX}/openapi.json",
