@@ -39,8 +39,9 @@ T = TypeVar("T")
 ProgressSink = Callable[[GlobalProgress], Awaitable[None]]
 # Key points one map call may return: enough for a batch's themes, bounded like every model output.
 POINTS_PER_BATCH = 10
-# Prompt tokens of one map call besides its reports (the packaged template is about 450) and of the
-# reduce besides its points; the question is counted on top.
+# Prompt tokens of one map call besides its reports and of the reduce besides its points, with room
+# for an overriding template (the packaged ones are about 390 and 260, `benchmarks/prompt_tokens.py`);
+# the question is counted on top.
 MAP_PROMPT_OVERHEAD_TOKENS = 600
 REDUCE_PROMPT_OVERHEAD_TOKENS = 600
 # The reduce may hold at most this share of the query's prompt tokens.
