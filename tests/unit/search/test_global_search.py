@@ -279,3 +279,22 @@ async def test_offline_global_search_extracts_report_sentences_and_says_so() -> 
     # Nothing in the reports bears on the question: an extractive answer that says so, no source.
     empty = await run_global(deps_for(settings, _Reports(reports, chunks), None), "Why is a raven like a desk?")
     assert empty.answer.startswith(GLOBAL_NOTE) and "no sentence" in empty.answer and not empty.source_ids
+
+
+# --- the registry --------------------------------------------------------------------------------------
+
+
+def test_global_is_a_registered_multi_step_mode_and_the_only_one_taking_a_level() -> None:
+    from driftrag.search.modes import MODE_NAMES, QueryOptions, get_mode
+    from driftrag.workflows.query import _MULTI_STEP
+
+    assert "global" in MODE_NAMES and not get_mode("global").single_pass and "global" in _MULTI_STEP
+    level = QueryOptions.of(community_level=2)
+    assert get_mode("global").check_options(level) == level
+    for mode in MODE_NAMES:
+        if mode != "global":
+            with pytest.raises(InvalidQueryError, match=f"does not apply to {mode}"):
+                get_mode(mode).check_options(level)
+            assert get_mode(mode).check_options(QueryOptions()) == QueryOptions()
+    with pytest.raises(InvalidQueryError, match="community_level"):
+        QueryOptions.of(community_level=-1)
