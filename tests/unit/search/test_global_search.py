@@ -298,3 +298,16 @@ def test_global_is_a_registered_multi_step_mode_and_the_only_one_taking_a_level(
             assert get_mode(mode).check_options(QueryOptions()) == QueryOptions()
     with pytest.raises(InvalidQueryError, match="community_level"):
         QueryOptions.of(community_level=-1)
+
+
+async def test_an_unusable_map_answer_is_asked_again_then_its_batch_is_skipped() -> None:
+    reports, chunks = themed_reports()
+    settings = Settings(_env_file=None, query_step_retries=0)
+    once = ScriptedChatModel(query_misbehave={"global_map": "invalid_once"})
+    result = await run_global(deps_for(settings, _Reports(reports, chunks), once), QUESTION)
+    assert once.calls["global_map"] == 1 and once.calls["repair"] == 1 and result.points
+    never = ScriptedChatModel(query_misbehave={"global_map": "invalid"})
+    result = await run_global(deps_for(settings, _Reports(reports, chunks), never), QUESTION)
+    assert not result.points and any("batch 1 failed" in note for note in result.notes)
+    # Nothing to reduce: the answer says so, and no reduce call is spent.
+    assert never.calls["global_reduce"] == 0 and "nothing that answers" in result.answer
