@@ -62,6 +62,8 @@ def ingest(
         f"tokens {result.usage.prompt_tokens} in / {result.usage.completion_tokens} out; "
         f"failed chunks {len(result.failed_chunks)}"
     )
+    if result.unknown_report_citations:
+        text += f"\nreport citations of handles not in their context (dropped): {result.unknown_report_citations}"
     _emit(result, as_json, text)
     if result.failed_chunks:
         raise typer.Exit(4)

@@ -117,8 +117,12 @@ async def rebuild_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressC
     return merged, len(to_generate)
 
 
-async def rebuild_communities(deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback) -> int:
-    """Cluster, then report bottom-up; a community whose context is unchanged keeps its report."""
+async def rebuild_communities(
+    deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
+) -> tuple[int, int]:
+    """Cluster, then report bottom-up; a community whose context is unchanged keeps its report.
+
+    Returns (reports generated, citations of those reports to handles their context did not show)."""
     settings = deps.settings
     communities = detect_communities(
         merged.entities, merged.relationships, max_cluster_size=settings.max_cluster_size, seed=settings.leiden_seed
@@ -142,7 +146,7 @@ async def rebuild_communities(deps: IngestionDeps, kb: str, merged: MergeResult,
         reporter.context_hashes,
         finest_community_by_entity(communities),
     )
-    return reporter.generated
+    return reporter.generated, reporter.unknown_citations
 
 
 async def embed_missing(

@@ -29,13 +29,13 @@ from driftrag.models.graph import (
     MergedRelationship,
     ReportPayload,
 )
+from driftrag.providers.handles import Handles
 from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object
 from driftrag.providers.tokens import count_tokens, get_encoding
 
 DEFAULT_MAX_CONTEXT_TOKENS = 8000
 DEFAULT_EXCERPT_SHARE = 0.1
 EXCERPT_TOKENS = 150
-_ID = re.compile(r"\b(?:entity|relationship|chunk)-[0-9a-f]{8,64}\b")
 _CELL = re.compile(r"[|\r\n]+")
 
 
@@ -49,28 +49,36 @@ def _cell(text: str) -> str:
     return _CELL.sub(" ", text).strip()
 
 
-def _entity_row(entity: MergedEntity) -> str:
+def _entity_row(entity: MergedEntity, handle: str | None = None) -> str:
     description = entity.summary or " ".join(entity.descriptions)
-    return f"{entity.id}|{_cell(entity.name)}|{entity.type}|{_cell(description)}"
+    return f"{handle or entity.id}|{_cell(entity.name)}|{entity.type}|{_cell(description)}"
 
 
-def _relationship_row(rel: MergedRelationship, names: Mapping[str, str]) -> str:
+def _relationship_row(rel: MergedRelationship, names: Mapping[str, str], handle: str | None = None) -> str:
     description = rel.summary or " ".join(rel.descriptions)
     source, target = names.get(rel.source_id, rel.source_id), names.get(rel.target_id, rel.target_id)
-    return f"{rel.id}|{_cell(source)}|{_cell(target)}|{rel.type}|{_cell(description)}|{rel.weight:g}"
+    return f"{handle or rel.id}|{_cell(source)}|{_cell(target)}|{rel.type}|{_cell(description)}|{rel.weight:g}"
 
 
 def _report_row(report: CommunityReport) -> str:
+    # Sub-community reports are summaries, not citable sources: no handle.
     findings = " ".join(f.summary for f in report.findings)
-    return f"{report.community_id}|{_cell(report.title)}|{_cell(report.summary)} {_cell(findings)}"
+    return f"{_cell(report.title)}|{_cell(report.summary)} {_cell(findings)}"
 
 
 _HEADERS = {
-    "reports": "## Sub-community reports\nid|title|summary",
-    "entities": "## Entities\nid|name|type|description",
-    "relationships": "## Relationships\nid|source|target|type|description|weight",
-    "chunks": "## Source excerpts\nid|text",
+    "reports": "## Sub-community reports\ntitle|summary",
+    "entities": "## Entities\nhandle|name|type|description",
+    "relationships": "## Relationships\nhandle|source|target|type|description|weight",
+    "chunks": "## Source excerpts\nhandle|text",
 }
+
+
+def context_handles(context: CommunityContext) -> Handles:
+    """The citation handles of a report context, in the order its rows are rendered."""
+    return Handles(
+        [e.id for e in context.entities] + [r.id for r in context.relationships] + [c.chunk_id for c in context.chunks]
+    )
 
 
 def _render(community: Community, sections: dict[str, list[str]]) -> str:
@@ -145,23 +153,26 @@ def build_report_context(
         remaining -= tokens(row)
 
     excerpts = _excerpts(community.chunk_ids, chunks, min(remaining, int(max_tokens * excerpt_share)))
-    sections = {
-        "reports": [_report_row(r) for r in kept["reports"]],
-        "entities": [_entity_row(e) for e in kept["entities"]],
-        "relationships": [_relationship_row(r, names) for r in kept["relationships"]],
-        "chunks": [f"{c.chunk_id}|{_cell(c.text)}" for c in excerpts],
-    }
-    text = _render(community, sections)
-    return CommunityContext(
+    context = CommunityContext(
         community=community,
         entities=kept["entities"],
         relationships=kept["relationships"],
         chunks=excerpts,
         sub_reports=kept["reports"],
-        text=text,
-        n_tokens=count_tokens(text),
+        text="",
+        n_tokens=0,
         truncated=truncated,
     )
+    # Rows were costed with their full ids above, so the rendering with handles only gets shorter.
+    handles = context_handles(context)
+    sections = {
+        "reports": [_report_row(r) for r in kept["reports"]],
+        "entities": [_entity_row(e, handles.handle(e.id)) for e in kept["entities"]],
+        "relationships": [_relationship_row(r, names, handles.handle(r.id)) for r in kept["relationships"]],
+        "chunks": [f"{handles.handle(c.chunk_id)}|{_cell(c.text)}" for c in excerpts],
+    }
+    text = _render(community, sections)
+    return context.model_copy(update={"text": text, "n_tokens": count_tokens(text)})
 
 
 def _excerpts(chunk_ids: Sequence[str], chunks: Mapping[str, str], budget: int) -> list[ChunkExcerpt]:
@@ -212,7 +223,8 @@ def failed_report(context: CommunityContext, error: str) -> CommunityReport:
 
 
 def parse_report(raw: str, context: CommunityContext) -> CommunityReport:
-    """A report from a raw answer; cited ids not present in the context are dropped."""
+    """A report from a raw answer: cited handles mapped back to ids; citations of handles or ids the
+    context did not show are dropped and counted in `unknown_citations`."""
     obj = extract_json_object(raw)
     findings = obj.get("findings") or []
     try:
@@ -226,9 +238,10 @@ def parse_report(raw: str, context: CommunityContext) -> CommunityReport:
         )
     except ValidationError as exc:
         raise InvalidModelOutput(f"the report does not match the schema: {exc.errors()[:3]}") from exc
-    # Ids cited in the list or inline in the text both count, but only if the context showed them.
-    mentioned = set(payload.citations) | set(_ID.findall(raw))
-    citable = mentioned & context.citable_ids()
+    # Handles (or ids) cited in the list or inline in the text both count, if the context showed them.
+    prose = " ".join([payload.summary, *(f"{f.summary} {f.explanation}" for f in payload.findings)])
+    _, cited, unknown = context_handles(context).resolve(prose, payload.citations)
+    citable = set(cited)
     return CommunityReport(
         community_id=context.community.id,
         level=context.community.level,
@@ -242,6 +255,7 @@ def parse_report(raw: str, context: CommunityContext) -> CommunityReport:
             relationship_ids=sorted(i for i in citable if i.startswith("relationship-")),
             chunk_ids=sorted(i for i in citable if i.startswith("chunk-")),
         ),
+        unknown_citations=unknown,
     )
 
 

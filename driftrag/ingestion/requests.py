@@ -71,6 +71,9 @@ class IngestionResult(BaseModel):
     graph_rebuilt: bool = False
     summaries_generated: int = 0
     reports_generated: int = 0
+    unknown_report_citations: int = Field(
+        default=0, description="Citations in the generated reports to handles their context did not show (dropped)."
+    )
     embedded: dict[str, int] = Field(default_factory=dict)
     usage: Usage
     seconds_per_stage: dict[str, float] = Field(default_factory=dict)

@@ -70,6 +70,7 @@ class ReusingReporter:
         self._reporter, self._known, self._total, self._progress = reporter, known, total, progress
         self.context_hashes: dict[str, str] = {}
         self.generated = 0
+        self.unknown_citations = 0
         self._done = 0
 
     async def report(self, context: CommunityContext) -> CommunityReport:
@@ -83,6 +84,7 @@ class ReusingReporter:
         else:
             report = await self._reporter.report(context)
             self.generated += 1
+            self.unknown_citations += report.unknown_citations
         self._done += 1
         await self._progress(Progress(stage="reports", done=self._done, total=self._total, message=community_id))
         return report

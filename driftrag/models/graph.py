@@ -229,7 +229,7 @@ class ReportPayload(_Model):
     rating: float = Field(ge=0, le=10, description="Impact/importance of the community, 0 to 10.")
     rating_explanation: str
     findings: list[Finding]
-    citations: list[str] = Field(description="Ids (entity-…, relationship-…, chunk-…) taken from the context.")
+    citations: list[str] = Field(description="Handles (S1, S2…) of the context rows that support the report.")
 
     @classmethod
     def example(cls) -> Self:
@@ -241,7 +241,7 @@ class ReportPayload(_Model):
             findings=[
                 Finding(summary="Anna Petrova leads the lab", explanation="She runs it and hired its staff."),
             ],
-            citations=["entity-0f3a9c1d", "relationship-7b2e4a90"],
+            citations=["S1", "S3"],
         )
 
 
@@ -256,6 +256,9 @@ class CommunityReport(_Model):
     citations: Citations = Field(default_factory=Citations)
     failed: bool = Field(
         default=False, description="The model gave no usable report after its retries; generated again next run."
+    )
+    unknown_citations: int = Field(
+        default=0, ge=0, description="Citations of handles or ids the report's context did not show (dropped)."
     )
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
+from driftrag.providers.handles import NODE_ID, Handles
 from driftrag.providers.json_answer import InvalidModelOutput, ask_json, extract_json_object, json_example
 from driftrag.providers.tokens import words_within
 from driftrag.search.drift.models import IntermediateAnswer
@@ -30,10 +31,7 @@ from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
 
 _MARKER = re.compile(r"<<<(?:END_)?[A-Z_]+>>>")
-_NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_BRACKETED_ID = re.compile(r"\[((?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9])\]")
-_HANDLE = re.compile(r"\[(S\d+)\]", re.IGNORECASE)
 T = TypeVar("T")
 HYDE_MIN_WORDS = 50
 
@@ -86,36 +84,9 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
-class Handles:
-    """Short citation handles (`S1`, `S2`…) shown to the model instead of 20-32 character ids, and
-    mapped back here: the one place where the LLM answer path turns handles into ids."""
-
-    def __init__(self, ids: Iterable[str]) -> None:
-        self.ids = {f"S{n}": source_id for n, source_id in enumerate(dict.fromkeys(ids), start=1)}
-        self._handles = {source_id: handle for handle, source_id in self.ids.items()}
-
-    def show(self, text: str) -> str:
-        """`text` with every `[id]` of a known source written as its `[Sn]` handle."""
-        return _BRACKETED_ID.sub(lambda m: f"[{self._handles.get(m.group(1), m.group(1))}]", text)
-
-    def resolve(self, answer: str, citations: Iterable[str]) -> tuple[str, list[str], int]:
-        """The answer with inline handles written back as ids, the cited ids (list first, then inline),
-        and how many cited handles or ids were not shown to the model (they are dropped)."""
-        mentioned = [c.strip("[] ") for c in citations] + _HANDLE.findall(answer) + _NODE_ID.findall(answer)
-        known, unknown = [], set()
-        for ref in dict.fromkeys(mentioned):
-            source_id = self.ids.get(ref.upper(), ref if ref in self._handles else None)
-            if source_id is None:
-                unknown.add(ref)
-            else:
-                known.append(source_id)
-        text = _HANDLE.sub(lambda m: f"[{self.ids.get(m.group(1).upper(), m.group(1))}]", answer)
-        return text, list(dict.fromkeys(known)), len(unknown)
-
-
 def cited_ids(answer: str, citations: Iterable[str], citable: set[str]) -> list[str]:
     """Ids cited in the list or inline in the answer, in that order, kept only when citable."""
-    mentioned = [*citations, *_NODE_ID.findall(answer)]
+    mentioned = [*citations, *NODE_ID.findall(answer)]
     return [i for i in dict.fromkeys(mentioned) if i in citable]
 
 

@@ -60,6 +60,7 @@ class CommunitiesBuilt(Event):
     merged: MergeResult | None
     summaries: int
     reports: int
+    unknown_report_citations: int
 
 
 class IngestionWorkflow(Workflow):
@@ -117,11 +118,11 @@ class IngestionWorkflow(Workflow):
     @step
     async def build_communities(self, ctx: Context, ev: EntityLayerBuilt) -> CommunitiesBuilt:
         started = time.monotonic()
-        reports = 0
+        reports = unknown = 0
         if ev.merged is not None:
-            reports = await indexing.rebuild_communities(self._deps, ev.kb, ev.merged, self._progress(ctx))
+            reports, unknown = await indexing.rebuild_communities(self._deps, ev.kb, ev.merged, self._progress(ctx))
         self._time("communities", started)
-        return CommunitiesBuilt(**ev.model_dump(), reports=reports)
+        return CommunitiesBuilt(**ev.model_dump(), reports=reports, unknown_report_citations=unknown)
 
     @step
     async def embed(self, ctx: Context, ev: CommunitiesBuilt) -> StopEvent:
@@ -141,6 +142,7 @@ class IngestionWorkflow(Workflow):
             graph_rebuilt=ev.merged is not None,
             summaries_generated=ev.summaries,
             reports_generated=ev.reports,
+            unknown_report_citations=ev.unknown_report_citations,
             embedded=embedded,
             usage=self._deps.usage.since(self._usage_start),
             seconds_per_stage=dict(self._timings),

@@ -8,7 +8,7 @@ by reading the prompt, never by a model:
 - gleaning: nothing new (or one new entity for the first `glean_new_rounds` rounds of a chunk);
 - repair re-asks: a valid answer again (unless the chunk is scripted to stay invalid);
 - description summaries: the listed descriptions joined with "; ";
-- community reports: valid report JSON citing every id of the context (plus `extra_citations`).
+- community reports: valid report JSON citing every handle of the context (plus `extra_citations`).
 
 It also answers the five query tasks (`driftrag.search.llm_tasks`), again only from the prompt:
 
@@ -48,7 +48,7 @@ from tests.fakes.openai_server import message_text
 
 _SPAN = re.compile(r"\b[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)+\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_ID = re.compile(r"\b(?:entity|relationship|chunk)-[0-9a-f]+\b")
+_ROW_HANDLE = re.compile(r"^(S\d+)\|")
 
 # Phrases of the packaged templates that tell the tasks apart.
 EXTRACT_MARK = "OUTPUT PROTOCOL (owned by the system"
@@ -234,9 +234,11 @@ class ScriptedChatModel:
         if self.invalid_reports:
             return "This community is interesting, but I will not write JSON."
         context = messages[0]["content"].split("CONTEXT", 1)[1]
-        rows = [line.split("|") for line in context.splitlines() if line.startswith("entity-")]
+        # Rows start with their citation handle; the entity rows are those of the "## Entities" section.
+        entity_section = context.split("## Entities", 1)[1].split("\n## ", 1)[0] if "## Entities" in context else ""
+        rows = [line.split("|") for line in entity_section.splitlines() if _ROW_HANDLE.match(line)]
         names = [row[1] for row in rows]
-        ids = list(dict.fromkeys(_ID.findall(context)))
+        ids = [m.group(1) for m in map(_ROW_HANDLE.match, context.splitlines()) if m]
         title = f"{names[0]} and {len(names) - 1} others" if names else "Community of sub-communities"
         report = {
             "title": title,

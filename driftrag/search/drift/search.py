@@ -231,7 +231,7 @@ class DriftSearch:
             self.notes.append(
                 f"no intermediate answer scored {self.settings.drift_min_answer_score} or more: reduced the best one"
             )
-        answer, citations = await self._reduce(chosen)
+        answer, citations, reduce_unknown = await self._reduce(chosen)
         self._time("reduce", started)
         await self.emit(DriftProgress(phase="reduce", message=f"reduced {len(chosen)} intermediate answers"))
         known = set(self.sources)
@@ -242,7 +242,7 @@ class DriftSearch:
             answer=answer,
             source_ids=cited,
             ranking=self._final_ranking(cited),
-            unknown_citations=sum(a.unknown_citations for a in self.intermediate),
+            unknown_citations=reduce_unknown + sum(a.unknown_citations for a in self.intermediate),
             sources=sorted(self.sources.values(), key=lambda s: (s.kind, s.id)),
             hyde=self.hyde_text,
             communities=self.communities,
@@ -257,9 +257,11 @@ class DriftSearch:
 
     # --- helpers -------------------------------------------------------------------------------------
 
-    async def _reduce(self, chosen: list[IntermediateAnswer]) -> tuple[str, list[str]]:
+    async def _reduce(self, chosen: list[IntermediateAnswer]) -> tuple[str, list[str], int]:
+        """The final answer, its citations, and how many citations the reduce wrote to handles it was
+        not shown (counted with the intermediate answers' own)."""
         if not chosen:
-            return "The knowledge base holds nothing that answers this question.", []
+            return "The knowledge base holds nothing that answers this question.", [], 0
         # Drop the weakest answers until the reduce fits the token budget that is left.
         for keep in range(len(chosen), 0, -1):
             try:
@@ -268,9 +270,9 @@ class DriftSearch:
                 continue
             if keep < len(chosen):
                 self.notes.append(f"the reduce kept the {keep} best answers of {len(chosen)} to stay in budget")
-            return reduced.answer, reduced.citations
+            return reduced.answer, reduced.citations, reduced.unknown_citations or 0
         self.notes.append("budget exhausted before the reduce: the best intermediate answer is returned as is")
-        return chosen[0].answer, list(chosen[0].source_ids)
+        return chosen[0].answer, list(chosen[0].source_ids), 0
 
     async def _local(self, follow_up: FollowUp, depth: int) -> IntermediateAnswer | None:
         try:

@@ -200,7 +200,8 @@ async def test_miscopied_citations_are_counted_in_the_result(
     result, _ = await run_drift(deps, graph_kb)
     steps = [a for a in result.intermediate if a.answer.strip()]
     assert steps and all(a.unknown_citations == 1 for a in steps)
-    assert result.unknown_citations == len(steps)
+    # The reduce cites it too: its miscopy is counted with the steps' own.
+    assert result.unknown_citations == len(steps) + 1
     assert "S99" not in result.source_ids
 
 

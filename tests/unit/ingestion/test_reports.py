@@ -4,10 +4,17 @@ import pytest
 
 from driftrag.errors import ModelError
 from driftrag.ingestion.llm_tasks import LLMCommunityReporter, LLMDescriptionSummarizer
-from driftrag.ingestion.reports import build_report_context, generate_reports, parse_report, report_levels
+from driftrag.ingestion.reports import (
+    build_report_context,
+    context_handles,
+    generate_reports,
+    parse_report,
+    report_levels,
+)
 from driftrag.models.graph import Community, CommunityReport, MergedEntity, MergedRelationship
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.json_answer import InvalidModelOutput
+from driftrag.providers.tokens import count_tokens
 from tests.fakes.scripted_llm import ScriptedChatModel
 
 PROMPTS = PromptRegistry.load()
@@ -174,6 +181,7 @@ async def test_generate_reports_bottom_up_with_scripted_model():
     assert [r.community_id for r in reports] == ["community-0-0", "community-1-0", "community-1-1"]
     assert model.calls["report"] == 3
     assert all("entity-ffffffff" not in r.citations.entity_ids for r in reports)
+    assert all(r.unknown_citations == 1 for r in reports)  # the id it was never shown is counted, not kept
     assert reports[1].citations.entity_ids == sorted(e.id for e in entities[:5])
     # Children were reported before the parent.
     assert "community-0-0" in model.requests[-1][0]["content"]
@@ -208,3 +216,37 @@ async def test_summarizer_joins_deterministically_and_skips_single():
     assert await summarizer.summarize("Alice", ["A girl.", "Curious.", "A girl."]) == "A girl.; Curious."
     assert await summarizer.summarize("Alice", ["only one"]) == "only one"
     assert model.calls == {"summarize": 1}
+
+
+def test_report_context_shows_short_handles_not_ids():
+    entities, rels, (parent, _, _) = _world()
+    context = build_report_context(
+        parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {"chunk-c0ffee01": "Some text."}, {}, 4000
+    )
+    assert not any(e.id in context.text for e in context.entities)
+    assert not any(r.id in context.text for r in context.relationships)
+    handles = context_handles(context)
+    for entity in context.entities:
+        assert f"\n{handles.handle(entity.id)}|{entity.name}|" in context.text
+    assert context.n_tokens == count_tokens(context.text)
+
+
+def test_parse_report_maps_handles_back_and_counts_miscopied_ones():
+    entities, rels, (parent, _, _) = _world()
+    context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {}, {}, 4000)
+    handles = context_handles(context)
+    first, second = context.entities[0].id, context.relationships[0].id
+    raw = json.dumps(
+        {
+            "title": "T",
+            "summary": f"Inline [{handles.handle(second)}].",
+            "rating": 3,
+            "rating_explanation": "r",
+            "findings": [{"summary": "f", "explanation": "e [S999]"}],
+            "citations": [handles.handle(first), "S998", context.entities[1].id],
+        }
+    )
+    report = parse_report(raw, context)
+    assert report.citations.entity_ids == sorted([first, context.entities[1].id])
+    assert report.citations.relationship_ids == [second]
+    assert report.unknown_citations == 2

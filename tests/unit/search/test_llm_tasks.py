@@ -7,10 +7,11 @@ import pytest
 from driftrag.errors import ModelError
 from driftrag.models.search import Source
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
+from driftrag.providers.handles import Handles
 from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.search.budget import BudgetedChat, BudgetExhausted, QueryBudget
 from driftrag.search.drift.models import IntermediateAnswer
-from driftrag.search.llm_tasks import Handles, delimit, llm_query_tasks, parse_answer
+from driftrag.search.llm_tasks import delimit, llm_query_tasks, parse_answer
 from driftrag.search.models import SearchContext
 from driftrag.settings import Settings
 from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
