@@ -16,13 +16,14 @@ from driftrag.offline.nlp import LanguageResources
 from driftrag.offline.query.global_search import GLOBAL_NOTE, POINTS_PER_REPORT
 from driftrag.offline.query.tasks import offline_query_tasks
 from driftrag.prompts.registry import PromptRegistry
+from driftrag.providers.handles import Handles
 from driftrag.providers.usage import UsageTracker
 from driftrag.search.budget import BudgetedChat, QueryBudget
 from driftrag.search.deps import QueryDeps
 from driftrag.search.global_search.levels import MapBudget, choose_level, level_reports, pack, report_tokens
 from driftrag.search.global_search.models import GlobalPoint
 from driftrag.search.global_search.search import GlobalSearch
-from driftrag.search.llm_tasks import Handles, llm_query_tasks, parse_map, render_points
+from driftrag.search.llm_tasks import llm_query_tasks, parse_map, render_points
 from driftrag.settings import Settings
 from tests.fakes.hashing_embedding import HashingEmbedding
 from tests.fakes.scripted_llm import ScriptedChatModel
