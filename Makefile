@@ -25,6 +25,6 @@ demo: install
 	$(BIN)/driftrag demo
 
 # The README's evaluation table: ingest CORPUS (Alice's text; default: the pinned download), run the
-# four methods on the development set, rewrite the table between its markers in README.md.
+# five methods on the development set, rewrite the table between its markers in README.md.
 eval-table: install
 	$(BIN)/python benchmarks/eval_table.py $(if $(CORPUS),--corpus $(CORPUS))

@@ -1,8 +1,8 @@
-"""Regenerate the evaluation table of README.md: ingest, run the four methods, rewrite the table.
+"""Regenerate the evaluation table of README.md: ingest, run the five methods, rewrite the table.
 
 Ingests the corpus into a kb (or reuses it when it already holds chunks), runs the evaluation harness
-(`driftrag.eval.runner.run_eval`) with drift, local, basic and entity on a question set into a fresh
-results folder, writes its report (`driftrag.eval.report.build_report`), and replaces what lies
+(`driftrag.eval.runner.run_eval`) with drift, global, local, basic and entity on a question set into a
+fresh results folder, writes its report (`driftrag.eval.report.build_report`), and replaces what lies
 between the markers `<!-- eval-table:start -->` and `<!-- eval-table:end -->` of README.md with the
 exact evidence recall by method and question type at the budget, and each method's median seconds.
 The model mode is the active one (offline without OPENAI_API_KEY). Neo4j is `NEO4J_URI` or the
@@ -34,7 +34,7 @@ from driftrag.settings import Settings
 REPO = Path(__file__).resolve().parents[1]
 START = "<!-- eval-table:start -->"
 END = "<!-- eval-table:end -->"
-METHODS = "drift,local,basic,entity"
+METHODS = "drift,global,local,basic,entity"
 
 
 def replace_between_markers(text: str, block: str) -> str:

@@ -12,6 +12,7 @@ from driftrag.models.graph import EXTRACTION_EXAMPLE_PASSAGE, ExtractionPayload,
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
 from driftrag.providers.json_answer import json_example
 from driftrag.providers.tokens import count_tokens
+from driftrag.search.global_search.models import MapPayload
 from driftrag.search.llm_tasks import EntityNames
 from driftrag.search.models import AnswerPayload, ReducedAnswer
 
@@ -23,6 +24,8 @@ EXAMPLES = {
     "local_answer": AnswerPayload,
     "drift_primer": AnswerPayload,
     "drift_reduce": ReducedAnswer,
+    "global_map": MapPayload,
+    "global_reduce": ReducedAnswer,
     "judge_pairwise": JudgeVerdict,
     "generate_personas": PersonasPayload,
     "generate_questions": QuestionsPayload,

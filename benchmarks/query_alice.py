@@ -1,19 +1,22 @@
-"""DRIFT and graph-search cost on the Alice graph, through a local simulated OpenAI server.
+"""DRIFT (or global search) and graph-search cost on the Alice graph, through a local simulated OpenAI server.
 
 Builds the Alice graph with the scripted test double behind the OpenAI-compatible test server (as
-`ingest_alice.py` does), then runs DRIFT questions with a fixed per-request latency and prints, per
-query and as medians: chat calls, prompt tokens, embedding requests, wall time against the sequential
-critical path of chat calls (HyDE + primer + rounds x local + reduce), the same path with the
-embedding requests that must wait in between, the non-model time, and graph-search p50/p95 latency.
+`ingest_alice.py` does), then runs questions in `--mode` (drift, the default, or global) with a fixed
+per-request latency and prints, per query and as medians: chat calls, prompt tokens, embedding
+requests, wall time against the sequential critical path of chat calls (DRIFT: HyDE + primer + rounds
+x local + reduce; global: the map calls in waves of `global_num_workers`, then the reduce), the same
+path with the embedding requests that must wait in between, the non-model time, and graph-search
+p50/p95 latency.
 
-    .venv/bin/python benchmarks/query_alice.py [--latency 0.2] [--neo4j-uri bolt://...] [--graph-searches 300]
-        [--corpus PATH]   # default: the copy `driftrag data fetch alice` keeps
+    .venv/bin/python benchmarks/query_alice.py [--mode drift|global] [--latency 0.2] [--neo4j-uri bolt://...]
+        [--graph-searches 300] [--corpus PATH]   # default corpus: the copy `driftrag data fetch alice` keeps
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import statistics
 import sys
 import tempfile
@@ -29,6 +32,7 @@ from driftrag.ingestion.requests import IngestRequest
 from driftrag.providers.factory import build_providers
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftResult
+from driftrag.search.global_search.models import GlobalResult
 from driftrag.search.graph_search import graph_search
 from driftrag.settings import Settings
 from driftrag.store.graph import GraphStore
@@ -36,6 +40,7 @@ from driftrag.store.neo4j_store import Neo4jStore
 from driftrag.store.protocols import GraphSearchStorage, Stores
 from driftrag.workflows.drift import DriftStart, DriftWorkflow
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
+from driftrag.workflows.query import run_query
 from tests.fakes.openai_server import FakeOpenAIServer
 
 KB = "bench-alice-query"
@@ -81,7 +86,8 @@ async def run(args: argparse.Namespace) -> None:
                 )
                 print(f"Alice ingested in {time.monotonic() - started:.1f} s; {await GraphStore(store).counts(KB)}")
                 deps = query_deps(settings, Stores.neo4j(store), providers)
-                rows = [await one_query(deps, server, question, args.latency) for question in QUESTIONS]
+                query = one_query if args.mode == "drift" else one_global_query
+                rows = [await query(deps, server, question, args.latency) for question in QUESTIONS]
                 latencies = await graph_search_latencies(
                     Stores.neo4j(store).graph_search, settings, args.graph_searches
                 )
@@ -116,6 +122,33 @@ async def one_query(deps: QueryDeps, server: FakeOpenAIServer, question: str, la
     }
 
 
+async def one_global_query(deps: QueryDeps, server: FakeOpenAIServer, question: str, latency: float) -> dict:
+    chat_before = len(server.requests_to("/v1/chat/completions"))
+    embed_before = len(server.requests_to("/v1/embeddings"))
+    started = time.monotonic()
+    result = await run_query(deps, "global", KB, question)
+    wall = time.monotonic() - started
+    assert isinstance(result, GlobalResult) and result.level is not None
+    batches = result.level.n_batches
+    waves = math.ceil(batches / min(deps.settings.global_num_workers, deps.settings.llm_concurrency))
+    chat_path = waves + 1  # the map calls, in waves of the workers, then the reduce
+    embed_path = 1  # the question's embedding, before the reports are read
+    return {
+        "question": question,
+        "chat": len(server.requests_to("/v1/chat/completions")) - chat_before,
+        "embed": len(server.requests_to("/v1/embeddings")) - embed_before,
+        "budget calls": result.llm_calls,
+        "prompt tokens": result.prompt_tokens,
+        "answers": len(result.points),
+        "rounds": waves,
+        "level": f"level {result.level.level} of {result.level.levels}, {batches} batches",
+        "wall": wall,
+        "critical": chat_path * latency,
+        "critical+embed": (chat_path + embed_path) * latency,
+        "phases": result.seconds_by_phase,
+    }
+
+
 async def graph_search_latencies(store: GraphSearchStorage, settings: Settings, n: int) -> list[float]:
     for query in GRAPH_QUERIES:  # warm-up: plan cache and page cache
         await graph_search(store, settings, KB, query)
@@ -132,9 +165,15 @@ def _ratio(wall: float, path: float) -> float:
 
 
 def report(args, rows: list[dict], latencies: list[float], settings: Settings) -> None:
+    if args.mode == "drift":
+        shape = (
+            f"depth {settings.drift_max_depth}, {settings.drift_followups_per_round} follow-ups/round, "
+            f"{settings.drift_num_workers} workers"
+        )
+    else:
+        shape = f"global search, {rows[0]['level']}, {settings.global_num_workers} workers; ans = key points"
     print(
-        f"latency {args.latency:g} s per request; depth {settings.drift_max_depth}, "
-        f"{settings.drift_followups_per_round} follow-ups/round, {settings.drift_num_workers} workers, "
+        f"latency {args.latency:g} s per request; {shape}, "
         f"budget {settings.query_max_llm_calls} calls / {settings.query_max_prompt_tokens:,} prompt tokens"
     )
     columns = [("chat", 4), ("emb", 4), ("ptok", 7), ("ans", 3), ("wall", 6), ("crit", 5), ("w/crit", 6)]
@@ -166,6 +205,8 @@ def report(args, rows: list[dict], latencies: list[float], settings: Settings) -
         f"graph search ({len(latencies)} calls over {len(GRAPH_QUERIES)} names): "
         f"p50 {p50 * 1000:.1f} ms  p95 {p95 * 1000:.1f} ms"
     )
+    if args.mode != "drift":
+        return
     print("vs Microsoft GraphRAG 3.3.0, one DRIFT query at 200 ms per call:")
     ours = {"chat calls": med["chat"], "prompt tokens": med["prompt tokens"], "wall s": med["wall"]}
     for name, theirs in MS_DRIFT.items():
@@ -174,6 +215,7 @@ def report(args, rows: list[dict], latencies: list[float], settings: Settings) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=("drift", "global"), default="drift", help="the query mode measured")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the server waits per request")
     parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17688")
     parser.add_argument("--graph-searches", type=int, default=300)

@@ -33,9 +33,10 @@ from driftrag.providers.chat import ChatModel
 from driftrag.providers.factory import Providers, build_providers
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftProgress, DriftResult
+from driftrag.search.global_search.models import GlobalResult
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.search.models import QueryResult, SearchResult
-from driftrag.search.modes import DEFAULT_MODE
+from driftrag.search.modes import DEFAULT_MODE, QueryOptions
 from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished, StreamEvent
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import ServerInfo, VectorIndexInfo, check_server_version
@@ -247,19 +248,30 @@ class DriftRAG:
         return self._queries
 
     async def query(
-        self, kb: str, question: str, *, mode: str = DEFAULT_MODE, on_progress: ProgressHandler | None = None
+        self,
+        kb: str,
+        question: str,
+        *,
+        mode: str = DEFAULT_MODE,
+        on_progress: ProgressHandler | None = None,
+        community_level: int | None = None,
     ) -> QueryResult:
-        """Any registered mode (`driftrag.search.modes.MODES`: drift, local, entity, basic), with the same
-        budget, retries, timeout and accounting; `on_progress` gets each `SearchProgress`/`DriftProgress`."""
+        """Any registered mode (`driftrag.search.modes.MODES`: drift, global, local, entity, basic), with the
+        same budget, retries, timeout and accounting; `on_progress` gets each `SearchProgress`,
+        `DriftProgress` or `GlobalProgress`. `community_level` (global search only) picks the level to map
+        over instead of the setting or the finest that fits the budget."""
         from driftrag.workflows.query import run_query
 
-        return await run_query(self.query_deps(), mode, kb, question, on_progress=on_progress)
+        options = QueryOptions.of(community_level=community_level)
+        return await run_query(self.query_deps(), mode, kb, question, on_progress=on_progress, options=options)
 
-    def stream(self, kb: str, question: str, *, mode: str = DEFAULT_MODE) -> AsyncGenerator[StreamEvent, None]:
+    def stream(
+        self, kb: str, question: str, *, mode: str = DEFAULT_MODE, community_level: int | None = None
+    ) -> AsyncGenerator[StreamEvent, None]:
         """`query` as typed events (`driftrag.search.streaming`): `ProgressEvent`s, the final answer's
         `AnswerDelta`s as the model writes them (an `AnswerReset` voids the text so far), then
         `QueryFinished` with the same result `query` gives. Closing the iterator early (`aclose`, or
-        `contextlib.aclosing` around the loop) cancels the query.
+        `contextlib.aclosing` around the loop) cancels the query. `community_level` as in `query`.
 
             async for event in rag.stream("alice", "Who is the Hatter?", mode="local"):
                 if isinstance(event, AnswerDelta):
@@ -267,11 +279,24 @@ class DriftRAG:
         """
         from driftrag.workflows.query import stream_query
 
-        return stream_query(self.query_deps(), mode, kb, question)
+        options = QueryOptions.of(community_level=community_level)
+        return stream_query(self.query_deps(), mode, kb, question, options=options)
 
     async def drift(self, kb: str, question: str, *, on_progress: ProgressHandler | None = None) -> DriftResult:
         """DRIFT search; `on_progress` gets each `DriftProgress` (HyDE, communities, primer, searches, rounds)."""
         return await self.query(kb, question, mode="drift", on_progress=on_progress)  # type: ignore[return-value]
+
+    async def global_search(
+        self,
+        kb: str,
+        question: str,
+        *,
+        community_level: int | None = None,
+        on_progress: ProgressHandler | None = None,
+    ) -> GlobalResult:
+        """Global search: map over the community reports of one level, reduce the best key points."""
+        result = await self.query(kb, question, mode="global", on_progress=on_progress, community_level=community_level)
+        return result  # type: ignore[return-value]
 
     async def local(self, kb: str, question: str) -> SearchResult:
         return await self.query(kb, question, mode="local")  # type: ignore[return-value]

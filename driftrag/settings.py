@@ -184,6 +184,18 @@ class Settings(BaseSettings):
         default=20, ge=0, le=100, description="Intermediate answers scored below this are left out of the reduce."
     )
 
+    # --- Global search --------------------------------------------------------------------------
+    global_community_level: int | None = Field(
+        default=None,
+        ge=0,
+        description="Community level global search maps over; unset = the finest level whose reports fit the "
+        "map budget (a query may ask for another).",
+    )
+    global_map_context_tokens: int = Field(
+        default=8000, ge=500, description="Report tokens in one map call of global search."
+    )
+    global_num_workers: int = Field(default=5, ge=1, description="Map calls of global search run at once.")
+
     # --- Offline extractive mode --------------------------------------------------------------
     offline_language: str = Field(
         default="auto",

@@ -275,18 +275,19 @@ async def graph_search(kb: ReadKb, body: GraphSearchBody, backend: BackendDep) -
     "/knowledge-bases/{kb}/query",
     response_model=QueryResponse,
     tags=["search"],
-    summary="Answer a question (drift, local, entity or basic)",
+    summary="Answer a question (drift, global, local, entity or basic)",
     responses=_errors(401, 403, 404, 422, 502, 503, 504),
 )
 async def query(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Response:
     """The answer, DRIFT's intermediate answers, and every source (id, kind, title, text) it used.
 
-    In the offline mode answers are extractive and say so in their first line. `drift`, `local` and
-    `entity` read the graph, so they answer 503 when the kb's graph is disabled; `basic` does not.
+    In the offline mode answers are extractive and say so in their first line. `drift`, `global`,
+    `local` and `entity` read the graph, so they answer 503 when the kb's graph is disabled; `basic` does
+    not. `community_level` applies to `global` only (422 with another mode, or a level the kb lacks).
     """
     await backend.ready()
     # The search layer refuses an unknown kb (404) and, for the graph modes, a disabled graph (503).
-    result = await backend.rag.query(kb, body.question, mode=body.mode)
+    result = await backend.rag.query(kb, body.question, mode=body.mode, community_level=body.community_level)
     return _json(QueryResponse.from_result(result))
 
 
@@ -312,7 +313,7 @@ async def query_stream(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Stre
     """
     await backend.ready()
     check_question(body.question, backend.rag.settings)
-    events = backend.rag.stream(kb, body.question, mode=body.mode)
+    events = backend.rag.stream(kb, body.question, mode=body.mode, community_level=body.community_level)
     return StreamingResponse(
         await opened(events),
         media_type="text/event-stream",
@@ -555,8 +556,8 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True) -
         title="driftrag",
         version=__version__,
         description=(
-            "GraphRAG on Neo4j: the bounded one-hop graph search, queries (DRIFT, local, entity, basic) and "
-            "knowledge-base management. Authenticate with an API key (`Authorization: Bearer <key>` or "
+            "GraphRAG on Neo4j: the bounded one-hop graph search, queries (DRIFT, global, local, entity, basic) "
+            "and knowledge-base management. Authenticate with an API key (`Authorization: Bearer <key>` or "
             "`X-API-Key`); `read` keys search and query, `manage` keys also ingest, delete and switch."
         ),
         openapi_url=f"{API_PREFIX}/openapi.json",

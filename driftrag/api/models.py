@@ -10,6 +10,7 @@ from driftrag.models.graph import FailedChunk, KbCounts, KbSummary
 from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 from driftrag.search.drift.models import DriftResult, IntermediateAnswer
+from driftrag.search.global_search.models import GlobalResult
 from driftrag.search.graph_search import MAX_QUERY_CHARS, MAX_ROWS_LIMIT, MAX_SEEDS_LIMIT
 from driftrag.search.models import QueryResult, SearchResult
 from driftrag.search.modes import DEFAULT_MODE, MODE_NAMES, ModeName
@@ -83,6 +84,12 @@ class GraphSearchBody(_Model):
 class QueryBody(_Model):
     question: NonBlank = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     mode: ModeName = Field(default=DEFAULT_MODE, description=f"One of: {', '.join(MODE_NAMES)}.")
+    community_level: int | None = Field(
+        default=None,
+        ge=0,
+        description="Global search only: the community level to map over (0 = coarsest); default: the server's "
+        "setting, else the finest level that fits the query budget.",
+    )
 
 
 class QueryResponse(_Model):
@@ -99,7 +106,10 @@ class QueryResponse(_Model):
         description="DRIFT: the primer's and each follow-up search's answer; empty in the other modes."
     )
     follow_up_queries: list[str] = Field(description="Questions that would complete the answer (local modes).")
-    notes: list[str] = Field(description="What was skipped or cut, and why (DRIFT).")
+    notes: list[str] = Field(description="What was skipped or cut, and why (DRIFT, global).")
+    community_level: int | None = Field(
+        default=None, description="Global search: the community level its map went over."
+    )
     usage: Usage
     seconds: float
 
@@ -108,6 +118,7 @@ class QueryResponse(_Model):
         """Any mode's result: the fields of the result base, plus DRIFT's or the single-pass modes' extras."""
         drift = result if isinstance(result, DriftResult) else None
         single = result if isinstance(result, SearchResult) else None
+        global_ = result if isinstance(result, GlobalResult) else None
         return cls(
             kb=result.kb,
             mode=result.mode,
@@ -118,7 +129,8 @@ class QueryResponse(_Model):
             sources=drift.sources if drift else result.retrieved_sources(),
             intermediate_answers=drift.intermediate if drift else [],
             follow_up_queries=single.follow_up_queries if single else [],
-            notes=drift.notes if drift else [],
+            notes=drift.notes if drift else global_.notes if global_ else [],
+            community_level=global_.level.level if global_ and global_.level else None,
             usage=result.usage,
             seconds=result.seconds,
         )

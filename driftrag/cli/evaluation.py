@@ -17,6 +17,7 @@ from driftrag.cli.common import (
     app,
     err_console,
 )
+from driftrag.search.modes import MODE_NAMES
 from driftrag.settings import Settings
 
 # --- evaluation --------------------------------------------------------------------------------------
@@ -66,7 +67,12 @@ def eval_run(
     questions: Annotated[Path, typer.Option("--questions", help="Question set (JSONL).")],
     out: Annotated[Path, typer.Option("--out", help="Results folder; an existing run there is resumed.")],
     methods: Annotated[
-        str, typer.Option("--methods", help="Comma-separated: drift, local, basic, entity.", callback=_methods_option)
+        str,
+        typer.Option(
+            "--methods",
+            help=f"Comma-separated, from: {', '.join(MODE_NAMES)}.",
+            callback=_methods_option,
+        ),
     ] = "drift,local,basic,entity",
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs of each question and method.")] = 1,
     budget: BudgetOption = None,

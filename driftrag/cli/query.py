@@ -27,14 +27,14 @@ def _valid_mode(mode: str) -> str:
     return mode
 
 
-async def _answer(settings: Settings, kb: str, question: str, mode: str, on_progress=None):
+async def _answer(settings: Settings, kb: str, question: str, mode: str, on_progress=None, level: int | None = None):
     from driftrag.facade import DriftRAG
 
     async with DriftRAG(settings) as rag:
-        return await rag.query(kb, question, mode=mode, on_progress=on_progress)
+        return await rag.query(kb, question, mode=mode, on_progress=on_progress, community_level=level)
 
 
-async def _stream_answer(settings: Settings, kb: str, question: str, mode: str, status) -> object:
+async def _stream_answer(settings: Settings, kb: str, question: str, mode: str, status, level: int | None) -> object:
     """Print the final answer's text as it is written (stdout), progress on the status line (stderr)."""
     import sys
 
@@ -43,7 +43,7 @@ async def _stream_answer(settings: Settings, kb: str, question: str, mode: str, 
 
     result = None
     async with DriftRAG(settings) as rag:
-        async for event in rag.stream(kb, question, mode=mode):
+        async for event in rag.stream(kb, question, mode=mode, community_level=level):
             if isinstance(event, ProgressEvent):
                 status.update(f"{event.phase}: {event.message[:100]}")
             elif isinstance(event, AnswerDelta):
@@ -86,6 +86,15 @@ def query_command(
     question: Annotated[str, typer.Argument(help="The question.")],
     kb: KbOption,
     mode: Annotated[str, typer.Option("--mode", help=" | ".join(MODE_NAMES) + ".", callback=_valid_mode)] = "drift",
+    level: Annotated[
+        int | None,
+        typer.Option(
+            "--level",
+            min=0,
+            help="Global search: the community level to map over (0 = coarsest; default: "
+            "DRIFTRAG_GLOBAL_COMMUNITY_LEVEL, else the finest level that fits the query budget).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     stream: Annotated[
         bool,
@@ -102,18 +111,20 @@ def query_command(
     streamed = stream and not as_json
 
     async def action():
+        from driftrag.search.modes import QueryOptions, get_mode
         from driftrag.search.question import check_question
 
         check_question(question, settings)  # before anything connects
+        get_mode(mode).check_options(QueryOptions.of(community_level=level))
         with err_console.status(f"{mode} search…", spinner="dots") as status:
             if streamed:
-                return await _stream_answer(settings, kb, question, mode, status)
+                return await _stream_answer(settings, kb, question, mode, status, level)
 
             def progress(event) -> None:
                 if not as_json:
                     status.update(f"{event.phase}: {event.message[:100]}")
 
-            return await _answer(settings, kb, question, mode, progress)
+            return await _answer(settings, kb, question, mode, progress, level)
 
     result = _arun(ctx, action)
     if streamed:

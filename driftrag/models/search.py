@@ -6,6 +6,7 @@ Every source is identified by the id it carries in the graph (`chunk-…`, `enti
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -79,3 +80,34 @@ def community_source(row: CommunityRow, *, score: float | None = None, origin: s
         origin=origin,
         rating=row.rating,
     )
+
+
+class ReportRow(_Row):
+    """A community report as global search reads it: its place in the hierarchy, its provenance chunks and
+    how close its stored embedding is to the question."""
+
+    id: str
+    title: str
+    full_content: str
+    rating: float | None = None
+    level: int = 0
+    size: int = 0
+    leaf: bool = Field(description="No sub-community: the finest report of its members at every deeper level.")
+    similarity: float | None = Field(default=None, description="Cosine of its embedding to the question's.")
+    report: str | None = Field(default=None, description="The report as stored (JSON), with its citations.")
+
+    @property
+    def failed(self) -> bool:
+        """The model gave no usable report (stored with rating 0 and asked again next ingestion)."""
+        return bool(self.report) and bool(json.loads(self.report).get("failed"))
+
+    def source(self) -> Source:
+        return Source(
+            id=self.id,
+            kind="community",
+            title=self.title,
+            text=self.full_content,
+            score=self.similarity,
+            origin=f"level {self.level}",
+            rating=self.rating,
+        )

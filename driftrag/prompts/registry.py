@@ -32,6 +32,8 @@ TASK_PLACEHOLDERS: Mapping[str, frozenset[str]] = MappingProxyType(
         "drift_hyde": frozenset({"question", "template", "max_words"}),
         "drift_primer": frozenset({"example", "question", "reports", "max_follow_ups"}),
         "drift_reduce": frozenset({"example", "question", "answers"}),
+        "global_map": frozenset({"example", "question", "reports", "max_points"}),
+        "global_reduce": frozenset({"example", "question", "points"}),
         "judge_pairwise": frozenset({"example", "question", "answer_1", "answer_2", "max_reasoning_words"}),
         "generate_personas": frozenset({"example", "summary", "n_personas", "n_tasks"}),
         "generate_questions": frozenset({"example", "summary", "persona", "task", "n_questions"}),

@@ -31,6 +31,7 @@ from driftrag.providers.json_answer import (
 )
 from driftrag.providers.tokens import words_within
 from driftrag.search.drift.models import IntermediateAnswer
+from driftrag.search.global_search.models import GlobalPoint, KeyPoint, MapPayload, ReportBatch
 from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
 from driftrag.search.streaming import AnswerStream
 from driftrag.search.tasks import QueryTasks
@@ -123,6 +124,36 @@ def parse_reduced(raw: str, citable: set[str] | Handles) -> ReducedAnswer:
     handles = citable if isinstance(citable, Handles) else Handles(sorted(citable))
     answer, citations, unknown = handles.resolve(answer, _strings(_as_list(obj.get("citations"))))
     return ReducedAnswer(answer=answer, citations=citations, unknown_citations=unknown)
+
+
+def parse_map(raw: str, handles: Handles, max_points: int) -> MapPayload:
+    """Key points with their handles resolved to report ids; an empty list is a valid "nothing here"."""
+    obj = extract_json_object(raw)
+    value = obj.get("points", obj.get("key_points"))
+    if value is None:
+        raise InvalidModelOutput('the JSON object has no "points" list')
+    points: list[KeyPoint] = []
+    unknown = 0
+    for item in _as_list(value):
+        if not isinstance(item, dict):
+            continue
+        description = _text(item.get("description", item.get("point")))
+        if not description:
+            continue
+        text, citations, missing = handles.resolve(description, _strings(_as_list(item.get("citations"))))
+        unknown += missing
+        points.append(KeyPoint(description=text, score=_score(item.get("score")), citations=citations))
+    return MapPayload(points=points[: max(max_points, 0)], unknown_citations=unknown)
+
+
+def render_points(points: Sequence[GlobalPoint], handles: Handles) -> str:
+    """Key points for the global reduce, each headed by its id and score, with its reports as handles."""
+    blocks = []
+    for point in points:
+        sources = ", ".join(handles.show(f"[{report_id}]") for report_id in point.report_ids) or "none"
+        text = handles.show(point.description.strip())
+        blocks.append(f"[{point.id}] (score {point.score})\n{text}\nSources: {sources}")
+    return "\n\n".join(blocks)
 
 
 def parse_names(raw: str) -> list[str]:
@@ -278,8 +309,46 @@ class LLMDriftReducer:
         return await self._asker.ask("reduce", prompt, example, lambda raw: parse_reduced(raw, handles), preview)
 
 
+class LLMGlobalMapper:
+    def __init__(self, asker: _JsonAsker) -> None:
+        self._asker = asker
+
+    async def map(self, question: str, batch: ReportBatch, *, max_points: int) -> MapPayload:
+        handles = Handles(source.id for source in batch.context.sources)
+        example = json_example(MapPayload.example())
+        prompt = self._asker.prompts.render(
+            "global_map",
+            example=example,
+            question=delimit("QUESTION", question),
+            reports=delimit("REPORTS", handles.show(batch.context.text)),
+            max_points=str(max(max_points, 0)),
+        )
+        return await self._asker.ask("global map", prompt, example, lambda raw: parse_map(raw, handles, max_points))
+
+
+class LLMGlobalReducer:
+    def __init__(self, asker: _JsonAsker) -> None:
+        self._asker = asker
+
+    async def reduce(
+        self, question: str, points: Sequence[GlobalPoint], *, stream: AnswerStream | None = None
+    ) -> ReducedAnswer:
+        example = json_example(ReducedAnswer.example())
+        handles = Handles(report_id for point in points for report_id in point.report_ids)
+        preview = stream.json_answer(handles.written_back) if stream is not None else None
+        prompt = self._asker.prompts.render(
+            "global_reduce",
+            example=example,
+            question=delimit("QUESTION", question),
+            points=delimit("POINTS", render_points(points, handles)),
+        )
+        return await self._asker.ask(
+            "global reduce", prompt, example, lambda raw: parse_reduced(raw, handles), stream=preview
+        )
+
+
 def llm_query_tasks(chat: ChatModel, prompts: PromptRegistry, settings: Settings) -> QueryTasks:
-    """The five query tasks asking `chat`; answers are capped at `answer_max_tokens`."""
+    """The query tasks asking `chat`; answers are capped at `answer_max_tokens`."""
     asker = _JsonAsker(chat, prompts, settings.answer_max_tokens)
     return QueryTasks(
         namer=LLMQueryEntityNamer(asker),
@@ -287,5 +356,7 @@ def llm_query_tasks(chat: ChatModel, prompts: PromptRegistry, settings: Settings
         hyde=LLMHydeWriter(asker),
         primer=LLMDriftPrimer(asker),
         reducer=LLMDriftReducer(asker),
+        global_mapper=LLMGlobalMapper(asker),
+        global_reducer=LLMGlobalReducer(asker),
         extractive=False,
     )

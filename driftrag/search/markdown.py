@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from driftrag.models.search import Source
     from driftrag.search.drift.models import DriftResult, FollowUp
+    from driftrag.search.global_search.models import GlobalResult
     from driftrag.search.models import SearchResult
 
 EXCERPT_CHARS = 240
@@ -94,6 +95,42 @@ def drift_result_markdown(result: DriftResult, *, with_answer: bool = True) -> s
         used = "yes" if answer.id in reduced else ""
         parts.append(f"| {answer.id} | {answer.depth} | {answer.score} | {used} | {query} |")
     parts += ["", "**Follow-up tree**", "", follow_up_tree_markdown(result)]
+    if result.notes:
+        parts += ["", "**Notes**", "", *[f"- {note}" for note in result.notes]]
+    phases = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in result.seconds_by_phase.items())
+    parts += ["", f"*Phases: {phases}*"]
+    return "\n".join(parts)
+
+
+def global_result_markdown(result: GlobalResult) -> str:
+    cited = set(result.source_ids)
+    mode = "global search" + (", extractive" if result.extractive else "")
+    level = result.level
+    where = (
+        f"level {level.level} ({level.reason}; levels {', '.join(map(str, level.levels))}), "
+        f"{level.n_mapped}/{level.n_reports} reports in {level.n_batches} map calls"
+        if level
+        else "no community reports"
+    )
+    parts = [
+        f"### {result.question}",
+        f"*{mode} in `{result.kb}`, {where}: {result.llm_calls} model calls, {result.prompt_tokens:,} prompt "
+        f"tokens, {result.seconds:.2f} s*",
+        "",
+        result.answer,
+        "",
+        sources_markdown([s for s in result.retrieved_sources() if s.id in cited], "Cited sources"),
+        "",
+        "**Key points** (best first; * = reduced)",
+        "",
+        "| id | score | reports | point |",
+        "|---|---|---|---|",
+    ]
+    reduced = set(result.reduced_from)
+    for point in sorted(result.points, key=lambda p: (-p.score, p.id)):
+        mark = "*" if point.id in reduced else ""
+        text = excerpt(point.description, 160).replace("|", "\\|")
+        parts.append(f"| {point.id}{mark} | {point.score} | {', '.join(point.report_ids)} | {text} |")
     if result.notes:
         parts += ["", "**Notes**", "", *[f"- {note}" for note in result.notes]]
     phases = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in result.seconds_by_phase.items())

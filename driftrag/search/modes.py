@@ -4,7 +4,11 @@ A single-pass mode names its retriever (`QueryRun` → `SearchContext`, imported
 reading the registry stays cheap for the CLI); the run's answerer answers that context, and
 `driftrag.workflows.search.SearchWorkflow` runs every such mode with the same steps. A multi-step mode
 (DRIFT) has no retriever: `driftrag.workflows.query` runs it with its own workflow. Either way the query
-gets `QueryRun`'s budget, retries, guard and accounting, and the workflow's timeout.
+gets `QueryRun`'s budget, retries, guard and accounting, and the workflow's timeout. Global search is
+multi-step too (map over community reports, reduce): its workflow is `driftrag.workflows.global_search`.
+
+Per-query options (`QueryOptions`) are declared by the modes that read them; giving one to a mode that
+does not is an error, not a silent no-op.
 
 Adding a single-pass mode: a module in `driftrag/search/` with its retriever, and one entry below.
 """
@@ -16,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from driftrag.errors import InvalidQueryError
 
 if TYPE_CHECKING:
@@ -26,6 +32,29 @@ if TYPE_CHECKING:
 Retriever = Callable[["QueryRun"], Awaitable["SearchContext"]]
 
 
+class QueryOptions(BaseModel):
+    """Options of one query; each is read by the modes that declare it (`Mode.options`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    community_level: int | None = Field(
+        default=None, ge=0, description="Global search: the community level to map over (0 = coarsest)."
+    )
+
+    @classmethod
+    def of(cls, **values: Any) -> QueryOptions:
+        """The options, or InvalidQueryError saying which value is wrong."""
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            name = ".".join(str(part) for part in error["loc"]) or "options"
+            raise InvalidQueryError(f"query option {name}: {error['msg']}") from None
+
+    def given(self) -> set[str]:
+        return {name for name, value in self.model_dump().items() if value is not None}
+
+
 @dataclass(frozen=True)
 class Mode:
     name: str
@@ -33,6 +62,8 @@ class Mode:
     uses_graph: bool = True
     # Single-pass modes: "module:function" of the retriever whose context `QueryRun.answer` answers.
     retriever: str | None = None
+    # The `QueryOptions` fields this mode reads.
+    options: frozenset[str] = frozenset()
 
     @property
     def single_pass(self) -> bool:
@@ -44,11 +75,23 @@ class Mode:
         module, function = self.retriever.split(":")
         return getattr(importlib.import_module(module), function)
 
+    def check_options(self, options: QueryOptions) -> QueryOptions:
+        """`options`, or InvalidQueryError naming an option this mode does not read."""
+        extra = sorted(options.given() - self.options)
+        if extra:
+            raise InvalidQueryError(f"{', '.join(extra)} does not apply to {self.name} search")
+        return options
+
 
 MODES: dict[str, Mode] = {
     mode.name: mode
     for mode in (
         Mode("drift", "HyDE, community reports, rounds of follow-up local searches, one reduced answer."),
+        Mode(
+            "global",
+            "Map over the community reports of one level (key points), reduce the best: corpus-wide themes.",
+            options=frozenset({"community_level"}),
+        ),
         Mode(
             "local",
             "The question's nearest entities and what the graph holds on them.",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from driftrag.search.drift.models import IntermediateAnswer
+from driftrag.search.global_search.models import GlobalPoint, MapPayload, ReportBatch
 from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
 from driftrag.search.streaming import AnswerStream
 
@@ -64,6 +65,23 @@ class DriftReducer(Protocol):
         ...
 
 
+@runtime_checkable
+class GlobalMapper(Protocol):
+    async def map(self, question: str, batch: ReportBatch, *, max_points: int) -> MapPayload:
+        """At most `max_points` key points of the batch's reports that bear on the question, each scored
+        0-100 (0 = no bearing) and citing the ids of the reports it comes from."""
+        ...
+
+
+@runtime_checkable
+class GlobalReducer(Protocol):
+    async def reduce(
+        self, question: str, points: Sequence[GlobalPoint], *, stream: AnswerStream | None = None
+    ) -> ReducedAnswer:
+        """One final answer from the key points (best first), citing the reports they cite."""
+        ...
+
+
 @dataclass(frozen=True)
 class QueryTasks:
     """The model tasks of the query modes; `extractive` marks the offline implementations."""
@@ -73,4 +91,6 @@ class QueryTasks:
     hyde: HydeWriter
     primer: DriftPrimer
     reducer: DriftReducer
+    global_mapper: GlobalMapper
+    global_reducer: GlobalReducer
     extractive: bool = False

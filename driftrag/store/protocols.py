@@ -29,7 +29,7 @@ from driftrag.models.graph import (
     SourceDocument,
     StoredState,
 )
-from driftrag.models.search import ChunkRow, CommunityRow, EntityRow, RelationshipRow, Source
+from driftrag.models.search import ChunkRow, CommunityRow, EntityRow, RelationshipRow, ReportRow, Source
 
 if TYPE_CHECKING:
     from driftrag.store.neo4j_store import Neo4jStore, ServerInfo, VectorIndexInfo
@@ -118,6 +118,10 @@ class SearchStorage(Protocol):
     ) -> list[RelationshipRow]: ...
     async def match_entity_names(self, kb: str, names: Sequence[str], limit: int) -> list[EntityRow]: ...
     async def entity_neighbours(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[EntityRow]: ...
+    async def community_reports(self, kb: str, vector: Sequence[float]) -> list[ReportRow]: ...
+    async def community_chunks(
+        self, kb: str, community_ids: Sequence[str], vector: Sequence[float], per_community: int
+    ) -> dict[str, list[Source]]: ...
 
 
 @runtime_checkable

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, LiteralString
 
-from driftrag.models.search import ChunkRow, CommunityRow, EntityRow, RelationshipRow, Source, community_source
+from driftrag.models.search import (
+    ChunkRow,
+    CommunityRow,
+    EntityRow,
+    RelationshipRow,
+    ReportRow,
+    Source,
+    community_source,
+)
 from driftrag.store.cypher import schema as schema_cy
 from driftrag.store.cypher import search as cy
 from driftrag.store.identifiers import validate_kb_id
@@ -134,3 +142,37 @@ class SearchStore:
             cy.MATCH_ENTITY_NEIGHBOURS, kb=validate_kb_id(kb), ids=list(entity_ids), limit=limit
         )
         return [EntityRow.model_validate(row) for row in rows]
+
+    # --- global search ---------------------------------------------------------------------------------
+
+    async def community_reports(self, kb: str, vector: Sequence[float]) -> list[ReportRow]:
+        """Every community report of the kb, by level then id, with its similarity to `vector`."""
+        rows = await self._store.read(cy.MATCH_COMMUNITY_REPORTS, kb=validate_kb_id(kb), vector=list(vector))
+        return [ReportRow.model_validate(row) for row in rows]
+
+    async def community_chunks(
+        self, kb: str, community_ids: Sequence[str], vector: Sequence[float], per_community: int
+    ) -> dict[str, list[Source]]:
+        """The enabled source chunks of each community, nearest to `vector` first, at most `per_community`."""
+        if not community_ids or per_community < 1:
+            return {}
+        rows = await self._store.read(
+            cy.MATCH_COMMUNITY_CHUNKS,
+            kb=validate_kb_id(kb),
+            ids=list(community_ids),
+            vector=list(vector),
+            per_community=per_community,
+        )
+        found: dict[str, list[Source]] = {community_id: [] for community_id in community_ids}
+        for row in rows:
+            found[row["community_id"]].append(
+                Source(
+                    id=row["id"],
+                    kind="chunk",
+                    title=row["title"],
+                    text=row["text"],
+                    score=row["similarity"],
+                    origin=f"report:{row['community_id']}",
+                )
+            )
+        return found

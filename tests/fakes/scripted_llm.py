@@ -19,13 +19,18 @@ It also answers the five query tasks (`driftrag.search.llm_tasks`), again only f
   / question words; follow-ups "What is the role of <name>?" for capitalised spans of the context
   absent from the question, as many as the prompt's "at most N follow-up queries" allows;
 - HyDE: the template report with the question prepended;
-- reduce: the intermediate answers joined, citing the ids of their "Sources" lines (plus `extra_citations`).
+- reduce: the intermediate answers joined, citing the ids of their "Sources" lines (plus `extra_citations`);
+- global map: one key point per report sharing words with the question (its first sentence, citing its
+  handle), scored 100 x shared words / question words, best first, as many as "at most N key points"
+  allows;
+- global reduce: the key points joined, best first, citing the handles of their "Sources" lines.
 
-It counts calls per task in `calls` ("names", "answer", "hyde", "primer", "reduce" for the query
-tasks) and keeps every request in `requests`. `misbehave` maps a substring of a chunk's text to a
-failure mode for that chunk: "truncated" (JSON cut short), "prose" (prose and a code fence around
-the JSON), "wrong_types" (strings for numbers, out-of-range strength, missing names and
-descriptions), "invalid" (never JSON), "invalid_once" (invalid first, valid on the re-ask).
+It counts calls per task in `calls` ("names", "answer", "hyde", "primer", "reduce", "global_map",
+"global_reduce" for the query tasks) and keeps every request in `requests`. `misbehave` maps a
+substring of a chunk's text to a failure mode for that chunk: "truncated" (JSON cut short), "prose"
+(prose and a code fence around the JSON), "wrong_types" (strings for numbers, out-of-range strength,
+missing names and descriptions), "invalid" (never JSON), "invalid_once" (invalid first, valid on the
+re-ask).
 `query_misbehave` maps a query task name to "invalid", "invalid_once" or "prose" likewise.
 """
 
@@ -59,6 +64,8 @@ QUERY_MARKS = {
     "hyde": "You write a hypothetical community report",
     "primer": "You give a first answer to a question from the top community reports",
     "reduce": "You combine intermediate answers into one final answer",
+    "global_map": "You pick the key points of community reports",
+    "global_reduce": "You write the final answer to a question from key points",
 }
 QUERY_MODES = frozenset({"invalid", "invalid_once", "prose"})
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -66,6 +73,7 @@ _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]+)\b")
 _ITEM_HEAD = re.compile(r"^\[([A-Za-z0-9_-]+)\]")
 _FOLLOW_UP_CAP = re.compile(r"at most (\d+) follow-up quer")
+_POINTS_CAP = re.compile(r"at most (\d+) key points")
 _NODE_ID = re.compile(r"\b(?:chunk|entity|relationship|community)-[A-Za-z0-9_-]*[A-Za-z0-9]|\bS\d+\b")
 
 
@@ -265,6 +273,12 @@ class ScriptedChatModel:
     def _answer_reduce(self, messages: list[dict[str, str]]) -> str:
         return self._misbehaving(messages, "reduce")
 
+    def _answer_global_map(self, messages: list[dict[str, str]]) -> str:
+        return self._misbehaving(messages, "global_map")
+
+    def _answer_global_reduce(self, messages: list[dict[str, str]]) -> str:
+        return self._misbehaving(messages, "global_reduce")
+
     def _answer_hyde(self, messages: list[dict[str, str]]) -> str:
         prompt = messages[0]["content"]
         return f"{_between(prompt, 'QUESTION')}\n\n{_between(prompt, 'TEMPLATE')}"
@@ -299,6 +313,38 @@ class ScriptedChatModel:
                 if line.startswith("Sources:"):
                     ids += _NODE_ID.findall(line)
         answer = "\n\n".join(t for t in texts if t) or "No intermediate answer."
+        return json.dumps({"answer": answer, "citations": list(dict.fromkeys(ids)) + self.extra_citations})
+
+    @staticmethod
+    def _query_global_map(prompt: str) -> str:
+        question, reports = _between(prompt, "QUESTION"), _between(prompt, "REPORTS")
+        cap = _POINTS_CAP.search(prompt)
+        wanted = _words(question)
+        points = []
+        for item_id, title, body in context_items(reports):
+            shared = len(wanted & _words(f"{title} {body}"))
+            if shared and wanted:
+                flat = " ".join(line.strip() for line in body.splitlines() if line.strip() and not line.startswith("#"))
+                sentence = _SENTENCE.split(flat, 1)[0].strip() or title
+                points.append(
+                    {
+                        "description": f"{sentence} [{item_id}]",
+                        "score": min(100, round(100 * shared / len(wanted))),
+                        "citations": [item_id],
+                    }
+                )
+        points.sort(key=lambda p: -p["score"])
+        return json.dumps({"points": points[: int(cap.group(1)) if cap else len(points)]})
+
+    def _query_global_reduce(self, prompt: str) -> str:
+        texts, ids = [], []
+        for block in _between(prompt, "POINTS").split("\n\n"):
+            lines = block.strip().splitlines()
+            if not lines or not _ITEM_HEAD.match(lines[0]):
+                continue
+            texts += [line for line in lines[1:] if not line.startswith("Sources:")]
+            ids += [i for line in lines[1:] if line.startswith("Sources:") for i in _NODE_ID.findall(line)]
+        answer = "\n\n".join(t for t in texts if t) or "No key point."
         return json.dumps({"answer": answer, "citations": list(dict.fromkeys(ids)) + self.extra_citations})
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from driftrag.search.drift.models import DriftResult
+from driftrag.search.global_search.models import GlobalResult
 from driftrag.search.models import SearchResult
 
 CLI = Path(sys.executable).parent / "driftrag"
@@ -75,11 +76,36 @@ def test_query_streams_the_answer_first_and_no_stream_prints_it_whole(demo, neo4
     assert plain.returncode == 0 and not plain.stdout.startswith(answer) and question in plain.stdout
 
 
+def test_query_runs_global_search_at_a_chosen_level(demo, neo4j_uri: str) -> None:
+    kb, home, _ = demo
+    question = "What are the main themes of the story?"
+    default = run_cli("query", question, "--kb", kb, "--mode", "global", "--json", uri=neo4j_uri, home=home)
+    assert default.returncode == 0, default.stderr[-2000:]
+    result = GlobalResult.model_validate(json.loads(default.stdout))
+    assert result.mode == "global" and result.extractive and result.answer.startswith(EXTRACTIVE)
+    assert result.level is not None and result.level.reason == "budget"
+    assert result.level.level == max(result.level.levels) and result.reports
+    coarse = run_cli(
+        "query", question, "--kb", kb, "--mode", "global", "--level", "0", "--json", uri=neo4j_uri, home=home
+    )
+    assert coarse.returncode == 0, coarse.stderr[-2000:]
+    chosen = GlobalResult.model_validate(json.loads(coarse.stdout)).level
+    assert chosen is not None and (chosen.level, chosen.reason) == (0, "query")
+    text = run_cli("query", question, "--kb", kb, "--mode", "global", uri=neo4j_uri, home=home)
+    assert text.returncode == 0 and "Key points" in text.stdout and "global search" in text.stdout
+    # A level the kb lacks, or a level for another mode: exit 1 with the reason, before any search.
+    missing = run_cli("query", question, "--kb", kb, "--mode", "global", "--level", "42", uri=neo4j_uri, home=home)
+    assert missing.returncode == 1 and "levels are" in missing.stderr and "Traceback" not in missing.stderr
+    other = run_cli("query", question, "--kb", kb, "--mode", "local", "--level", "0", uri=neo4j_uri, home=home)
+    assert other.returncode == 1 and "does not apply to local" in other.stderr
+
+
 def test_query_errors_have_meaningful_exit_codes_and_no_traceback(demo, neo4j_uri: str) -> None:
     _, home, _ = demo
     unknown = run_cli("query", "Who?", "--kb", "no-such-kb", "--mode", "basic", uri=neo4j_uri, home=home)
     assert unknown.returncode == 1 and "no-such-kb" in unknown.stderr and "Traceback" not in unknown.stderr
-    bad_mode = run_cli("query", "Who?", "--kb", "x", "--mode", "global", uri=neo4j_uri, home=home)
-    assert bad_mode.returncode == 2 and "drift, local, entity, basic" in bad_mode.stderr
+    bad_mode = run_cli("query", "Who?", "--kb", "x", "--mode", "everything", uri=neo4j_uri, home=home)
+    flat = " ".join(bad_mode.stderr.replace("│", " ").split())  # the error box wraps long lines
+    assert bad_mode.returncode == 2 and "drift, global, local, entity, basic" in flat
     down = run_cli("query", "Who?", "--kb", "x", uri="bolt://127.0.0.1:1", home=home)
     assert down.returncode == 3 and "Traceback" not in down.stderr

@@ -3,7 +3,8 @@
 - namer: the proper-noun spans of the question (`text.name_spans`), case kept;
 - answerer and primer: the most relevant sentences of the context (`answers`);
 - HyDE: a fixed expansion of the question in the template report's shape (below);
-- reducer: the best statements of the intermediate answers (`reduce`).
+- reducer: the best statements of the intermediate answers (`reduce`);
+- global map and reduce: the key sentences of community reports, then the best of them (`global_search`).
 
 The answerer, primer and reducer score sentences with `SentenceScorer` (lexical and
 source rank; nothing is embedded at query time).
@@ -31,6 +32,7 @@ import itertools
 from driftrag.offline.lexicon import lexicon_for
 from driftrag.offline.nlp import LanguageResources, words
 from driftrag.offline.query.answers import ExtractiveAnswerer, ExtractivePrimer
+from driftrag.offline.query.global_search import ExtractiveGlobalMapper, ExtractiveGlobalReducer
 from driftrag.offline.query.reduce import ExtractiveReducer
 from driftrag.offline.query.scoring import SentenceScorer
 from driftrag.offline.query.text import QueryLanguage, key_terms, name_spans
@@ -95,5 +97,7 @@ def offline_query_tasks(settings: Settings, resources: LanguageResources | None 
         hyde=ExtractiveHyde(language=language),
         primer=ExtractivePrimer(scorer, language=language, max_tokens=max_tokens),
         reducer=ExtractiveReducer(scorer, language=language, max_tokens=max_tokens),
+        global_mapper=ExtractiveGlobalMapper(scorer, language=language),
+        global_reducer=ExtractiveGlobalReducer(language=language, max_tokens=max_tokens),
         extractive=True,
     )

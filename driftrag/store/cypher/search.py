@@ -128,3 +128,38 @@ RETURN n.id AS id, n.name AS name, coalesce(n.type, '') AS type,
 ORDER BY via_rank ASC, weight DESC, n.name ASC, n.id ASC
 LIMIT $limit
 """
+
+# --- global search ----------------------------------------------------------------------------------------
+
+# Every report of the kb with its place in the hierarchy (a leaf has no reported sub-community) and the
+# cosine of its stored embedding to the question (null without one). Global search picks a level from these.
+MATCH_COMMUNITY_REPORTS = """
+MATCH (c:__Community__ {kb: $kb})
+WHERE c.full_content IS NOT NULL
+RETURN c.id AS id, c.title AS title, c.full_content AS full_content, c.rating AS rating, c.level AS level,
+       coalesce(c.size, 0) AS size, c.report AS report,
+       NOT EXISTS {
+         MATCH (child:__Community__)-[:IN_COMMUNITY]->(c) WHERE child.kb = $kb AND child.full_content IS NOT NULL
+       } AS leaf,
+       CASE WHEN c.embedding IS NULL THEN null ELSE vector.similarity.cosine(c.embedding, $vector) END AS similarity
+ORDER BY c.level ASC, c.id ASC
+"""
+
+# The enabled chunks of each given community (its members' source chunks), nearest to the question first
+# by their stored embeddings, at most $per_community each; rows in the order of $ids.
+MATCH_COMMUNITY_CHUNKS = """
+UNWIND range(0, size($ids) - 1) AS rank
+MATCH (c:__Community__ {kb: $kb, id: $ids[rank]})
+UNWIND coalesce(c.chunk_ids, []) AS chunk_id
+MATCH (ch:__Chunk__ {kb: $kb, id: chunk_id})
+WHERE coalesce(ch.enabled, true)
+WITH rank, c, ch,
+     CASE WHEN ch.embedding IS NULL THEN 0.0 ELSE vector.similarity.cosine(ch.embedding, $vector) END AS similarity
+ORDER BY rank ASC, similarity DESC, ch.id ASC
+WITH rank, c, collect({chunk: ch, similarity: similarity})[..$per_community] AS best
+UNWIND best AS hit
+WITH rank, c, hit.chunk AS ch, hit.similarity AS similarity
+OPTIONAL MATCH (ch)-[:PART_OF]->(d:__Document__)
+RETURN c.id AS community_id, ch.id AS id, ch.text AS text, coalesce(d.title, '') AS title, similarity
+ORDER BY rank ASC, similarity DESC, id ASC
+"""

@@ -146,7 +146,7 @@ def test_the_query_length_limit_is_the_contracts(reader: httpx.Client, corpus_kb
     [
         {"question": "", "mode": "local"},
         {"question": "\n\t ", "mode": "basic"},
-        {"question": "Who keeps the lighthouse?", "mode": "global"},
+        {"question": "Who keeps the lighthouse?", "mode": "everything"},
         {"question": "x" * (20 * 1024), "mode": "basic"},
         {"mode": "basic"},
     ],

@@ -54,7 +54,7 @@ def test_graph_search_without_a_match_is_an_empty_200(reader: httpx.Client, corp
     assert response.json()["entities"] == [] and response.json()["relationships"] == []
 
 
-@pytest.mark.parametrize("mode", ["drift", "local", "entity", "basic"])
+@pytest.mark.parametrize("mode", ["drift", "global", "local", "entity", "basic"])
 def test_query_answers_in_every_mode_with_its_sources(reader: httpx.Client, corpus_kb: str, mode: str) -> None:
     body = {"question": "Who keeps the Glass Lighthouse?", "mode": mode}
     if mode == "drift":
@@ -75,6 +75,21 @@ def test_query_answers_in_every_mode_with_its_sources(reader: httpx.Client, corp
         assert result.intermediate_answers and result.intermediate_answers[0].id == "primer"
     else:
         assert result.intermediate_answers == []
+    assert (result.community_level is not None) == (mode == "global")
+
+
+def test_global_query_takes_a_community_level(reader: httpx.Client, corpus_kb: str) -> None:
+    url = f"/knowledge-bases/{corpus_kb}/query"
+    body = {"question": "What are the main themes?", "mode": "global", "community_level": 0}
+    response = reader.post(url, json=body)
+    assert response.status_code == 200, response.text
+    assert QueryResponse.model_validate(response.json()).community_level == 0
+    # A level the kb lacks, a negative one, or a level with another mode: 422 with the reason.
+    missing = reader.post(url, json={**body, "community_level": 42})
+    assert missing.status_code == 422 and "levels are" in missing.text
+    assert reader.post(url, json={**body, "community_level": -1}).status_code == 422
+    other = reader.post(url, json={**body, "mode": "local"})
+    assert other.status_code == 422 and "does not apply to local" in other.text
 
 
 def test_system_names_neo4j_when_it_answers(reader: httpx.Client, server: BackgroundServer, keys) -> None:

@@ -52,7 +52,7 @@ def test_judge_and_generate_refuse_without_a_model(results: Path, tmp_path: Path
 @pytest.mark.parametrize(
     "args",
     [
-        ["run", "--kb", "kb1", "--questions", "q.jsonl", "--out", "o", "--methods", "drift,global"],
+        ["run", "--kb", "kb1", "--questions", "q.jsonl", "--out", "o", "--methods", "drift,everything"],
         ["run", "--kb", "bad kb!", "--questions", "q.jsonl", "--out", "o"],
         ["judge", "--results", "r", "--trials", "3"],
         ["judge", "--results", "r", "--aa", "nobody"],

@@ -22,8 +22,9 @@ def intermediate(answer_id: str, score: int, cited: list[str]) -> IntermediateAn
 
 def test_parse_methods() -> None:
     assert parse_methods(" drift, basic ") == ["drift", "basic"]
+    assert parse_methods("global,drift") == ["global", "drift"]
     with pytest.raises(ValueError, match="unknown"):
-        parse_methods("drift,global")
+        parse_methods("drift,everything")
     with pytest.raises(ValueError, match="twice"):
         parse_methods("basic,basic")
     with pytest.raises(ValueError):

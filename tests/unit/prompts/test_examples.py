@@ -11,6 +11,7 @@ from driftrag.eval.judge import JudgeVerdict
 from driftrag.models.graph import ExtractionPayload, ReportPayload
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
 from driftrag.providers.json_answer import json_example
+from driftrag.search.global_search.models import KeyPoint, MapPayload
 from driftrag.search.llm_tasks import EntityNames
 from driftrag.search.models import AnswerPayload, ReducedAnswer
 
@@ -22,6 +23,8 @@ MODEL_OF_TASK: dict[str, type[BaseModel]] = {
     "local_answer": AnswerPayload,
     "drift_primer": AnswerPayload,
     "drift_reduce": ReducedAnswer,
+    "global_map": MapPayload,
+    "global_reduce": ReducedAnswer,
     "judge_pairwise": JudgeVerdict,
     "generate_personas": PersonasPayload,
     "generate_questions": QuestionsPayload,
@@ -68,7 +71,7 @@ def test_rendered_prompt_embeds_an_example_its_model_validates(task):
 
 def test_answer_payload_requires_every_field():
     """A missing score is not a silent 50 that passes the reduce threshold."""
-    for model in (AnswerPayload, ReportPayload):
+    for model in (AnswerPayload, ReportPayload, MapPayload, KeyPoint):
         shown = _shown_fields(model)
         assert all(field.is_required() for name, field in model.model_fields.items() if name in shown)
 

@@ -16,7 +16,15 @@ from driftrag.search.models import SearchContext
 from driftrag.settings import Settings
 from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
 
-QUERY_TEMPLATES = ("query_entities", "local_answer", "drift_hyde", "drift_primer", "drift_reduce")
+QUERY_TEMPLATES = (
+    "query_entities",
+    "local_answer",
+    "drift_hyde",
+    "drift_primer",
+    "drift_reduce",
+    "global_map",
+    "global_reduce",
+)
 SOURCES = [
     Source(
         id="chunk-aaa1",
@@ -56,10 +64,11 @@ def test_query_templates_are_registered_and_start_with_their_marker() -> None:
     for mark in QUERY_MARKS.values():
         starting = [name for name in QUERY_TEMPLATES if registry.template(name).startswith(mark)]
         assert len(starting) == 1, mark
-    for name in ("query_entities", "local_answer", "drift_primer", "drift_reduce"):
+    for name in ("query_entities", "local_answer", "drift_primer", "drift_reduce", "global_map", "global_reduce"):
         assert "$example" in registry.template(name)
     assert "at most $max_follow_ups follow-up queries" in registry.template("local_answer")
     assert "at most $max_follow_ups follow-up queries" in registry.template("drift_primer")
+    assert "at most $max_points key points" in registry.template("global_map")
 
 
 async def test_entity_names_are_the_capitalised_names_of_the_question() -> None:

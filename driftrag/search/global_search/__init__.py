@@ -1,0 +1,1 @@
+"""Global search: map over the community reports of one level, reduce the best key points."""
