@@ -64,10 +64,16 @@ def _print_tail(result) -> None:
     from rich.markdown import Markdown
 
     from driftrag.search.drift.models import DriftResult
-    from driftrag.search.markdown import drift_result_markdown, search_result_markdown
+    from driftrag.search.global_search.models import GlobalResult
+    from driftrag.search.markdown import drift_result_markdown, global_result_markdown, search_result_markdown
 
-    render = drift_result_markdown if isinstance(result, DriftResult) else search_result_markdown
-    console.print(Markdown(render(result, with_answer=False)))
+    if isinstance(result, DriftResult):
+        text = drift_result_markdown(result, with_answer=False)
+    elif isinstance(result, GlobalResult):
+        text = global_result_markdown(result, with_answer=False)
+    else:
+        text = search_result_markdown(result, with_answer=False)
+    console.print(Markdown(text))
 
 
 def _print_result(result, as_json: bool) -> None:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from driftrag.models.search import Source
     from driftrag.search.drift.models import DriftResult, FollowUp
     from driftrag.search.global_search.models import GlobalResult
-    from driftrag.search.models import SearchResult
+    from driftrag.search.models import QueryResult, SearchResult
 
 EXCERPT_CHARS = 240
 
@@ -32,7 +32,7 @@ def sources_markdown(sources: Sequence[Source], heading: str = "Sources") -> str
     return "\n".join(lines)
 
 
-def _head(result: SearchResult | DriftResult, line: str, with_answer: bool) -> list[str]:
+def _head(result: QueryResult, line: str, with_answer: bool) -> list[str]:
     """The question and the answer, or (after a streamed answer) only the summary line."""
     return [f"### {result.question}", line, "", result.answer, ""] if with_answer else ["", line, ""]
 
@@ -102,7 +102,7 @@ def drift_result_markdown(result: DriftResult, *, with_answer: bool = True) -> s
     return "\n".join(parts)
 
 
-def global_result_markdown(result: GlobalResult) -> str:
+def global_result_markdown(result: GlobalResult, *, with_answer: bool = True) -> str:
     cited = set(result.source_ids)
     mode = "global search" + (", extractive" if result.extractive else "")
     level = result.level
@@ -112,13 +112,12 @@ def global_result_markdown(result: GlobalResult) -> str:
         if level
         else "no community reports"
     )
-    parts = [
-        f"### {result.question}",
+    line = (
         f"*{mode} in `{result.kb}`, {where}: {result.llm_calls} model calls, {result.prompt_tokens:,} prompt "
-        f"tokens, {result.seconds:.2f} s*",
-        "",
-        result.answer,
-        "",
+        f"tokens, {result.seconds:.2f} s*"
+    )
+    parts = [
+        *_head(result, line, with_answer),
         sources_markdown([s for s in result.retrieved_sources() if s.id in cited], "Cited sources"),
         "",
         "**Key points** (best first; * = reduced)",
