@@ -2,7 +2,7 @@
 recall at the context budget is at least basic search's, overall and for every question type.
 
 DRIFT's pool holds the question's own chunk search and its sources are ranked by relevance to the
-original question (`driftrag.search.drift.ranking`), so it should never find less than basic search
+original question (`driftrag.search.ranking`), so it should never find less than basic search
 within the same budget; this checks it end to end through the evaluation harness."""
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import pytest
 from driftrag.composition import query_deps
 from driftrag.errors import InvalidIdentifierError, InvalidQueryError, ModelError
 from driftrag.providers import Providers
+from driftrag.search import entity as entity_mode
 from driftrag.search.budget import BudgetExhausted, QueryBudget
 from driftrag.search.deps import QueryDeps
 from driftrag.search.local import build_local_context
@@ -110,8 +111,9 @@ async def test_local_search_uses_entities_chunks_relationships_and_communities(
 async def test_local_context_respects_a_small_budget(search_settings, module_store, search_providers, graph_kb) -> None:
     for budget in (200, 500):
         deps, _ = make_deps(search_settings, module_store, search_providers, local_context_tokens=budget)
-        vector = await deps.embedder.aget_query_embedding("Who sells lamp oil to the Amber Lantern?")
-        context = await build_local_context(deps, graph_kb, vector)
+        question = "Who sells lamp oil to the Amber Lantern?"
+        vector = await deps.embedder.aget_query_embedding(question)
+        context = await build_local_context(deps, graph_kb, question, vector)
         assert context.budget_tokens == budget
         assert 0 < context.n_tokens <= budget
         assert sum(context.tokens_by_kind.values()) <= budget
@@ -124,15 +126,17 @@ async def test_local_search_with_a_given_vector_embeds_nothing(
     question = "What does the Salt Chapel have in its tower?"
     vector = await deps.embedder.aget_query_embedding(question)
     run = start_run(deps, "local", graph_kb, question)
-    result = await run.answer(await build_local_context(deps, graph_kb, vector))
+    result = await run.answer(await build_local_context(deps, graph_kb, question, vector))
     assert result.usage.embedding_requests == 0
     assert_grounded(result, graph_ids)
 
 
 async def test_entity_search_adds_chunks_that_vector_search_did_not_return(
-    search_settings, module_store, search_providers, graph_kb, graph_ids
+    search_settings, module_store, search_providers, graph_kb, graph_ids, monkeypatch
 ) -> None:
-    # One chunk from vector search: the chunks of the named entities' neighbours must come on top.
+    # One chunk from vector search (the small corpus has a handful of chunks, so the question's search is
+    # kept one deep): the chunks of the named entities' neighbours must come on top.
+    monkeypatch.setattr(entity_mode, "QUESTION_DEPTH", 1)
     deps, chat = make_deps(search_settings, module_store, search_providers, basic_top_k=1)
     result = await run_mode(deps, "entity", graph_kb, "What does Brother Anselm Hale believe about the Grey Reef?")
     assert result.mode == "entity"

@@ -63,8 +63,10 @@ def build(
     budget=2000,
     text=0.5,
     community_share=0.15,
+    question="",
 ):
     return local_context(
+        question,
         list(entities),
         list(among),
         list(outside),

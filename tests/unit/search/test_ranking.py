@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from driftrag.models.search import Source
-from driftrag.search.drift.ranking import Ranking, final_order, fuse, lexical_ranking
+from driftrag.search.ranking import Ranking, final_order, fuse, lexical_ranking
 
 
 def chunk(source_id: str, text: str) -> Source:
