@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from driftrag.models.search import ChunkRow, CommunityRow, RelationshipRow, Source, community_source
+from driftrag.models.search import ChunkRow, CommunityRow, EntityRow, RelationshipRow, Source, community_source
 from driftrag.providers.tokens import tokenizer
 from driftrag.search.models import SearchContext
+from driftrag.search.ranking import GRAPH_WEIGHT, QUESTION_WEIGHT, Ranking, relevance_order
 
 _SEPARATOR = "\n\n"
 
@@ -163,6 +164,12 @@ def chunk_source(row: ChunkRow, *, origin: str, score: float | None = None) -> S
     return Source(id=row.id, kind="chunk", title=row.title, text=row.text, score=score, origin=origin)
 
 
+def entity_source(row: EntityRow, *, origin: str) -> Source:
+    return Source(
+        id=row.id, kind="entity", title=row.name, text=f"{row.name}: {row.description}".strip(), origin=origin
+    )
+
+
 def relationship_source(row: RelationshipRow, *, origin: str) -> Source:
     title = f"{row.source} -> {row.target}"
     kind = f" ({row.type}, weight {row.weight:g})" if row.type else f" (weight {row.weight:g})"
@@ -182,6 +189,7 @@ def community_short_text(row: CommunityRow) -> str:
 
 
 def local_context(
+    question: str,
     entities: Sequence[Source],
     relationships: Sequence[RelationshipRow],
     neighbour_relationships: Sequence[RelationshipRow],
@@ -193,15 +201,19 @@ def local_context(
     community_proportion: float,
     similar_chunks: Sequence[Source] = (),
 ) -> SearchContext:
-    """The context of a local search from its top entities (ranked) and what the graph holds on them.
+    """The context of a local search from its top entities (ranked), what the graph holds on them, and
+    the question's own nearest chunks (`similar_chunks`, by similarity).
 
     Shares: source chunks `text_proportion`, community reports `community_proportion`, entities and
     relationships the rest (if the two proportions add up to more than 1 they are scaled to sum to 1).
-    Ranking: chunks by how many of the entities they mention, then by the best entity's rank, interleaved
-    with `similar_chunks` (the question's nearest chunks, by similarity) so that evidence the entity layer
-    missed still reaches the answer (offline graphs, where names are the only entities, need this most);
-    communities by rating, then by how many of the entities they contain; relationships among the
-    entities by weight, then relationships to outside neighbours by weight. Overflow order: text,
+    Everything gathered is ranked by relevance to `question` (`driftrag.search.ranking.relevance_order`),
+    fusing the question's chunk search, the BM25 ranking of the question over the whole pool and the
+    graph's own rankings: chunks by how many of the entities they mention, then by the best entity's
+    rank; entities in their given order; relationships among the entities by weight, then those to
+    outside neighbours by weight; communities by rating, then by how many of the entities they contain.
+    Each section takes its items in that order. So the question's nearest chunks reach the answer even
+    where the entity layer missed the evidence (offline graphs, where names are the only entities), and
+    the graph's material is kept, ranked against the question. Overflow order: text,
     entities/relationships, communities.
     """
     text_share, community_share = max(text_proportion, 0.0), max(community_proportion, 0.0)
@@ -214,51 +226,54 @@ def local_context(
         chunks, key=lambda c: (-len(c.entity_ids), min((rank.get(e, len(rank)) for e in c.entity_ids), default=0), c.id)
     )
     ranked_communities = sorted(communities, key=lambda c: (-(c.rating or 0.0), -c.n_entities, c.id))
-    among = sorted(relationships, key=lambda r: (-r.weight, r.id))
-    outside = sorted(neighbour_relationships, key=lambda r: (-r.weight, r.id))
     linked = [chunk_source(c, origin=f"mentions:{len(c.entity_ids)}", score=len(c.entity_ids)) for c in ranked_chunks]
+    relations = [relationship_source(r, origin="among") for r in sorted(relationships, key=_by_weight)]
+    relations += [relationship_source(r, origin="neighbour") for r in sorted(neighbour_relationships, key=_by_weight)]
+    reports = [
+        ContextItem(
+            community_source(c, score=float(c.n_entities), origin="membership"), short_text=community_short_text(c)
+        )
+        for c in ranked_communities
+    ]
+    texts = unique_sources([*similar_chunks, *linked])
+    pool = [*texts, *entities, *relations, *(item.source for item in reports)]
+    graph_rankings = [linked, entities, relations, [item.source for item in reports]]
+    order = relevance_order(
+        question,
+        pool,
+        [
+            Ranking("question", QUESTION_WEIGHT, [c.id for c in similar_chunks]),
+            *(Ranking(f"graph-{i}", GRAPH_WEIGHT, [s.id for s in ranked]) for i, ranked in enumerate(graph_rankings)),
+        ],
+    )
+    position = {source_id: i for i, source_id in enumerate(order)}
+
+    def by_relevance(items: Sequence[ContextItem]) -> list[ContextItem]:
+        return sorted(items, key=lambda item: position[item.source.id])
+
     sections = [
         # Source text first: it holds the evidence, and a reader cutting the context keeps the head.
-        ContextSection(
-            "text", text_share, [ContextPart("Sources", [ContextItem(c) for c in _interleave(similar_chunks, linked)])]
-        ),
+        ContextSection("text", text_share, [ContextPart("Sources", by_relevance([ContextItem(c) for c in texts]))]),
         ContextSection(
             "graph",
             graph_share,
             [
-                ContextPart("Entities", [ContextItem(e) for e in entities]),
-                ContextPart(
-                    "Relationships",
-                    [ContextItem(relationship_source(r, origin="among")) for r in among]
-                    + [ContextItem(relationship_source(r, origin="neighbour")) for r in outside],
-                ),
+                ContextPart("Entities", by_relevance([ContextItem(e) for e in entities])),
+                ContextPart("Relationships", by_relevance([ContextItem(r) for r in relations])),
             ],
         ),
-        ContextSection(
-            "communities",
-            community_share,
-            [
-                ContextPart(
-                    "Community reports",
-                    [
-                        ContextItem(
-                            community_source(c, score=float(c.n_entities), origin="membership"),
-                            short_text=community_short_text(c),
-                        )
-                        for c in ranked_communities
-                    ],
-                )
-            ],
-        ),
+        ContextSection("communities", community_share, [ContextPart("Community reports", by_relevance(reports))]),
     ]
     return assemble_context(sections, budget_tokens, overflow_order=("text", "graph", "communities"))
 
 
-def _interleave(first: Sequence[Source], second: Sequence[Source]) -> list[Source]:
-    """first[0], second[0], first[1], second[1], …; each id once (its earlier place wins)."""
-    merged: dict[str, Source] = {}
-    for index in range(max(len(first), len(second))):
-        for ranked in (first, second):
-            if index < len(ranked):
-                merged.setdefault(ranked[index].id, ranked[index])
-    return list(merged.values())
+def _by_weight(row: RelationshipRow) -> tuple[float, str]:
+    return -row.weight, row.id
+
+
+def unique_sources(sources: Sequence[Source]) -> list[Source]:
+    """Each id once, at its first place."""
+    unique: dict[str, Source] = {}
+    for source in sources:
+        unique.setdefault(source.id, source)
+    return list(unique.values())

@@ -1,59 +1,85 @@
 """Entity search: chunks reached through the entities a question names, beside plain vector search.
 
 The namer task lists the names in the question while the question is embedded. Vector search returns
-the top `basic_top_k` enabled chunks. Valid entities whose name contains one of the names
-(case-sensitive; exact matches first, then shorter names; at most `entity_search_max_entities`) and
-their one-hop neighbours (at most as many again, nearest to the best-ranked match first) lead to the
-enabled chunks that mention them; those the vector search did not already return are added as extra
-sources with origin `entity:<name>` (the best-ranked entity the chunk mentions).
+the question's nearest enabled chunks (basic search's, `QUESTION_DEPTH` times deeper). Valid entities
+whose name contains one of the names (case-sensitive; exact matches first, then shorter names; at most
+`entity_search_max_entities`) and their one-hop neighbours (at most as many again, nearest to the
+best-ranked match first) lead to the enabled chunks that mention them; those the vector search did not
+already return are added as extra sources with origin `entity:<name>` (the best-ranked entity the
+chunk mentions).
 
-The context shows both groups and the entities: similar passages and linked passages get
-`ENTITY_CHUNK_SHARE` of the budget each, the matched entities and neighbours the rest; unused budget
-flows to the linked passages first, then to the similar ones, then to the entities.
+The context shows both groups and the entities, each ranked by relevance to the question across
+everything gathered (`entity_context`): similar passages get `SIMILAR_SHARE` of the budget, linked
+passages `LINKED_SHARE`, the matched entities and neighbours the rest; unused budget flows to the
+linked passages first, then to the similar ones, then to the entities.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
-from driftrag.models.search import EntityRow, Source
-from driftrag.search.context import ContextItem, ContextPart, ContextSection, assemble_context, chunk_source
+from driftrag.models.search import Source
+from driftrag.search.context import (
+    ContextItem,
+    ContextPart,
+    ContextSection,
+    assemble_context,
+    chunk_source,
+    entity_source,
+)
 from driftrag.search.models import SearchContext
+from driftrag.search.ranking import GRAPH_WEIGHT, QUESTION_DEPTH, QUESTION_WEIGHT, Ranking, relevance_order
 from driftrag.search.run import QueryRun
 
-ENTITY_CHUNK_SHARE = 0.45
+# Shares of the budget: the question's nearest chunks hold the evidence most often; the linked chunks
+# (those the question's own search ranked past its depth) add the graph's reach, and take unused budget first.
+SIMILAR_SHARE = 0.75
+LINKED_SHARE = 0.15
 MAX_LINKED_CHUNKS = 50
 
 
-def _entity_source(row: EntityRow, origin: str) -> Source:
-    return Source(
-        id=row.id, kind="entity", title=row.name, text=f"{row.name}: {row.description}".strip(), origin=origin
-    )
-
-
 def entity_context(
-    similar: list[Source], linked: list[Source], entities: list[Source], budget_tokens: int
+    question: str,
+    similar: list[Source],
+    linked: list[Source],
+    entities: list[Source],
+    budget_tokens: int,
+    *,
+    graph_ranking: Sequence[str] = (),
 ) -> SearchContext:
+    """The three groups, each ranked by relevance to `question` across all of them: the fusion of the
+    vector ranking (`similar`'s order), the graph's ranking of the chunks (`graph_ranking`, the order
+    the named entities lead to them, `similar` ones included), the entities' own order and the BM25
+    ranking of the question over everything (`driftrag.search.ranking`)."""
+    order = relevance_order(
+        question,
+        [*similar, *linked, *entities],
+        [
+            Ranking("question", QUESTION_WEIGHT, [s.id for s in similar]),
+            Ranking("graph", GRAPH_WEIGHT, graph_ranking or [s.id for s in linked]),
+            Ranking("entities", GRAPH_WEIGHT, [s.id for s in entities]),
+        ],
+    )
+    position = {source_id: i for i, source_id in enumerate(order)}
+
+    def items(sources: list[Source]) -> list[ContextItem]:
+        return [ContextItem(source) for source in sorted(sources, key=lambda source: position[source.id])]
+
     sections = [
-        ContextSection(
-            "similar", ENTITY_CHUNK_SHARE, [ContextPart("Passages similar to the question", map_items(similar))]
-        ),
+        ContextSection("similar", SIMILAR_SHARE, [ContextPart("Passages similar to the question", items(similar))]),
         ContextSection(
             "linked",
-            ENTITY_CHUNK_SHARE,
-            [ContextPart("Passages linked to entities named in the question", map_items(linked))],
+            LINKED_SHARE,
+            [ContextPart("Passages linked to entities named in the question", items(linked))],
         ),
         ContextSection(
             "entities",
-            max(1.0 - 2 * ENTITY_CHUNK_SHARE, 0.0),
-            [ContextPart("Entities named in the question, and their neighbours", map_items(entities))],
+            max(1.0 - SIMILAR_SHARE - LINKED_SHARE, 0.0),
+            [ContextPart("Entities named in the question, and their neighbours", items(entities))],
         ),
     ]
     return assemble_context(sections, budget_tokens, overflow_order=("linked", "similar", "entities"))
-
-
-def map_items(sources: list[Source]) -> list[ContextItem]:
-    return [ContextItem(source) for source in sources]
 
 
 async def retrieve_entity(run: QueryRun) -> SearchContext:
@@ -63,7 +89,7 @@ async def retrieve_entity(run: QueryRun) -> SearchContext:
         run.tasks.namer.entity_names(run.question), run.deps.embedder.aget_query_embedding(run.question)
     )
     similar, matched = await asyncio.gather(
-        store.search_chunks(kb, vector, settings.basic_top_k),
+        store.search_chunks(kb, vector, QUESTION_DEPTH * settings.basic_top_k),
         store.match_entity_names(kb, names, settings.entity_search_max_entities),
     )
     neighbours = await store.entity_neighbours(kb, [e.id for e in matched], settings.entity_search_max_entities)
@@ -73,7 +99,9 @@ async def retrieve_entity(run: QueryRun) -> SearchContext:
     linked = [
         chunk_source(row, origin=f"entity:{ranked[row.best_rank].name}") for row in rows if row.id not in returned
     ]
-    entities = [_entity_source(e, "name-match") for e in matched] + [
-        _entity_source(n, f"neighbour:{matched[n.via_rank or 0].name}") for n in neighbours
+    entities = [entity_source(e, origin="name-match") for e in matched] + [
+        entity_source(n, origin=f"neighbour:{matched[n.via_rank or 0].name}") for n in neighbours
     ]
-    return entity_context(similar, linked, entities, settings.local_context_tokens)
+    return entity_context(
+        run.question, similar, linked, entities, settings.local_context_tokens, graph_ranking=[row.id for row in rows]
+    )

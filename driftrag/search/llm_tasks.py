@@ -19,6 +19,7 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from driftrag.models.search import Source
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
 from driftrag.providers.handles import NODE_ID, Handles
@@ -286,7 +287,12 @@ class LLMDriftPrimer:
     def __init__(self, asker: _JsonAsker) -> None:
         self._asker = asker
 
-    async def prime(self, question: str, reports: SearchContext, *, max_follow_ups: int) -> AnswerPayload:
+    async def prime(
+        self, question: str, reports: SearchContext, *, max_follow_ups: int, entities: Sequence[Source] = ()
+    ) -> AnswerPayload:
+        # The model writes its follow-ups from the reports; the neighbourhood's names still decide, in
+        # DRIFT, which entities each follow-up targets (dedup), and listing them would grow every prompt.
+        del entities
         return await _answer_over(self._asker, "primer", "drift_primer", "reports", question, reports, max_follow_ups)
 
 

@@ -1,11 +1,12 @@
 """Local search: the question's nearest entities, and what the graph holds on them, answered from.
 
 Query embedding → top `local_top_k_entities` valid entities → (in parallel) the enabled chunks that
-mention them, interleaved with as many chunks nearest to the question; the reported communities they
-belong to; the relationships among them and to their neighbours → a context within
-`local_context_tokens` (see `driftrag.search.context.local_context`) → an answer citing the ids of
-that context. DRIFT builds the local context of each follow-up from a vector it embedded in a batch, and answers
-it within its own run.
+mention them; the question's own chunk search (basic search's, `QUESTION_DEPTH` times deeper); the
+reported communities they belong to; the relationships among them and to their neighbours → all of it
+ranked by relevance to the question (rank fusion, `driftrag.search.ranking`) into a context within
+`local_context_tokens` that keeps every part (see `driftrag.search.context.local_context`) → an answer
+citing the ids of that context. DRIFT builds the local context of each follow-up from a vector it
+embedded in a batch, and answers it within its own run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from driftrag.search.context import local_context
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext
+from driftrag.search.ranking import QUESTION_DEPTH
 from driftrag.search.run import QueryRun
 from driftrag.store.identifiers import validate_kb_id
 
@@ -25,7 +27,10 @@ MAX_CANDIDATE_COMMUNITIES = 30
 MAX_CANDIDATE_RELATIONSHIPS = 100
 
 
-async def build_local_context(deps: QueryDeps, kb: str, question_vector: Sequence[float]) -> SearchContext:
+async def build_local_context(
+    deps: QueryDeps, kb: str, question: str, question_vector: Sequence[float]
+) -> SearchContext:
+    """The local context of `question`, whose embedding is `question_vector` (module docstring)."""
     settings = deps.settings
     store = deps.stores.search
     kb = validate_kb_id(kb)
@@ -33,12 +38,13 @@ async def build_local_context(deps: QueryDeps, kb: str, question_vector: Sequenc
     ids = [entity.id for entity in entities]
     chunks, similar, communities, among, outside = await asyncio.gather(
         store.entity_chunks(kb, ids, MAX_CANDIDATE_CHUNKS, order="mentions"),
-        store.search_chunks(kb, question_vector, settings.local_top_k_entities),
+        store.search_chunks(kb, question_vector, QUESTION_DEPTH * settings.basic_top_k),
         store.entity_communities(kb, ids, MAX_CANDIDATE_COMMUNITIES),
         store.relationships_among(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
         store.neighbour_relationships(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
     )
     return local_context(
+        question,
         entities,
         among,
         outside,
@@ -54,4 +60,4 @@ async def build_local_context(deps: QueryDeps, kb: str, question_vector: Sequenc
 async def retrieve_local(run: QueryRun) -> SearchContext:
     """The local context of the run's question."""
     vector = await run.deps.embedder.aget_query_embedding(run.question)
-    return await build_local_context(run.deps, run.kb, vector)
+    return await build_local_context(run.deps, run.kb, run.question, vector)

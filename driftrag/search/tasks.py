@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from driftrag.models.search import Source
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.global_search.models import GlobalPoint, MapPayload, ReportBatch
 from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
@@ -51,8 +52,14 @@ class HydeWriter(Protocol):
 
 @runtime_checkable
 class DriftPrimer(Protocol):
-    async def prime(self, question: str, reports: SearchContext, *, max_follow_ups: int) -> AnswerPayload:
-        """The intermediate answer from the top community reports, its score and follow-up queries."""
+    async def prime(
+        self, question: str, reports: SearchContext, *, max_follow_ups: int, entities: Sequence[Source] = ()
+    ) -> AnswerPayload:
+        """The intermediate answer from the top community reports, its score and follow-up queries.
+
+        `entities` is the question's graph neighbourhood (the entities of the question and of the top
+        communities, then their neighbours, best first): material for follow-ups that reach past the
+        reports. An implementation may leave it unused."""
         ...
 
 

@@ -122,6 +122,7 @@ class SearchStorage(Protocol):
     async def community_chunks(
         self, kb: str, community_ids: Sequence[str], vector: Sequence[float], per_community: int
     ) -> dict[str, list[Source]]: ...
+    async def community_entities(self, kb: str, community_ids: Sequence[str], limit: int) -> list[EntityRow]: ...
 
 
 @runtime_checkable

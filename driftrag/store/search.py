@@ -134,6 +134,16 @@ class SearchStore:
         rows = await self._store.read(cy.MATCH_ENTITIES_BY_NAME, kb=kb, names=needles[:_MAX_NAMES], limit=limit)
         return [EntityRow.model_validate(row) for row in rows]
 
+    async def community_entities(self, kb: str, community_ids: Sequence[str], limit: int) -> list[EntityRow]:
+        """The communities' member entities: the best-ranked community's first, then the most connected;
+        `via_rank` is the rank of the community, `weight` the entity's number of valid relationships."""
+        if not community_ids or limit < 1:
+            return []
+        rows = await self._store.read(
+            cy.MATCH_ENTITIES_OF_COMMUNITIES, kb=validate_kb_id(kb), ids=list(community_ids), limit=limit
+        )
+        return [EntityRow.model_validate(row) for row in rows]
+
     async def entity_neighbours(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[EntityRow]:
         """One-hop neighbours through valid relationships: nearest to the best-ranked entity first."""
         if not entity_ids or limit < 1:

@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 
 from driftrag.models.search import Source
 from driftrag.offline.nlp import Language
-from driftrag.offline.query.followups import Candidate, answer_candidates, primer_candidates, write_follow_ups
+from driftrag.offline.query.followups import (
+    Candidate,
+    answer_candidates,
+    entity_candidates,
+    primer_candidates,
+    write_follow_ups,
+)
 from driftrag.offline.query.scoring import Scored, SentenceScorer, pick, relevance_score
 from driftrag.offline.query.text import QueryLanguage, cite, source_sentences
 from driftrag.providers.tokens import tokenizer
@@ -146,16 +152,37 @@ class ExtractivePrimer:
         self._language = language
         self._max_tokens = max_tokens
 
-    async def prime(self, question: str, reports: SearchContext, *, max_follow_ups: int) -> AnswerPayload:
+    async def prime(
+        self, question: str, reports: SearchContext, *, max_follow_ups: int, entities: Sequence[Source] = ()
+    ) -> AnswerPayload:
+        """Follow-ups alternate between the reports' names and the neighbourhood's entities (`entities`,
+        ranked by how well their descriptions answer the question), so the first round reaches past
+        what the reports already say."""
         communities = [s for s in reports.sources if s.kind == "community"] or reports.sources
-        return await extract_answer(
+        language = await self._language.of(question)
+        corpus = await self._language.of(corpus_sample(communities))
+        payload = await extract_answer(
             question,
             communities,
             scorer=self._scorer,
-            language=await self._language.of(question),
-            corpus=await self._language.of(corpus_sample(communities)),
+            language=language,
+            corpus=corpus,
             note=PRIMER_NOTE,
             max_tokens=self._max_tokens,
             max_follow_ups=max_follow_ups,
             candidates=primer_candidates,
         )
+        if not entities or max_follow_ups <= 0:
+            return payload
+        scored = await self._scorer.rank(question, source_sentences(entities, language), language)
+        found = write_follow_ups(question, entity_candidates(entities, scored), language, max_follow_ups, corpus)
+        follow_ups = list(dict.fromkeys(alternate(payload.follow_up_queries, found)))[:max_follow_ups]
+        return payload.model_copy(update={"follow_up_queries": follow_ups})
+
+
+def alternate(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    """first[0], second[0], first[1], second[1], … then the longer list's rest."""
+    merged: list[str] = []
+    for index in range(max(len(first), len(second))):
+        merged += [ranked[index] for ranked in (first, second) if index < len(ranked)]
+    return merged

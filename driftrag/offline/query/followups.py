@@ -132,10 +132,11 @@ def write_follow_ups(
     return [phrase_follow_up(display_name(c.span), topic, phrasing) for _, c in ranked[:limit]]
 
 
-def answer_candidates(sources: Sequence[Source], scored: Sequence[Scored], language: Language) -> list[Candidate]:
-    """Entity sources' titles, then the names in the best sentences."""
+def entity_candidates(sources: Sequence[Source], scored: Sequence[Scored]) -> list[Candidate]:
+    """The entity sources' names, each as relevant as the best scored sentence naming it (or of its own
+    description)."""
     context = " ".join(source.text for source in sources).casefold()
-    candidates = [
+    return [
         Candidate(
             NameSpan(source.title, f"the {source.title.casefold()}" in context),
             mention_relevance(source.title, scored, source.id),
@@ -143,6 +144,11 @@ def answer_candidates(sources: Sequence[Source], scored: Sequence[Scored], langu
         for source in sources
         if source.kind == "entity" and source.title.strip()
     ]
+
+
+def answer_candidates(sources: Sequence[Source], scored: Sequence[Scored], language: Language) -> list[Candidate]:
+    """Entity sources' titles, then the names in the best sentences."""
+    candidates = entity_candidates(sources, scored)
     best = [s.sentence.text for s in scored[:FOLLOW_UP_SENTENCES]]
     candidates += [Candidate(span, mention_relevance(span.name, scored)) for span in name_spans(best, language)]
     return candidates

@@ -61,7 +61,7 @@ class DriftResult(QueryResult):
 
     def retrieved_sources(self) -> list[Source]:
         """DRIFT's own ranking (`ranking`: the rank fusion of the question's searches, the follow-ups'
-        searches and the answer's citations, `driftrag.search.drift.ranking`). A result
+        searches and the answer's citations, `driftrag.search.ranking`). A result
         without it (built by hand) falls back to: cited first, then by the best score of the
         intermediate answers that cite them, then by id."""
         by_id = {source.id: source for source in self.sources}

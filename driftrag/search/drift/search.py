@@ -6,7 +6,7 @@ search → primer (intermediate answer, score, follow-ups) → rounds of follow-
 parallel up to `drift_num_workers`, for up to `drift_max_depth` rounds → reduce over every round's
 answers, weighted by score. The question's own chunk search (basic search's, `QUESTION_DEPTH` times
 deeper) is in the pool from the start; the result's `ranking` fuses every search's ranking with the
-answer's citations (`driftrag.search.drift.ranking`). One call and a share of the prompt tokens are
+answer's citations (`driftrag.search.ranking`). One call and a share of the prompt tokens are
 held back from the start so the reduce can always run inside the query's hard budget.
 """
 
@@ -21,33 +21,31 @@ from driftrag.errors import BackendUnavailableError, ModelError
 from driftrag.models.search import Source
 from driftrag.providers.embeddings import aembed_queries
 from driftrag.search.budget import BudgetExhausted
+from driftrag.search.context import entity_source, unique_sources
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.followups import Asked, Proposal, query_targets, select_follow_ups
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
-from driftrag.search.drift.ranking import (
-    CITED_WEIGHT,
-    FOLLOW_UP_WEIGHT,
-    LEXICAL_WEIGHT,
-    QUESTION_WEIGHT,
-    Ranking,
-    final_order,
-    fuse,
-    lexical_ranking,
-)
 from driftrag.search.drift.reports import reports_context
 from driftrag.search.local import build_local_context
 from driftrag.search.models import AnswerPayload, SearchResult
 from driftrag.search.modes import start_run
+from driftrag.search.ranking import (
+    CITED_WEIGHT,
+    FOLLOW_UP_WEIGHT,
+    QUESTION_DEPTH,
+    QUESTION_WEIGHT,
+    Ranking,
+    relevance_order,
+)
 from driftrag.search.streaming import AnswerStream
 
 T = TypeVar("T")
 ProgressSink = Callable[[DriftProgress], Awaitable[None]]
+# Entities read for the question's graph neighbourhood: the top communities' members, then their neighbours.
+NEIGHBOURHOOD_ENTITIES = 20
 # Share of the prompt-token budget the reduce may hold at most.
 _REDUCE_TOKEN_SHARE = 4
 _REDUCE_PROMPT_OVERHEAD_TOKENS = 1500
-# The question's own chunk search reaches this many times `basic_top_k` deep: the chunks past basic
-# search's cut enter the rank fusion, where the lexical ranking and the follow-ups can lift them.
-QUESTION_DEPTH = 3
 
 
 async def _ignore(_: DriftProgress) -> None:
@@ -77,6 +75,7 @@ class DriftSearch:
         self.hyde_text = ""
         self.question_vector: list[float] = []
         self.communities: list[Source] = []
+        self.neighbourhood: list[Source] = []
         self.intermediate: list[IntermediateAnswer] = []
         self.follow_ups: list[FollowUp] = []
         self.asked: list[Asked] = []
@@ -139,6 +138,7 @@ class DriftSearch:
             )
         )
         self._remember(self.communities)
+        self.neighbourhood = await self._retrying(self._neighbourhood)
         self._time("communities", started)
         await self.emit(
             DriftProgress(
@@ -162,7 +162,9 @@ class DriftSearch:
             cap = max(settings.drift_followups_per_answer, settings.drift_followups_per_round)
             try:
                 payload = await self._retrying(
-                    lambda: self.tasks.primer.prime(self.question, context, max_follow_ups=cap)
+                    lambda: self.tasks.primer.prime(
+                        self.question, context, max_follow_ups=cap, entities=self.neighbourhood
+                    )
                 )
             except BudgetExhausted:
                 payload = AnswerPayload(answer="", score=0, follow_up_queries=[], citations=[])
@@ -265,6 +267,20 @@ class DriftSearch:
 
     # --- helpers -------------------------------------------------------------------------------------
 
+    async def _neighbourhood(self) -> list[Source]:
+        """The entities of the question (its nearest entities) and of the top communities (their members),
+        then the graph neighbours of both: what the follow-ups are built from, best first. They are not
+        sources of the answer; their names also tell which entities a follow-up targets."""
+        store, kb = self.search_store, self.kb
+        nearest, members = await asyncio.gather(
+            store.search_entities(kb, self.question_vector, self.settings.local_top_k_entities),
+            store.community_entities(kb, [c.id for c in self.communities], NEIGHBOURHOOD_ENTITIES),
+        )
+        seeds = unique_sources([*nearest, *(entity_source(row, origin="community") for row in members)])
+        neighbours = await store.entity_neighbours(kb, [e.id for e in seeds], NEIGHBOURHOOD_ENTITIES)
+        via = [seed.title for seed in seeds]
+        return seeds + [entity_source(row, origin=f"neighbour:{via[row.via_rank or 0]}") for row in neighbours]
+
     async def _reduce(self, chosen: list[IntermediateAnswer]) -> tuple[str, list[str], int]:
         """The final answer, its citations, and how many citations the reduce wrote to handles it was
         not shown (counted with the intermediate answers' own)."""
@@ -313,7 +329,7 @@ class DriftSearch:
 
     async def _local_answer(self, follow_up: FollowUp) -> SearchResult:
         """A local search of the follow-up, from its batch-embedded vector, answered within this run."""
-        context = await build_local_context(self.deps, self.kb, self._vectors[follow_up.query])
+        context = await build_local_context(self.deps, self.kb, follow_up.query, self._vectors[follow_up.query])
         return await self.run.answer(
             context,
             question=follow_up.query,
@@ -337,8 +353,8 @@ class DriftSearch:
             if query
         ]
         vectors = await aembed_queries(self.deps.embedder, [query for _, query in pairs])
-        # The entities gathered so far name what each query targets.
-        names = [source.title for source in self.sources.values() if source.kind == "entity"]
+        # The entities gathered so far and the question's neighbourhood name what each query targets.
+        names = [source.title for source in [*self.sources.values(), *self.neighbourhood] if source.kind == "entity"]
         return [
             Proposal(
                 query=query,
@@ -397,11 +413,10 @@ class DriftSearch:
         ]
 
     def _final_ranking(self, cited: list[str]) -> list[str]:
-        lexical = Ranking("lexical", LEXICAL_WEIGHT, lexical_ranking(self.question, list(self.sources.values())))
         answer = Ranking("answer", CITED_WEIGHT, cited)
         # Follow-ups finish in any order: sorted by id, so ties break the same way on every run.
         searches = sorted(self.rankings, key=lambda r: (r.name != "question", r.name))
-        return final_order(fuse([*searches, lexical, answer]), self.sources)
+        return relevance_order(self.question, list(self.sources.values()), [*searches, answer])
 
     def _remember(self, sources: Sequence[Source]) -> None:
         for source in sources:

@@ -2,7 +2,7 @@
 
 The reports behind the reduced key points carry their members' source chunks; global search reads the
 `CHUNKS_PER_REPORT` of each nearest to the question (stored embeddings) and ranks that pool by
-weighted reciprocal rank fusion (`driftrag.search.drift.ranking.fuse`) of:
+weighted reciprocal rank fusion (`driftrag.search.ranking.fuse`) of:
 
 - support (weight 6): for each reduced key point, best first, the chunk of its reports that shares the
   most with the point's text (BM25 of the point over those chunks), so each point brings its evidence;
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from driftrag.models.search import Source
-from driftrag.search.drift.ranking import Ranking, final_order, fuse, lexical_ranking
 from driftrag.search.global_search.models import GlobalPoint
+from driftrag.search.ranking import Ranking, final_order, fuse, lexical_ranking
 
 CHUNKS_PER_REPORT = 10
 SUPPORT_WEIGHT = 6.0

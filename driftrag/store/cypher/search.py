@@ -83,6 +83,25 @@ ORDER BY coalesce(c.rating, 0.0) DESC, n_entities DESC, c.id ASC
 LIMIT $limit
 """
 
+# The members of the given communities (ranked list; an entity links to its finest community, which links
+# to its ancestors), mentioned by an enabled chunk: those of the best-ranked community first, then the
+# most connected (valid relationships), then by name.
+MATCH_ENTITIES_OF_COMMUNITIES = """
+UNWIND range(0, size($ids) - 1) AS rank
+MATCH (top:__Community__ {kb: $kb, id: $ids[rank]})
+MATCH (e:__Entity__ {kb: $kb})-[:IN_COMMUNITY]->(:__Community__)-[:IN_COMMUNITY*0..]->(top)
+WHERE EXISTS { MATCH (c:__Chunk__)-[:MENTIONS]->(e) WHERE c.kb = $kb AND coalesce(c.enabled, true) }
+WITH e, min(rank) AS via_rank
+OPTIONAL MATCH (e)-[r:RELATED]-(:__Entity__)
+WHERE any(cid IN coalesce(r.source_chunk_ids, [])
+          WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
+WITH e, via_rank, count(r) AS degree
+RETURN e.id AS id, e.name AS name, coalesce(e.type, '') AS type,
+       coalesce(e.summary, e.description, '') AS description, via_rank, toFloat(degree) AS weight
+ORDER BY via_rank ASC, degree DESC, e.name ASC, e.id ASC
+LIMIT $limit
+"""
+
 # Relationships with both ends among the given entities, or (`$inside = false`) exactly one end.
 MATCH_RELATIONSHIPS_OF_ENTITIES = """
 UNWIND $ids AS id

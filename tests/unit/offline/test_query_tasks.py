@@ -394,3 +394,34 @@ async def test_an_english_context_keeps_english_follow_ups(tasks: QueryTasks) ->
     assert payload.follow_up_queries and all(q.startswith(("How is", "What is")) for q in payload.follow_up_queries), (
         payload
     )
+
+
+async def test_the_primer_alternates_report_names_with_the_neighbourhood_of_the_question(tasks: QueryTasks) -> None:
+    sea = report(
+        "community-sea",
+        "The Gryphon, Alice and the Mock Turtle",
+        "The Gryphon takes Alice to the sea shore to meet the Mock Turtle, who tells his history.",
+        [("The Lobster Quadrille", "The Mock Turtle and the Gryphon dance the Lobster Quadrille for Alice.")],
+    )
+    # Graph neighbours the reports never name: the one whose description answers the question comes first.
+    neighbourhood = [
+        Source(id="entity-hatter", kind="entity", title="Hatter", text="Hatter: sings at the tea party.", origin="x"),
+        Source(
+            id="entity-cook",
+            kind="entity",
+            title="Cook",
+            text="Cook: the Gryphon takes Alice past the Cook, who sleeps by the sea.",
+            origin="neighbour:Gryphon",
+        ),
+    ]
+
+    payload = await tasks.primer.prime(QUESTION, context(sea), max_follow_ups=4, entities=neighbourhood)
+    without = await tasks.primer.prime(QUESTION, context(sea), max_follow_ups=4)
+
+    assert payload.citations == without.citations and payload.answer == without.answer
+    follow_ups = payload.follow_up_queries
+    assert len(follow_ups) == 4 == len(set(follow_ups))
+    assert follow_ups[0] == without.follow_up_queries[0] == "How is the Mock Turtle related to the Gryphon?"
+    assert follow_ups[1] == "How is the Cook related to the Gryphon?"
+    assert "How is Hatter related to the Gryphon?" in follow_ups
+    assert not any("Hatter" in q or "Cook" in q for q in without.follow_up_queries)

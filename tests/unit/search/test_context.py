@@ -63,8 +63,10 @@ def build(
     budget=2000,
     text=0.5,
     community_share=0.15,
+    question="",
 ):
     return local_context(
+        question,
         list(entities),
         list(among),
         list(outside),
@@ -229,3 +231,33 @@ def test_a_report_shown_by_its_summary_gets_its_full_text_back_from_unused_budge
     (report,) = [s for s in context.sources if s.kind == "community"]
     assert report.text == community(1, 7.0, tokens=80).full_content
     assert context.tokens_by_kind["community"] > 0.15 * 600
+
+
+def similar_chunk(i: int, text: str) -> Source:
+    return Source(id=f"chunk-s{i}", kind="chunk", title=f"near{i}.txt", text=text, score=0.9, origin="vector")
+
+
+def test_the_questions_nearest_chunks_lead_and_the_question_lifts_what_it_names() -> None:
+    entities = [entity(i) for i in range(3)]
+    linked = [chunk(i, ["entity-e0"]) for i in range(1, 6)]
+    # The last chunk the graph ranks is the only one that writes the question's words.
+    linked[-1] = linked[-1].model_copy(update={"text": f"The copper bell hangs in the tower. {text_of(50)}"})
+    similar = [similar_chunk(i, text_of(60)) for i in range(1, 4)]
+    context = local_context(
+        "Where does the copper bell hang?",
+        entities,
+        [relationship(1, 2.0)],
+        [relationship(2, 1.0)],
+        linked,
+        [community(1, 5.0)],
+        budget_tokens=700,
+        text_proportion=0.6,
+        community_proportion=0.15,
+        similar_chunks=similar,
+    )
+    chunks = [s.id for s in context.sources if s.kind == "chunk"]
+    # The question's own search weighs most; lexical agreement lifts the graph's last chunk above its first.
+    assert chunks[:4] == ["chunk-s1", "chunk-s2", "chunk-s3", "chunk-c5"]
+    assert chunks.index("chunk-c5") < chunks.index("chunk-c1")
+    # The graph's parts are still in the context.
+    assert {"entity", "relationship", "community"} <= set(context.tokens_by_kind)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from driftrag.models.search import Source
-from driftrag.search.drift.ranking import Ranking, final_order, fuse, lexical_ranking
+from driftrag.search.ranking import Ranking, final_order, fuse, lexical_ranking, relevance_order
 
 
 def chunk(source_id: str, text: str) -> Source:
@@ -36,3 +36,12 @@ def test_lexical_ranking_prefers_the_source_holding_the_rare_question_words() ->
     ]
     assert lexical_ranking("Why did the lighthouse keeper row out?", sources)[:2] == ["match", "half"]
     assert lexical_ranking("?", sources) == []
+
+
+def test_relevance_order_adds_the_questions_lexical_ranking_over_the_whole_pool() -> None:
+    pool = [chunk("a", "gulls over the harbour"), chunk("b", "the copper bell of the tower"), chunk("z", "rain")]
+    graph = Ranking("graph", 1.0, ["a", "b"])
+    # Without a word of the question in the pool, the given rankings decide; ids none holds come last.
+    assert relevance_order("nothing shared", pool, [graph]) == ["a", "b", "z"]
+    # The question's words lift the source that holds them over the graph's first one.
+    assert relevance_order("Where is the copper bell?", pool, [graph]) == ["b", "a", "z"]

@@ -1,17 +1,19 @@
-"""The order of DRIFT's sources for the final context: relevance to the original question.
+"""Ranking by relevance to the question across everything a search gathered: rank fusion.
 
-DRIFT gathers sources from several searches (the question's own vector search over chunks, the
-each follow-up's local search) and the reduce cites some of
-them. Each is a ranking, and so is a BM25 ranking of the question over everything gathered (the one
-place where every source is compared with the original question). They are fused by weighted
-reciprocal rank fusion (Cormack et al., 2009):
+Every mode that gathers material from several searches (DRIFT: the question's own chunk search and
+each follow-up's local search; local and entity search: the question's chunk search and the chunks,
+entities, relationships and reports the graph links to it) orders it with this one rule. Each search
+is a ranking, and so is a BM25 ranking of the question over everything gathered (the one place where
+every source is compared with the question). They are fused by weighted reciprocal rank fusion
+(Cormack et al., 2009):
 
     score(source) = sum over rankings r holding it of  weight(r) / (RRF_K + rank_r(source))
 
 with ranks from 1. The question's own searches (vector and lexical) weigh most, so what plain vector
-search finds stays near the front; a follow-up's search weighs less, the sources several follow-ups
-agree on rise, and the answer's citations add to their sources. Ties: the first ranking that holds
-the source, then its rank there. Measured on the Alice development set (README, evaluation).
+search finds stays near the front; a search led by the graph or by a follow-up weighs less, the
+sources several searches agree on rise, and DRIFT's answer citations add to their sources. Ties: the
+first ranking that holds the source, then its rank there. Measured on the Alice development set
+(README, evaluation).
 """
 
 from __future__ import annotations
@@ -27,13 +29,19 @@ from driftrag.models.search import Source
 # The usual RRF constant: damps the gap between the first ranks of one list.
 RRF_K = 60
 # Weights of the rankings: the question's vector search over chunks, BM25 of the question over
-# everything gathered, the answer's citations, one follow-up's local search. (The HyDE reports are no
-# ranking of their own: long, and already ranked inside the follow-ups' contexts.) The vector search
-# weighs twice the lexical one: it alone judged each chunk by meaning against the question.
+# everything gathered, DRIFT's answer citations, one DRIFT follow-up's local search, and a ranking the
+# graph made (the chunks mentioning local search's entities, the chunks of entity search's named
+# entities, the entities, relationships and reports themselves). (DRIFT's HyDE reports are no ranking
+# of their own: long, and already ranked inside the follow-ups' contexts.) The vector search weighs
+# twice the lexical one: it alone judged each chunk by meaning against the question.
 QUESTION_WEIGHT = 6.0
 LEXICAL_WEIGHT = 3.0
 CITED_WEIGHT = 1.0
 FOLLOW_UP_WEIGHT = 0.3
+GRAPH_WEIGHT = 1.0
+# The question's own chunk search reaches this many times `basic_top_k` deep: the chunks past basic
+# search's cut enter the rank fusion, where the lexical and the graph's rankings can lift them.
+QUESTION_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -95,3 +103,10 @@ def lexical_ranking(question: str, sources: Sequence[Source]) -> list[str]:
         if score > 0:
             scores[source.id] = max(score, scores.get(source.id, 0.0))
     return sorted(scores, key=lambda source_id: -scores[source_id])
+
+
+def relevance_order(question: str, pool: Sequence[Source], rankings: Iterable[Ranking]) -> list[str]:
+    """Every id of `pool` once, by the fusion of `rankings` and the BM25 ranking of `question` over
+    the whole pool (added last); ids no ranking holds come last, by id."""
+    lexical = Ranking("lexical", LEXICAL_WEIGHT, lexical_ranking(question, pool))
+    return final_order(fuse([*rankings, lexical]), [source.id for source in pool])
