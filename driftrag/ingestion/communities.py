@@ -21,12 +21,14 @@ whatever numbering Leiden uses internally.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import graspologic_native as gn
 
 from driftrag.models.graph import Community, MergedEntity, MergedRelationship
+from driftrag.store.protocols import GraphStorage
 
 DEFAULT_MAX_CLUSTER_SIZE = 10
 DEFAULT_SEED = 0xDEECE66D
@@ -45,6 +47,16 @@ def community_edges(entity_ids: set[str], relationships: Sequence[MergedRelation
     return [(a, b, w) for (a, b), w in sorted(weights.items())]
 
 
+@dataclass
+class CommunityGraph:
+    """What community detection reads of a kb, compact: undirected weighted edges for Leiden, each
+    relationship's (id, source, target) to list a community's relationships, each entity's chunks."""
+
+    edges: list[tuple[str, str, float]]
+    relationships: list[tuple[str, str, str]] = field(default_factory=list)
+    chunks_of: dict[str, list[str]] = field(default_factory=dict)
+
+
 def detect_communities(
     entities: Sequence[MergedEntity],
     relationships: Sequence[MergedRelationship],
@@ -54,7 +66,40 @@ def detect_communities(
     resolution: float = 1.0,
 ) -> list[Community]:
     """Communities of every level, sorted by (level, id); empty when the graph has no edges."""
-    edges = community_edges({e.id for e in entities}, relationships)
+    graph = CommunityGraph(
+        edges=community_edges({e.id for e in entities}, relationships),
+        relationships=[(r.id, r.source_id, r.target_id) for r in relationships],
+        chunks_of={e.id: e.source_chunk_ids for e in entities},
+    )
+    return detect_graph_communities(graph, max_cluster_size=max_cluster_size, seed=seed, resolution=resolution)
+
+
+async def read_community_graph(graph: GraphStorage, kb: str, *, page_size: int = 50_000) -> CommunityGraph:
+    """The kb's graph as stored, read in keyset pages (a large kb is never one query result); edges
+    are built as `community_edges` builds them from merged relationships."""
+    weights: dict[tuple[str, str], float] = defaultdict(float)
+    relationships: list[tuple[str, str, str]] = []
+    chunks_of: dict[str, list[str]] = {}
+    async for page in graph.entity_chunk_pages(kb, page_size):
+        chunks_of.update(page)
+    async for page in graph.relationship_edge_pages(kb, page_size):
+        for rel_id, source, target, weight in page:
+            relationships.append((rel_id, source, target))
+            if source != target:
+                weights[(min(source, target), max(source, target))] += max(weight, 1e-6)
+    edges = [(a, b, w) for (a, b), w in sorted(weights.items())]
+    return CommunityGraph(edges=edges, relationships=relationships, chunks_of=chunks_of)
+
+
+def detect_graph_communities(
+    graph: CommunityGraph,
+    *,
+    max_cluster_size: int = DEFAULT_MAX_CLUSTER_SIZE,
+    seed: int = DEFAULT_SEED,
+    resolution: float = 1.0,
+) -> list[Community]:
+    """`detect_communities` on a `CommunityGraph`."""
+    edges = graph.edges
     if not edges:
         return []
     clusters = gn.hierarchical_leiden(
@@ -82,10 +127,9 @@ def detect_communities(
     for cluster, parent in parent_of.items():
         if parent is not None:
             children[parent].append(name[cluster])
-    chunks_of = {e.id: e.source_chunk_ids for e in entities}
-    relationships_of: dict[str, list[MergedRelationship]] = defaultdict(list)
-    for rel in relationships:
-        relationships_of[rel.source_id].append(rel)
+    relationships_of: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for rel_id, source, target in graph.relationships:
+        relationships_of[source].append((rel_id, target))
     communities = []
     for cluster, entity_ids in members.items():
         parent = parent_of[cluster]
@@ -97,9 +141,9 @@ def detect_communities(
                 child_ids=sorted(children[cluster]),
                 entity_ids=sorted(entity_ids),
                 relationship_ids=sorted(
-                    r.id for e in entity_ids for r in relationships_of[e] if r.target_id in entity_ids
+                    rel_id for e in entity_ids for rel_id, target in relationships_of[e] if target in entity_ids
                 ),
-                chunk_ids=sorted({c for e in entity_ids for c in chunks_of[e]}),
+                chunk_ids=sorted({c for e in entity_ids for c in graph.chunks_of.get(e, [])}),
             )
         )
     return sorted(communities, key=lambda c: (c.level, c.id))
@@ -116,12 +160,19 @@ def _split_oversized(
 ) -> None:
     """Split leaves larger than `max_cluster_size` into children, raising the resolution until they split."""
     has_children = {p for p in parent_of.values() if p is not None}
-    queue = sorted(c for c in members if c not in has_children and len(members[c]) > max_cluster_size)
+    queue = deque(sorted(c for c in members if c not in has_children and len(members[c]) > max_cluster_size))
+    if not queue:
+        return
+    # Edges by their first node (edges are sorted, so each subgraph's edges stay in sorted order): a
+    # community's subgraph is read from its members' edges, not from a scan of the whole graph.
+    edges_of: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
+    for edge in edges:
+        edges_of[edge[0]].append(edge)
     next_cluster = max(members) + 1
     while queue:
-        cluster = queue.pop(0)
+        cluster = queue.popleft()
         nodes = members[cluster]
-        sub_edges = [e for e in edges if e[0] in nodes and e[1] in nodes]
+        sub_edges = sorted(e for node in nodes for e in edges_of.get(node, ()) if e[1] in nodes)
         for doubling in range(1, _MAX_RESOLUTION_DOUBLINGS + 1):
             _, partition = gn.leiden(sub_edges, resolution=resolution * 2**doubling, seed=seed)
             parts: dict[int, set[str]] = defaultdict(set)

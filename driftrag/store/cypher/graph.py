@@ -169,10 +169,37 @@ MATCH (parent:__Community__ {kb: $kb, id: row.parent_id})
 MERGE (child)-[:IN_COMMUNITY]->(parent)
 """
 
+# Keyset pages of the kb's graph for community detection: a million relationships are read as pages
+# ordered by id (the `driftrag_related_id` index and the (kb, id) key serve the order, no sort), never
+# as one result. `$after` is the last id of the previous page ('' for the first). A page is one record
+# holding a list of [id, …] rows: the driver decodes one list about ten times faster than as many
+# records.
+MATCH_RELATIONSHIP_EDGES_PAGE = """
+MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
+WHERE r.id > $after AND r.kb = $kb
+WITH r, s, t ORDER BY r.id LIMIT $limit
+RETURN collect([r.id, s.id, t.id, coalesce(r.weight, 0.0)]) AS rows
+"""
+
+MATCH_ENTITY_CHUNKS_PAGE = """
+MATCH (e:__Entity__ {kb: $kb})
+WHERE e.id > $after
+WITH e ORDER BY e.id LIMIT $limit
+RETURN collect([e.id, coalesce(e.source_chunk_ids, [])]) AS rows
+"""
+
 # --- embeddings bookkeeping -----------------------------------------------------------------------------
 
 MATCH_CHUNKS_WITHOUT_EMBEDDING = """
 MATCH (c:__Chunk__ {kb: $kb}) WHERE c.embedding IS NULL
+RETURN c.id AS id, c.text AS text
+ORDER BY c.id
+"""
+
+# The same for some documents only: an ingestion worker embeds its own documents' chunks.
+MATCH_DOCUMENT_CHUNKS_WITHOUT_EMBEDDING = """
+UNWIND $document_ids AS document_id
+MATCH (c:__Chunk__ {kb: $kb, document_id: document_id}) WHERE c.embedding IS NULL
 RETURN c.id AS id, c.text AS text
 ORDER BY c.id
 """
