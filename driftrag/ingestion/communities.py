@@ -115,23 +115,22 @@ def detect_graph_communities(
     _split_oversized(edges, members, level_of, parent_of, max_cluster_size, seed, resolution)
 
     # Stable names: rank of the sorted member list within its level.
+    sorted_members = {cluster: sorted(nodes) for cluster, nodes in members.items()}
     by_level: dict[int, list[int]] = defaultdict(list)
     for cluster, level in level_of.items():
         by_level[level].append(cluster)
     name: dict[int, str] = {}
     for level, level_clusters in by_level.items():
-        for n, cluster in enumerate(sorted(level_clusters, key=lambda c: sorted(members[c]))):
+        for n, cluster in enumerate(sorted(level_clusters, key=sorted_members.__getitem__)):
             name[cluster] = f"community-{level}-{n}"
 
     children: dict[int, list[str]] = defaultdict(list)
     for cluster, parent in parent_of.items():
         if parent is not None:
             children[parent].append(name[cluster])
-    relationships_of: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for rel_id, source, target in graph.relationships:
-        relationships_of[source].append((rel_id, target))
+    relationship_ids = _relationships_by_community(graph.relationships, members, level_of, parent_of)
     communities = []
-    for cluster, entity_ids in members.items():
+    for cluster, entity_ids in sorted_members.items():
         parent = parent_of[cluster]
         communities.append(
             Community(
@@ -139,14 +138,58 @@ def detect_graph_communities(
                 level=level_of[cluster],
                 parent_id=name[parent] if parent is not None else None,
                 child_ids=sorted(children[cluster]),
-                entity_ids=sorted(entity_ids),
-                relationship_ids=sorted(
-                    rel_id for e in entity_ids for rel_id, target in relationships_of[e] if target in entity_ids
-                ),
-                chunk_ids=sorted({c for e in entity_ids for c in graph.chunks_of.get(e, [])}),
+                entity_ids=entity_ids,
+                relationship_ids=sorted(relationship_ids.get(cluster, ())),
+                chunk_ids=sorted(set().union(*(graph.chunks_of.get(e, ()) for e in entity_ids))),
             )
         )
     return sorted(communities, key=lambda c: (c.level, c.id))
+
+
+def _relationships_by_community(
+    relationships: Sequence[tuple[str, str, str]],
+    members: dict[int, set[str]],
+    level_of: dict[int, int],
+    parent_of: dict[int, int | None],
+) -> dict[int, list[str]]:
+    """The relationships with both ends in each community. An entity's communities form a chain (its
+    finest one, then the parents up to level 0), so a relationship belongs to the common end of its
+    two endpoints' chains: one walk per relationship, instead of one pass over every member's
+    relationships per community and level."""
+    finest: dict[str, int] = {}
+    for cluster, nodes in members.items():
+        for node in nodes:
+            current = finest.get(node)
+            if current is None or level_of[cluster] > level_of[current]:
+                finest[node] = cluster
+    chains: dict[int, tuple[int, ...]] = {}
+
+    def chain(cluster: int) -> tuple[int, ...]:
+        found = chains.get(cluster)
+        if found is None:
+            path, current = [], cluster
+            while current is not None and current not in chains:
+                path.append(current)
+                current = parent_of[current]
+            found = chains[current] if current is not None else ()
+            for node in reversed(path):
+                found = (node, *found)
+                chains[node] = found
+            found = chains[cluster]
+        return found
+
+    holding: dict[int, list[str]] = defaultdict(list)
+    for rel_id, source, target in relationships:
+        if source not in finest or target not in finest:
+            continue
+        a, b = chain(finest[source]), chain(finest[target])
+        common = min(len(a), len(b))
+        # Both chains end at a level-0 community: the communities holding both ends are their common tail.
+        depth = 0
+        while depth < common and a[-1 - depth] == b[-1 - depth]:
+            holding[a[-1 - depth]].append(rel_id)
+            depth += 1
+    return holding
 
 
 def _split_oversized(

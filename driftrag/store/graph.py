@@ -247,7 +247,7 @@ class GraphStore:
         """Keyset paging over a statement whose one record holds `rows`, each starting with its id."""
         after = ""
         while True:
-            rows = (await self._store.read(statement, kb=kb, after=after, limit=page_size))[0]["rows"]
+            rows = await self._store.read_value(statement, kb=kb, after=after, limit=page_size)
             if rows:
                 yield rows
             if len(rows) < page_size:
