@@ -272,11 +272,12 @@ async def run(args: argparse.Namespace) -> None:
                 results.append(json.loads(child.stdout.strip().splitlines()[-1]))
             for r in results:
                 print(f"Leiden run: {r}")
-            print(
-                f"Leiden on the stored graph: median {statistics.median(r['total_s'] for r in results):.1f} s "
-                f"(paged read {statistics.median(r['read_s'] for r in results):.1f} s), "
-                f"peak RSS median {statistics.median(r['peak_rss_mib'] for r in results):.0f} MiB"
-            )
+            if results:
+                print(
+                    f"Leiden on the stored graph: median {statistics.median(r['total_s'] for r in results):.1f} s "
+                    f"(paged read {statistics.median(r['read_s'] for r in results):.1f} s), "
+                    f"peak RSS median {statistics.median(r['peak_rss_mib'] for r in results):.0f} MiB"
+                )
             if args.only == "leiden":
                 return
         graph = SyntheticGraph(args.relationships, args.seed)
