@@ -46,6 +46,7 @@ from driftrag.composition import ingestion_deps, query_deps
 from driftrag.ingestion import indexing
 from driftrag.ingestion.communities import detect_graph_communities, read_community_graph
 from driftrag.ingestion.requests import no_progress
+from driftrag.models.search import Source
 from driftrag.providers.factory import Providers
 from driftrag.providers.usage import UsageTracker
 from driftrag.search.graph_search import graph_search
@@ -171,7 +172,11 @@ async def local_contexts(stores: Stores, settings: Settings, kb: str, graph: Syn
         tokens.append(len(context.sources))
     print(line("local context: random query vectors", times), f"sources/context {statistics.median(tokens):.0f}")
     hub_names = [entity_name(i) for i in np.argsort(graph.degree)[::-1][:5].tolist()]
-    seeds = [source for name in hub_names for source in (await stores.search.match_entity_names(kb, [name], 1))]
+    rows = [row for name in hub_names for row in await stores.search.match_entity_names(kb, [name], 1)]
+    seeds = [
+        Source(id=r.id, kind="entity", title=r.name, text=f"{r.name}: {r.description}", score=1.0, origin="vector")
+        for r in rows
+    ]
     hub_deps = query_deps(
         settings, Stores(**{**stores.__dict__, "search": HubSeeded(stores.search, seeds)}), providers(), TimedChat()
     )
@@ -281,7 +286,8 @@ async def run(args: argparse.Namespace) -> None:
             if args.only == "leiden":
                 return
         graph = SyntheticGraph(args.relationships, args.seed)
-        await graph_searches(stores, settings, args.kb, graph, args.graph_runs)
+        if args.graph_runs:
+            await graph_searches(stores, settings, args.kb, graph, args.graph_runs)
         await local_contexts(stores, settings, args.kb, graph, args.runs)
         await drift_queries(stores, settings, args.kb, graph, max(args.runs // 2, 3) + 1)
         await stats(stores, args.kb, args.runs)
