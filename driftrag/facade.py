@@ -154,10 +154,18 @@ class DriftRAG:
         texts: dict[str, str] | None = None,
         on_progress: ProgressHandler | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
+        skip_communities: bool = False,
     ) -> IngestionResult:
         """Ingest files or folders (`.txt`/`.md`) and/or `{title: text}`; `on_progress` gets `Progress` events,
-        `on_lock_wait` a message when another writer of the kb holds its lock (this run waits its turn)."""
-        from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress, IngestStart
+        `on_lock_wait` a message when this run waits for another writer of the kb.
+
+        The per-document half (documents, chunks, extraction, chunk vectors) runs under the kb's shared
+        lock, beside other ingestions of other documents; then the kb-wide half (entity merge,
+        communities, reports, their vectors) under the exclusive lock, once for whatever is new by then.
+        `skip_communities` stops after the first half and leaves the kb stale: ingestion workers of one
+        corpus then each run their documents, and `build_graph` (CLI `driftrag communities`) runs once.
+        """
+        from driftrag.workflows.ingestion import IngestStart
 
         request = IngestRequest(
             kb=kb,
@@ -165,19 +173,63 @@ class DriftRAG:
             texts=[TextInput(title=title, text=text) for title, text in (texts or {}).items()],
         )
         await self._probe_dimension()
-        async with self.kb_lock(kb, on_wait=on_lock_wait):
-            handler = IngestionWorkflow(self.ingestion_deps()).run(start_event=IngestStart(request=request))
-            async for event in handler.stream_events():
-                if on_progress is not None and isinstance(event, IngestProgress):
-                    outcome = on_progress(event.progress)
-                    if inspect.isawaitable(outcome):
-                        await outcome
-            return await handler
+        async with self.kb_lock(kb, on_wait=on_lock_wait, shared=True):
+            documents = await self._run_ingestion(IngestStart(request=request, rebuild=False), on_progress)
+        if skip_communities:
+            return documents
+        graph = await self.build_graph(kb, on_progress=on_progress, on_lock_wait=on_lock_wait)
+        stages = dict(documents.seconds_per_stage)
+        for stage, seconds in graph.seconds_per_stage.items():
+            stages[stage] = round(stages.get(stage, 0.0) + seconds, 3)
+        embedded = {
+            key: documents.embedded.get(key, 0) + graph.embedded.get(key, 0)
+            for key in {*documents.embedded, *graph.embedded}
+        }
+        return graph.model_copy(
+            update={
+                "documents": documents.documents,
+                "extracted_chunks": documents.extracted_chunks,
+                "usage": documents.usage + graph.usage,
+                "seconds_per_stage": stages,
+                "embedded": embedded,
+            }
+        )
 
-    def kb_lock(self, kb: str, *, on_wait: Callable[[str], None] | None = None) -> AbstractAsyncContextManager[None]:
-        """The kb's write lock: writers of one kb in any process take turns (ingest, deletes);
-        `on_wait` hears once that another writer holds it."""
-        return self.stores.locks.hold(kb, ttl_s=self.settings.kb_lock_ttl_s, on_wait=on_wait)
+    async def build_graph(
+        self,
+        kb: str,
+        *,
+        on_progress: ProgressHandler | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
+    ) -> IngestionResult:
+        """The kb-wide half of ingestion, under the exclusive lock: when the kb is stale (documents came
+        in, e.g. through `ingest(..., skip_communities=True)` workers), merge every chunk's extraction into
+        entities and relationships, detect communities, write reports and embed what changed; otherwise
+        nothing. Raises KnowledgeBaseNotFoundError for an unknown kb."""
+        from driftrag.workflows.ingestion import IngestStart
+
+        await self.graph_enabled(kb)  # an unknown kb is an error, not an empty rebuild
+        await self._probe_dimension()
+        async with self.kb_lock(kb, on_wait=on_lock_wait):
+            return await self._run_ingestion(IngestStart(kb=kb), on_progress)
+
+    async def _run_ingestion(self, start: Any, on_progress: ProgressHandler | None) -> IngestionResult:
+        from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress
+
+        handler = IngestionWorkflow(self.ingestion_deps()).run(start_event=start)
+        async for event in handler.stream_events():
+            if on_progress is not None and isinstance(event, IngestProgress):
+                outcome = on_progress(event.progress)
+                if inspect.isawaitable(outcome):
+                    await outcome
+        return await handler
+
+    def kb_lock(
+        self, kb: str, *, on_wait: Callable[[str], None] | None = None, shared: bool = False
+    ) -> AbstractAsyncContextManager[None]:
+        """The kb's write lock: exclusive for deletes and the kb-wide rebuild, `shared` for the
+        per-document half of ingestion (several processes at once); `on_wait` hears once that it waits."""
+        return self.stores.locks.hold(kb, ttl_s=self.settings.kb_lock_ttl_s, on_wait=on_wait, shared=shared)
 
     async def delete_document(
         self, kb: str, document_id: str, *, on_lock_wait: Callable[[str], None] | None = None

@@ -31,8 +31,19 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Text or markdown files (UTF-8), or folders of them.")],
     kb: KbOption,
     as_json: JsonOption = False,
+    skip_communities: Annotated[
+        bool,
+        typer.Option(
+            "--skip-communities",
+            help="Only the per-document half (chunks, extraction, chunk vectors), beside other workers of "
+            "the kb; run `driftrag communities --kb K` once when all are done.",
+        ),
+    ] = False,
 ) -> None:
-    """Ingest files or folders into a knowledge base: chunks, entities, relationships, communities, reports, vectors."""
+    """Ingest files or folders into a knowledge base: chunks, entities, relationships, communities, reports, vectors.
+
+    Several `ingest` processes may run at once on different documents of one kb: the per-document half
+    runs side by side, the kb-wide half (entities, communities, reports) one at a time."""
     from rich.progress import Progress as Bar
 
     from driftrag.facade import DriftRAG
@@ -44,16 +55,46 @@ def ingest(
         rag = DriftRAG(settings)
         async with rag:
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
-                tasks: dict[str, int] = {}
+                return await rag.ingest(
+                    kb,
+                    paths=files,
+                    on_progress=_bar_updater(bar),
+                    on_lock_wait=_say_waiting,
+                    skip_communities=skip_communities,
+                )
 
-                def show(progress) -> None:
-                    if progress.stage not in tasks:
-                        tasks[progress.stage] = bar.add_task(progress.stage, total=progress.total)
-                    bar.update(tasks[progress.stage], completed=progress.done, total=progress.total)
+    _report_ingestion(_arun(ctx, action), as_json)
 
-                return await rag.ingest(kb, paths=files, on_progress=show, on_lock_wait=_say_waiting)
 
-    result = _arun(ctx, action)
+@app.command("communities")
+def communities(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
+    """Build the kb-wide layers once after `ingest --skip-communities` workers: entities and relationships
+    merged from every chunk, communities, reports and their vectors (nothing to do if the kb is up to date)."""
+    from rich.progress import Progress as Bar
+
+    from driftrag.facade import DriftRAG
+
+    async def action():
+        async with DriftRAG(Settings()) as rag:
+            with Bar(console=err_console, transient=True, disable=as_json) as bar:
+                return await rag.build_graph(kb, on_progress=_bar_updater(bar), on_lock_wait=_say_waiting)
+
+    _report_ingestion(_arun(ctx, action), as_json)
+
+
+def _bar_updater(bar):
+    """A progress callback drawing one bar per stage."""
+    tasks: dict[str, int] = {}
+
+    def show(progress) -> None:
+        if progress.stage not in tasks:
+            tasks[progress.stage] = bar.add_task(progress.stage, total=progress.total)
+        bar.update(tasks[progress.stage], completed=progress.done, total=progress.total)
+
+    return show
+
+
+def _report_ingestion(result, as_json: bool) -> None:
     counts = result.counts
     text = (
         f"kb {result.kb}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
@@ -61,6 +102,7 @@ def ingest(
         f"model calls {result.usage.chat_calls} (cache hits {result.usage.cache_hits}), "
         f"tokens {result.usage.prompt_tokens} in / {result.usage.completion_tokens} out; "
         f"failed chunks {len(result.failed_chunks)}"
+        + ("" if result.graph_rebuilt else "; graph not rebuilt" + (" (kb stale)" if result.stale else ""))
     )
     if result.unknown_report_citations:
         text += f"\nreport citations of handles not in their context (dropped): {result.unknown_report_citations}"

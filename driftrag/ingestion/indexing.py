@@ -153,11 +153,7 @@ async def embed_missing(
     deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
 ) -> dict[str, int]:
     """Embed chunks without a vector, and entities/communities whose embedded text changed."""
-    counts = {"chunk": 0, "entity": 0, "community": 0, "failed": 0}
-    chunk_rows = await deps.graph.chunks_without_embedding(kb)
-    embedded = await _embed(deps, kb, "chunk", chunk_rows, progress)
-    counts["chunk"] = len(embedded)
-    counts["failed"] += len(chunk_rows) - len(embedded)
+    counts = {**await embed_chunks(deps, kb, progress), "entity": 0, "community": 0}
 
     entity_state = await deps.graph.entity_state(kb)
     entity_texts = {
@@ -177,6 +173,15 @@ async def embed_missing(
     )
     counts["failed"] += failed
     return counts
+
+
+async def embed_chunks(
+    deps: IngestionDeps, kb: str, progress: ProgressCallback, document_ids: Sequence[str] | None = None
+) -> dict[str, int]:
+    """Embed the chunks without a vector, of the kb or of `document_ids`: {"chunk": n, "failed": n}."""
+    chunk_rows = await deps.graph.chunks_without_embedding(kb, document_ids)
+    embedded = await _embed(deps, kb, "chunk", chunk_rows, progress)
+    return {"chunk": len(embedded), "failed": len(chunk_rows) - len(embedded)}
 
 
 async def _embed_changed(deps, kb, kind, texts: dict[str, str], state, progress) -> tuple[int, int]:

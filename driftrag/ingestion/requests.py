@@ -69,6 +69,9 @@ class IngestionResult(BaseModel):
     extracted_chunks: int = 0
     failed_chunks: list[FailedChunk] = Field(default_factory=list)
     graph_rebuilt: bool = False
+    stale: bool = Field(
+        default=False, description="The kb-wide layers lag its chunks (`driftrag communities` brings them up to date)."
+    )
     summaries_generated: int = 0
     reports_generated: int = 0
     unknown_report_citations: int = Field(

@@ -121,10 +121,11 @@ class FieldCutter:
         self._record(owner_id, field, len(value), self.max_chars)
         return value[: self.max_chars]
 
-    def items(self, owner_id: str, field: str, values: list[str]) -> list[str]:
+    def items(self, owner_id: str, field: str, values: list[str], original: int | None = None) -> list[str]:
+        """At most max_items of `values`; a cut is recorded with `original` (default: len(values))."""
         if len(values) <= self.max_items:
             return list(values)
-        self._record(owner_id, field, len(values), self.max_items)
+        self._record(owner_id, field, max(original or 0, len(values)), self.max_items)
         return list(values[: self.max_items])
 
     def texts(self, owner_id: str, field: str, values: list[str]) -> list[str]:
@@ -141,7 +142,9 @@ def _entity(row: dict[str, Any], cutter: FieldCutter, *, query: str, seed_rank: 
         type=row["type"],
         description=cutter.text(row["id"], "description", row["description"]),
         attributes=cutter.texts(row["id"], "attributes", row["attributes"]),
-        source_chunk_ids=cutter.items(row["id"], "source_chunk_ids", row["source_chunk_ids"]),
+        source_chunk_ids=cutter.items(
+            row["id"], "source_chunk_ids", row["source_chunk_ids"], row.get("stored_chunk_ids")
+        ),
         is_seed=is_seed,
         seed_rank=seed_rank,
         match=match,
@@ -152,7 +155,9 @@ def _relationship(row: dict[str, Any], cutter: FieldCutter) -> GraphSearchRelati
     return GraphSearchRelationship(
         **{key: row[key] for key in ("id", "source_id", "source_name", "target_id", "target_name", "type", "weight")},
         description=cutter.text(row["id"], "description", row["description"]),
-        source_chunk_ids=cutter.items(row["id"], "source_chunk_ids", row["source_chunk_ids"]),
+        source_chunk_ids=cutter.items(
+            row["id"], "source_chunk_ids", row["source_chunk_ids"], row.get("stored_chunk_ids")
+        ),
     )
 
 
@@ -240,7 +245,13 @@ async def graph_search(
     check_caps(request, settings)
     seeds_cap = request.max_seeds or settings.graph_search_max_seeds
     rows_cap = request.max_rows or settings.graph_search_max_rows
-    result = await store.one_hop(request.kb, request.query, max_seeds=seeds_cap, max_rows=rows_cap)
+    result = await store.one_hop(
+        request.kb,
+        request.query,
+        max_seeds=seeds_cap,
+        max_rows=rows_cap,
+        max_list_items=settings.graph_search_max_list_items,
+    )
     cutter = FieldCutter(settings.graph_search_max_field_chars, settings.graph_search_max_list_items)
     response = build_response(request, result, cutter)
     if response.truncation.results_truncated:

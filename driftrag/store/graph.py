@@ -8,7 +8,7 @@ rebuilds reuse summaries, reports and embeddings whose inputs did not change (ha
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from driftrag.models.graph import (
@@ -30,7 +30,9 @@ from driftrag.store.cypher import graph as cy
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
 
-_BATCH = 500
+# Rows per write transaction: large enough that a million-relationship load is not dominated by round
+# trips, small enough to keep one transaction well inside the default 1 GiB heap.
+_BATCH = 2000
 
 
 def descriptions_hash(descriptions: Sequence[str]) -> str:
@@ -141,6 +143,16 @@ class GraphStore:
     ) -> None:
         """Write the merged entities and relationships and remove what is no longer derived."""
         validate_kb_id(kb)
+        await self.upsert_entities(kb, entities)
+        await self._store.run_in_transactions(cy.DELETE_STALE_ENTITIES, kb=kb, keep=[e.id for e in entities])
+        await self._store.write(cy.DELETE_STALE_MENTIONS, kb=kb)
+        await self.upsert_relationships(kb, relationships)
+        await self._store.write(cy.DELETE_STALE_RELATIONSHIPS, kb=kb, keep=[r.id for r in relationships])
+
+    async def upsert_entities(self, kb: str, entities: Sequence[MergedEntity]) -> None:
+        """Create or update entities and MERGE their `MENTIONS` from their source chunks, in batches
+        (idempotent; removes nothing: a bulk loader may call it slice by slice)."""
+        validate_kb_id(kb)
         entity_rows = [
             {
                 **entity.model_dump(),
@@ -150,14 +162,16 @@ class GraphStore:
             for entity in entities
         ]
         await self._write_batches(cy.UPSERT_ENTITIES, kb, entity_rows)
-        await self._store.run_in_transactions(cy.DELETE_STALE_ENTITIES, kb=kb, keep=[e.id for e in entities])
         mentions = [
             {"chunk_id": chunk_id, "entity_id": entity.id}
             for entity in entities
             for chunk_id in entity.source_chunk_ids
         ]
         await self._write_batches(cy.MERGE_MENTIONS, kb, mentions)
-        await self._store.write(cy.DELETE_STALE_MENTIONS, kb=kb)
+
+    async def upsert_relationships(self, kb: str, relationships: Sequence[MergedRelationship]) -> None:
+        """Create or update relationships between existing entities, in batches (idempotent)."""
+        validate_kb_id(kb)
         relationship_rows = [
             {
                 **relationship.model_dump(),
@@ -168,7 +182,6 @@ class GraphStore:
             for relationship in relationships
         ]
         await self._write_batches(cy.UPSERT_RELATIONSHIPS, kb, relationship_rows)
-        await self._store.write(cy.DELETE_STALE_RELATIONSHIPS, kb=kb, keep=[r.id for r in relationships])
 
     # --- communities -----------------------------------------------------------------------------------
 
@@ -220,10 +233,41 @@ class GraphStore:
         parents = [{"child_id": c.id, "parent_id": c.parent_id} for c in communities if c.parent_id]
         await self._write_batches(cy.MERGE_COMMUNITY_PARENTS, kb, parents)
 
+    async def relationship_edge_pages(
+        self, kb: str, page_size: int = 50_000
+    ) -> AsyncIterator[list[tuple[str, str, str, float]]]:
+        """The kb's relationships as pages of (id, source id, target id, weight), in id order."""
+        async for page in self._pages(cy.MATCH_RELATIONSHIP_EDGES_PAGE, validate_kb_id(kb), page_size):
+            yield [(rel_id, source, target, weight) for rel_id, source, target, weight in page]
+
+    async def entity_chunk_pages(self, kb: str, page_size: int = 50_000) -> AsyncIterator[list[tuple[str, list[str]]]]:
+        """The kb's entities as pages of (id, source chunk ids), in id order."""
+        async for page in self._pages(cy.MATCH_ENTITY_CHUNKS_PAGE, validate_kb_id(kb), page_size):
+            yield [(entity_id, chunk_ids) for entity_id, chunk_ids in page]
+
+    async def _pages(self, statement, kb: str, page_size: int) -> AsyncIterator[list[list[Any]]]:
+        """Keyset paging over a statement whose one record holds `rows`, each starting with its id."""
+        after = ""
+        while True:
+            rows = await self._store.read_value(statement, kb=kb, after=after, limit=page_size)
+            if rows:
+                yield rows
+            if len(rows) < page_size:
+                return
+            after = rows[-1][0]
+
     # --- embeddings bookkeeping ----------------------------------------------------------------------
 
-    async def chunks_without_embedding(self, kb: str) -> list[tuple[str, str]]:
-        rows = await self._store.read(cy.MATCH_CHUNKS_WITHOUT_EMBEDDING, kb=validate_kb_id(kb))
+    async def chunks_without_embedding(
+        self, kb: str, document_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """(id, text) of the kb's chunks without a vector, or of those of `document_ids`."""
+        if document_ids is None:
+            rows = await self._store.read(cy.MATCH_CHUNKS_WITHOUT_EMBEDDING, kb=validate_kb_id(kb))
+        else:
+            rows = await self._store.read(
+                cy.MATCH_DOCUMENT_CHUNKS_WITHOUT_EMBEDDING, kb=validate_kb_id(kb), document_ids=list(document_ids)
+            )
         return [(row["id"], row["text"]) for row in rows]
 
     async def set_embedding_hashes(self, kind: str, kb: str, hashes: dict[str, str]) -> None:

@@ -41,25 +41,36 @@ class GraphSearchStore:
             raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
         return bool(rows[0]["graph_enabled"])
 
-    async def one_hop(self, kb: str, query: str, *, max_seeds: int, max_rows: int) -> dict[str, Any]:
+    async def one_hop(
+        self, kb: str, query: str, *, max_seeds: int, max_rows: int, max_list_items: int = 50
+    ) -> dict[str, Any]:
         """Seeds matching `query` and their valid one-hop neighbourhoods, capped.
 
         Returns `candidates_matched` (valid entities whose name contains `query`), `rows_total` (rows of
         the first `max_seeds` seeds: one per valid relationship of a seed, or one for a seed without any)
         and `groups`: per kept seed in rank order, `seed` and its `pairs` of `relationship` and
-        `neighbour`, at most `max_rows` pairs in all. Source ids are already filtered to valid chunks.
+        `neighbour`, at most `max_rows` pairs in all. Source ids are already filtered to valid chunks: at
+        most `max_list_items + 1` of them per list (the first valid ones in stored order, so a caller
+        showing `max_list_items` knows whether it cuts), with `stored_chunk_ids`, the list's stored length.
 
         Raises KnowledgeBaseNotFoundError, GraphDisabledError or BackendUnavailableError.
         """
-        if max_seeds < 1 or max_rows < 1:
-            raise ValueError("max_seeds and max_rows must be at least 1")
+        if max_seeds < 1 or max_rows < 1 or max_list_items < 1:
+            raise ValueError("max_seeds, max_rows and max_list_items must be at least 1")
         if not await self.graph_enabled(kb):
             raise GraphDisabledError(
                 f"the graph of knowledge base {kb!r} is disabled, so graph search cannot answer; "
                 f"re-enable it with `driftrag graph-enable --kb {kb}` (or GraphSearchStore.set_graph_enabled)"
             )
         # `query` is the name of read()'s statement argument, so the text travels as $needle.
-        rows = await self._store.read(cy.MATCH_ONE_HOP, kb=kb, needle=query, max_seeds=max_seeds, max_rows=max_rows)
+        rows = await self._store.read(
+            cy.MATCH_ONE_HOP,
+            kb=kb,
+            needle=query,
+            max_seeds=max_seeds,
+            max_rows=max_rows,
+            list_cap=max_list_items + 1,
+        )
         return rows[0]
 
     # --- admin writes ------------------------------------------------------------------------------

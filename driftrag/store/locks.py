@@ -1,16 +1,24 @@
 """A write lock per knowledge base, held in Neo4j, so processes that write one kb take turns.
 
-Two ingestions of one kb (two CLI runs, a CLI run and the HTTP server) each rebuild the kb's derived
-layers from every chunk checkpoint and flip its `stale` flag; run side by side, one could clear the
-flag while the other's chunks were not yet in its rebuild, and that kb would keep a graph missing them.
-With the lock, the second writer waits (saying so) and then finds the first's work done.
+Two modes:
 
-    async with KbLock(store, "alice", ttl_s=60):
-        ...   # ingest, delete a document, delete the kb
+- **exclusive** (the default): deletes, and the kb-wide rebuild of the derived layers (entities,
+  communities, reports, their vectors). Two rebuilds side by side could each clear the kb's `stale`
+  flag while the other's chunks were not yet in its merge, and a delete must not race an ingestion.
+- **shared**: the per-document part of an ingestion (load, chunk, extract, checkpoint, embed chunks).
+  Its writes are idempotent MERGEs keyed by content hashes, so any number of processes may run it at
+  once on different documents of one kb; none may run while an exclusive holder works, and an
+  exclusive acquisition waits until every shared holder is done.
 
-The lock is a `__KbLock__` node (unique per kb) with an owner and an expiry on the server's clock,
-renewed every third of the TTL while held and deleted on release. A holder that dies stops renewing,
-so its lock expires after at most `ttl_s` and the next writer takes it over.
+    async with KbLock(store, "alice", ttl_s=60):               # delete, rebuild
+        ...
+    async with KbLock(store, "alice", ttl_s=60, shared=True):  # documents of one ingestion worker
+        ...
+
+The exclusive lock is the owner and expiry of a `__KbLock__` node (unique per kb); each shared holder
+has a `__KbLease__` node with its own expiry; both expiries are on the server's clock, renewed every
+third of the TTL while held, and cleared on release. A holder that dies stops renewing, so its hold
+expires after at most `ttl_s` and the others go on.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ class KbLock:
         poll_s: float = DEFAULT_POLL_S,
         on_wait: Callable[[str], None] | None = None,
         owner: str | None = None,
+        shared: bool = False,
     ) -> None:
         self.store = store
         self.kb = validate_kb_id(kb)
@@ -58,12 +67,14 @@ class KbLock:
         self.poll_s = poll_s
         self.owner = owner or lock_owner()
         self.waited = False
+        self.shared = shared
         self._on_wait = on_wait or log.warning
         self._renewer: asyncio.Task[None] | None = None
 
     async def try_acquire(self) -> tuple[bool, str, int]:
         """(acquired, current owner, ms until it expires)."""
-        rows = await self.store.write(cy.ACQUIRE_KB_LOCK, kb=self.kb, owner=self.owner, ttl_ms=self.ttl_ms)
+        statement = cy.ACQUIRE_KB_LEASE if self.shared else cy.ACQUIRE_KB_LOCK
+        rows = await self.store.write(statement, kb=self.kb, owner=self.owner, ttl_ms=self.ttl_ms)
         return rows[0]["acquired"], rows[0]["owner"], rows[0]["expires_in_ms"]
 
     async def acquire(self) -> None:
@@ -85,7 +96,8 @@ class KbLock:
         while True:
             await asyncio.sleep(self.ttl_ms / 3000)
             try:
-                rows = await self.store.write(cy.RENEW_KB_LOCK, kb=self.kb, owner=self.owner, ttl_ms=self.ttl_ms)
+                statement = cy.RENEW_KB_LEASE if self.shared else cy.RENEW_KB_LOCK
+                rows = await self.store.write(statement, kb=self.kb, owner=self.owner, ttl_ms=self.ttl_ms)
             except BackendUnavailableError:
                 continue  # the write itself will fail and say so; the lock expires if this run dies
             if not rows[0]["renewed"]:
@@ -99,7 +111,9 @@ class KbLock:
                 await self._renewer
             self._renewer = None
         try:
-            await self.store.write(cy.RELEASE_KB_LOCK, kb=self.kb, owner=self.owner)
+            await self.store.write(
+                cy.RELEASE_KB_LEASE if self.shared else cy.RELEASE_KB_LOCK, kb=self.kb, owner=self.owner
+            )
         except BackendUnavailableError as exc:  # the lock expires by itself
             log.info("could not release the write lock of %r: %s", self.kb, exc)
 
@@ -114,10 +128,12 @@ class KbLock:
 
 
 class KbLocks:
-    """The lock role of the Neo4j store: `hold(kb, ttl_s=…)` gives one kb's `KbLock`."""
+    """The lock role of the Neo4j store: `hold(kb, ttl_s=…, shared=…)` gives one kb's `KbLock`."""
 
     def __init__(self, store: Neo4jStore) -> None:
         self.store = store
 
-    def hold(self, kb: str, *, ttl_s: float, on_wait: Callable[[str], None] | None = None) -> KbLock:
-        return KbLock(self.store, kb, ttl_s=ttl_s, on_wait=on_wait)
+    def hold(
+        self, kb: str, *, ttl_s: float, on_wait: Callable[[str], None] | None = None, shared: bool = False
+    ) -> KbLock:
+        return KbLock(self.store, kb, ttl_s=ttl_s, on_wait=on_wait, shared=shared)

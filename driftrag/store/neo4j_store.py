@@ -247,6 +247,12 @@ class Neo4jStore:
     async def read(self, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
         return await self._execute(query, params, neo4j.RoutingControl.READ)
 
+    async def read_value(self, query: LiteralString, **params: Any) -> Any:
+        """The first column of the one record a read returns, as the driver decoded it (bulk pages: no
+        per-record or `data()` conversion cost)."""
+        records = await self._execute(query, params, neo4j.RoutingControl.READ, convert=False)
+        return records[0][0]
+
     async def write(self, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
         return await self._execute(query, params, neo4j.RoutingControl.WRITE)
 
@@ -262,8 +268,8 @@ class Neo4jStore:
         self.health.succeeded()
 
     async def _execute(
-        self, query: LiteralString, params: Mapping[str, Any], routing: neo4j.RoutingControl
-    ) -> list[dict[str, Any]]:
+        self, query: LiteralString, params: Mapping[str, Any], routing: neo4j.RoutingControl, convert: bool = True
+    ) -> list[Any]:
         self.health.check()
         try:
             records, _, _ = await self._driver.execute_query(
@@ -276,7 +282,7 @@ class Neo4jStore:
         except Neo4jError as exc:
             raise BackendUnavailableError(f"Neo4j failed: {exc}") from exc
         self.health.succeeded()
-        return [record.data() for record in records]
+        return [record.data() for record in records] if convert else list(records)
 
     async def _lost(self, exc: Exception) -> BackendUnavailableError:
         # The driver's message spans lines; one line of it is enough for a log or an error message.

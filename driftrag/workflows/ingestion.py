@@ -8,12 +8,20 @@
 
 Stages: load -> store documents -> extract (checkpointed per chunk) -> entity layer (merge,
 summaries) -> communities and reports -> embeddings. Progress events stream (stage, done, total).
+
+Two halves, which `DriftRAG.ingest` runs under different locks (`driftrag.store.locks`):
+`IngestStart(request=…, rebuild=False)` is the per-document half (documents, chunks, extraction
+checkpoints, chunk vectors; the kb stays stale), which several processes may run at once on different
+documents; `IngestStart(kb=…)` without a request is the kb-wide half (entity merge, summaries,
+communities, reports, entity and report vectors), run once when the kb is stale. The default, a request
+with `rebuild=True`, runs both.
 """
 
 from __future__ import annotations
 
 import time
 
+from pydantic import Field
 from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
@@ -21,12 +29,15 @@ from driftrag.ingestion import indexing
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, IngestRequest, Progress
 from driftrag.models.graph import ExtractConfig, MergeResult
+from driftrag.store.identifiers import validate_kb_id
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 
 
 class IngestStart(StartEvent):
-    request: IngestRequest
+    request: IngestRequest | None = None
+    kb: str | None = Field(default=None, description="Without a request: rebuild this kb's derived layers.")
+    rebuild: bool = Field(default=True, description="False: the per-document half only (the kb stays stale).")
     extract_config: ExtractConfig | None = None
 
 
@@ -37,18 +48,21 @@ class IngestProgress(Event):
 class DocumentsStored(Event):
     kb: str
     documents: list[DocumentOutcome]
+    rebuild: bool = True
 
 
 class ChunksExtracted(Event):
     kb: str
     documents: list[DocumentOutcome]
     extracted: int
+    rebuild: bool = True
 
 
 class EntityLayerBuilt(Event):
     kb: str
     documents: list[DocumentOutcome]
     extracted: int
+    rebuild: bool = True
     merged: MergeResult | None
     summaries: int
 
@@ -57,6 +71,7 @@ class CommunitiesBuilt(Event):
     kb: str
     documents: list[DocumentOutcome]
     extracted: int
+    rebuild: bool = True
     merged: MergeResult | None
     summaries: int
     reports: int
@@ -84,6 +99,11 @@ class IngestionWorkflow(Workflow):
         started = time.monotonic()
         self._timings = {}  # a workflow object may run several times
         self._usage_start = self._deps.usage.snapshot()
+        if ev.request is None:
+            if ev.kb is None:
+                raise ValueError("IngestStart needs a request, or the kb whose derived layers to rebuild")
+            await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
+            return DocumentsStored(kb=validate_kb_id(ev.kb), documents=[])
         kb = ev.request.kb
         documents = await indexing.load_documents(ev.request, self._deps.settings.max_file_mb)
         await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
@@ -94,7 +114,7 @@ class IngestionWorkflow(Workflow):
             await self._deps.graph.mark_stale(kb, True)
             await self._deps.graph.set_profile(kb, self._deps.profile)  # the mode and embedder of what changed
         self._time("documents", started)
-        return DocumentsStored(kb=kb, documents=outcomes)
+        return DocumentsStored(kb=kb, documents=outcomes, rebuild=ev.rebuild)
 
     @step
     async def extract(self, ctx: Context, ev: DocumentsStored) -> ChunksExtracted:
@@ -105,13 +125,13 @@ class IngestionWorkflow(Workflow):
         if extracted:
             await self._deps.graph.mark_stale(ev.kb, True)
         self._time("extract", started)
-        return ChunksExtracted(kb=ev.kb, documents=ev.documents, extracted=extracted)
+        return ChunksExtracted(kb=ev.kb, documents=ev.documents, extracted=extracted, rebuild=ev.rebuild)
 
     @step
     async def build_entity_layer(self, ctx: Context, ev: ChunksExtracted) -> EntityLayerBuilt:
         started = time.monotonic()
         merged, summaries = None, 0
-        if await self._deps.graph.is_stale(ev.kb):
+        if ev.rebuild and await self._deps.graph.is_stale(ev.kb):
             merged, summaries = await indexing.rebuild_entity_layer(self._deps, ev.kb, self._progress(ctx))
         self._time("entities", started)
         return EntityLayerBuilt(**ev.model_dump(), merged=merged, summaries=summaries)
@@ -133,6 +153,9 @@ class IngestionWorkflow(Workflow):
             embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
             if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
                 await self._deps.graph.mark_stale(ev.kb, False)
+        elif not ev.rebuild:  # the per-document half: its chunks' vectors (the costly part offline)
+            ids = [outcome.document_id for outcome in ev.documents]
+            embedded = await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids)
         self._time("embeddings", started)
         result = IngestionResult(
             kb=ev.kb,
@@ -141,6 +164,7 @@ class IngestionWorkflow(Workflow):
             extracted_chunks=ev.extracted,
             failed_chunks=await self._deps.graph.failed_chunks(ev.kb),
             graph_rebuilt=ev.merged is not None,
+            stale=await self._deps.graph.is_stale(ev.kb),
             summaries_generated=ev.summaries,
             reports_generated=ev.reports,
             unknown_report_citations=ev.unknown_report_citations,

@@ -176,10 +176,38 @@ MATCH (parent:__Community__ {kb: $kb, id: row.parent_id})
 MERGE (child)-[:IN_COMMUNITY]->(parent)
 """
 
+# Keyset pages of the kb's graph for community detection: a million relationships are read as pages
+# ordered by id (the `driftrag_related_kb_id` index and the (kb, id) key serve the order, so a page is
+# an index seek with no sort: `ORDER BY n.kb, n.id` spells the index order out for the planner), never
+# as one result. `$after` is the last id of the previous page ('' for the first). A page is one record
+# holding a list of [id, …] rows: the driver decodes one list about ten times faster than as many
+# records.
+MATCH_RELATIONSHIP_EDGES_PAGE = """
+MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
+WHERE r.id > $after AND r.kb = $kb
+WITH r, s, t ORDER BY r.kb, r.id LIMIT $limit
+RETURN collect([r.id, s.id, t.id, coalesce(r.weight, 0.0)]) AS rows
+"""
+
+MATCH_ENTITY_CHUNKS_PAGE = """
+MATCH (e:__Entity__ {kb: $kb})
+WHERE e.id > $after
+WITH e ORDER BY e.kb, e.id LIMIT $limit
+RETURN collect([e.id, coalesce(e.source_chunk_ids, [])]) AS rows
+"""
+
 # --- embeddings bookkeeping -----------------------------------------------------------------------------
 
 MATCH_CHUNKS_WITHOUT_EMBEDDING = """
 MATCH (c:__Chunk__ {kb: $kb}) WHERE c.embedding IS NULL
+RETURN c.id AS id, c.text AS text
+ORDER BY c.id
+"""
+
+# The same for some documents only: an ingestion worker embeds its own documents' chunks.
+MATCH_DOCUMENT_CHUNKS_WITHOUT_EMBEDDING = """
+UNWIND $document_ids AS document_id
+MATCH (c:__Chunk__ {kb: $kb, document_id: document_id}) WHERE c.embedding IS NULL
 RETURN c.id AS id, c.text AS text
 ORDER BY c.id
 """
@@ -248,16 +276,23 @@ ORDER BY c.id
 
 # --- counts ---------------------------------------------------------------------------------------------
 
+# Relationships are counted from each entity's degree (`COUNT { (e)-[:RELATED]->() }` reads the node's
+# degree, no expansion), in the same pass over the kb's entities that counts them and their aliases:
+# a million relationships cost one degree lookup per entity, not one expansion per relationship.
+# `n.id IS NOT NULL` lets the planner seek the (kb, id) key index (a composite index serves a prefix
+# only with a predicate on every property) instead of scanning the label across all kbs.
 COUNT_KB = """
-CALL () { MATCH (d:__Document__ {kb: $kb}) RETURN count(d) AS documents }
-CALL () { MATCH (c:__Chunk__ {kb: $kb}) RETURN count(c) AS chunks }
+CALL () { MATCH (d:__Document__ {kb: $kb}) WHERE d.id IS NOT NULL RETURN count(d) AS documents }
+CALL () { MATCH (c:__Chunk__ {kb: $kb}) WHERE c.id IS NOT NULL RETURN count(c) AS chunks }
 CALL () {
-  MATCH (e:__Entity__ {kb: $kb})
-  RETURN count(e) AS entities, coalesce(sum(size(coalesce(e.aliases, []))), 0) AS aliases
+  MATCH (e:__Entity__ {kb: $kb}) WHERE e.id IS NOT NULL
+  RETURN count(e) AS entities, coalesce(sum(size(coalesce(e.aliases, []))), 0) AS aliases,
+         coalesce(sum(COUNT { (e)-[:RELATED]->() }), 0) AS relationships
 }
-CALL () { MATCH (:__Entity__ {kb: $kb})-[r:RELATED]->() RETURN count(r) AS relationships }
-CALL () { MATCH (c:__Community__ {kb: $kb}) RETURN count(c) AS communities }
-CALL () { MATCH (c:__Community__ {kb: $kb}) WHERE c.summary IS NOT NULL RETURN count(c) AS reports }
+CALL () {
+  MATCH (c:__Community__ {kb: $kb}) WHERE c.id IS NOT NULL
+  RETURN count(c) AS communities, count(c.summary) AS reports
+}
 RETURN documents, chunks, entities, relationships, communities, reports, aliases
 """
 

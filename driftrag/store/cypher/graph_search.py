@@ -16,7 +16,10 @@ RETURN coalesce(k.graph_enabled, true) AS graph_enabled
 # 2. Per seed: its valid RELATED relationships (either direction) to valid neighbours, heaviest
 #    first. A seed without any is one row of its own, so it is still returned.
 # 3. Rows are kept in seed-rank order until $max_rows; `offsets` are the rows before each seed.
-# `any(…)` filters short-circuit; the full lists of valid source ids are built only for kept rows.
+# `any(…)` filters short-circuit. Source id lists of kept rows are checked lazily, in stored order, only
+# until `$list_cap` valid ids are found (the response shows at most `$list_cap - 1`): a hub listed by
+# tens of thousands of chunks costs `$list_cap` lookups, not one per chunk, each time it is a neighbour.
+# `stored_chunk_ids` is the list's stored length, reported as the original length of a cut list.
 MATCH_ONE_HOP = """
 CALL () {
   MATCH (e:__Entity__ {kb: $kb})
@@ -51,22 +54,34 @@ RETURN candidates_matched, rows_total, [g IN kept | {
   seed: {
     id: g.s.id, name: g.s.name, type: g.s.type, description: coalesce(g.s.description, g.s.summary, ''),
     attributes: coalesce(g.s.descriptions, []),
-    source_chunk_ids: [cid IN coalesce(g.s.source_chunk_ids, [])
-                       WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }]
+    source_chunk_ids: COLLECT {
+      UNWIND coalesce(g.s.source_chunk_ids, []) AS cid
+      MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
+      RETURN cid LIMIT $list_cap
+    },
+    stored_chunk_ids: size(coalesce(g.s.source_chunk_ids, []))
   },
   pairs: [p IN g.pairs | {
     relationship: {
       id: p.r.id, source_id: startNode(p.r).id, source_name: startNode(p.r).name,
       target_id: endNode(p.r).id, target_name: endNode(p.r).name, type: p.r.type,
       description: coalesce(p.r.description, p.r.summary, ''), weight: coalesce(p.r.weight, 0.0),
-      source_chunk_ids: [cid IN coalesce(p.r.source_chunk_ids, [])
-                         WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }]
+      source_chunk_ids: COLLECT {
+        UNWIND coalesce(p.r.source_chunk_ids, []) AS cid
+        MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
+        RETURN cid LIMIT $list_cap
+      },
+      stored_chunk_ids: size(coalesce(p.r.source_chunk_ids, []))
     },
     neighbour: {
       id: p.n.id, name: p.n.name, type: p.n.type, description: coalesce(p.n.description, p.n.summary, ''),
       attributes: coalesce(p.n.descriptions, []),
-      source_chunk_ids: [cid IN coalesce(p.n.source_chunk_ids, [])
-                         WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }]
+      source_chunk_ids: COLLECT {
+        UNWIND coalesce(p.n.source_chunk_ids, []) AS cid
+        MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
+        RETURN cid LIMIT $list_cap
+      },
+      stored_chunk_ids: size(coalesce(p.n.source_chunk_ids, []))
     }
   }]
 }] AS groups

@@ -6,16 +6,40 @@ CREATE_KB_LOCK_CONSTRAINT = (
     "CREATE CONSTRAINT driftrag_kb_lock_key IF NOT EXISTS FOR (n:__KbLock__) REQUIRE n.kb IS UNIQUE"
 )
 
-# MERGE on the unique key, then a write (`l.claimed_at`) takes the node's write lock before its owner is
-# read, so two contenders are serialised: the second sees the first's owner and expiry. An expired lock
-# (its holder died without releasing it) is taken over.
+# Two modes. Exclusive (`__KbLock__.owner`): deletes and the kb-wide rebuild of the derived layers.
+# Shared (one `__KbLease__` per holder): the per-document part of ingestion, which many processes may
+# run at once on different documents. Exclusive excludes everything else; shared excludes exclusive.
+# Every acquisition first MERGEs the kb's `__KbLock__` node and writes it (`l.claimed_at`), which takes
+# the node's write lock until commit, so acquisitions of one kb are serialised and each sees the
+# committed state of the others (owner, expiries, leases). Expired holders (dead processes) are ignored.
 ACQUIRE_KB_LOCK = """
 MERGE (l:__KbLock__ {kb: $kb})
-ON CREATE SET l.owner = $owner, l.expires_at = timestamp() + $ttl_ms
+ON CREATE SET l.expires_at = 0
 SET l.claimed_at = timestamp()
-WITH l, l.owner = $owner OR l.expires_at < timestamp() AS free
+WITH l
+OPTIONAL MATCH (s:__KbLease__ {kb: $kb}) WHERE s.expires_at >= timestamp() AND s.owner <> $owner
+WITH l, collect(s.owner) AS sharers, max(s.expires_at) AS shared_until
+WITH l, sharers, shared_until,
+     size(sharers) = 0 AND (l.owner IS NULL OR l.owner = $owner OR l.expires_at < timestamp()) AS free
 FOREACH (_ IN CASE WHEN free THEN [1] ELSE [] END | SET l.owner = $owner, l.expires_at = timestamp() + $ttl_ms)
-RETURN l.owner = $owner AS acquired, l.owner AS owner, l.expires_at - timestamp() AS expires_in_ms
+RETURN free AS acquired,
+       CASE WHEN size(sharers) > 0 AND NOT (l.owner IS NOT NULL AND l.expires_at >= timestamp())
+            THEN size(sharers) + ' ingestion worker(s), e.g. ' + sharers[0] ELSE l.owner END AS owner,
+       CASE WHEN size(sharers) > 0 AND NOT (l.owner IS NOT NULL AND l.expires_at >= timestamp())
+            THEN shared_until - timestamp() ELSE l.expires_at - timestamp() END AS expires_in_ms
+"""
+
+ACQUIRE_KB_LEASE = """
+MERGE (l:__KbLock__ {kb: $kb})
+ON CREATE SET l.expires_at = 0
+SET l.claimed_at = timestamp()
+WITH l, l.owner IS NULL OR l.owner = $owner OR l.expires_at < timestamp() AS free
+CALL (l, free) {
+  WITH l WHERE free
+  MERGE (s:__KbLease__ {kb: $kb, owner: $owner})
+  SET s.expires_at = timestamp() + $ttl_ms
+}
+RETURN free AS acquired, l.owner AS owner, l.expires_at - timestamp() AS expires_in_ms
 """
 
 RENEW_KB_LOCK = """
@@ -24,7 +48,21 @@ SET l.expires_at = timestamp() + $ttl_ms
 RETURN count(l) AS renewed
 """
 
+RENEW_KB_LEASE = """
+MATCH (s:__KbLease__ {kb: $kb, owner: $owner})
+SET s.expires_at = timestamp() + $ttl_ms
+RETURN count(s) AS renewed
+"""
+
+# The node stays (owner cleared) rather than being deleted: shared holders MERGE it too.
 RELEASE_KB_LOCK = """
 MATCH (l:__KbLock__ {kb: $kb, owner: $owner})
-DELETE l
+SET l.owner = null, l.expires_at = 0
+"""
+
+# Also drops leases of this kb that expired long ago (their holders died), so they do not pile up.
+RELEASE_KB_LEASE = """
+MATCH (s:__KbLease__ {kb: $kb})
+WHERE s.owner = $owner OR s.expires_at < timestamp() - 3600000
+DELETE s
 """

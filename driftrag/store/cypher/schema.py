@@ -22,6 +22,12 @@ CREATE_LOOKUP_INDEXES = (
     "CREATE INDEX driftrag_chunk_kb_document IF NOT EXISTS FOR (n:__Chunk__) ON (n.kb, n.document_id)",
     "CREATE INDEX driftrag_community_kb_level IF NOT EXISTS FOR (n:__Community__) ON (n.kb, n.level)",
     "CREATE INDEX driftrag_related_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.id)",
+    # Paged reads of one kb's relationships in id order (community detection): a seek on kb, ordered by
+    # id, instead of walking every kb's relationships through `driftrag_related_id`.
+    "CREATE INDEX driftrag_related_kb_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.kb, r.id)",
+    # Name substrings (graph search, entity search): a trigram text index answers `name CONTAINS $q`
+    # with the matching entities, where the (kb, name) range index is scanned name by name.
+    "CREATE TEXT INDEX driftrag_entity_name_text IF NOT EXISTS FOR (n:__Entity__) ON (n.name)",
 )
 
 # One statement per label: labels cannot be parameters, so each index is written out.

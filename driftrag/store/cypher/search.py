@@ -103,19 +103,23 @@ LIMIT $limit
 """
 
 # Relationships with both ends among the given entities, or (`$inside = false`) exactly one end.
+# Ranked by weight first, then checked for a valid source one by one until `$limit` pass: a hub with
+# tens of thousands of relationships costs a sort of their weights, not a chunk lookup for each.
 MATCH_RELATIONSHIPS_OF_ENTITIES = """
 UNWIND $ids AS id
 MATCH (:__Entity__ {kb: $kb, id: id})-[r:RELATED]-(other:__Entity__)
 WHERE (other.id IN $ids) = $inside
-  AND any(cid IN coalesce(r.source_chunk_ids, [])
-          WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
 WITH DISTINCT r
+ORDER BY coalesce(r.weight, 0.0) DESC, r.id ASC
+WITH r
+WHERE any(cid IN coalesce(r.source_chunk_ids, [])
+          WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
+WITH r LIMIT $limit
 WITH r, startNode(r) AS s, endNode(r) AS t
 RETURN r.id AS id, s.id AS source_id, s.name AS source, t.id AS target_id, t.name AS target,
        coalesce(r.type, '') AS type, coalesce(r.summary, r.description, '') AS description,
        coalesce(r.weight, 0.0) AS weight
 ORDER BY weight DESC, id ASC
-LIMIT $limit
 """
 
 # --- entity search ----------------------------------------------------------------------------------------

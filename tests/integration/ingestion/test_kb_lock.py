@@ -25,17 +25,24 @@ CLI = Path(sys.executable).parent / "driftrag"
 SAMPLE = sorted((DATA_DIR / "sample").glob("*.md"))
 
 
-def _ingest_process(uri: str, home: Path, kb: str, *paths: Path) -> subprocess.Popen[str]:
+def _env(uri: str, home: Path) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "DRIFTRAG_"))}
-    env |= {"NEO4J_URI": uri, "DRIFTRAG_HOME": str(home), "DRIFTRAG_CONNECT_RETRIES": "2"}
+    return env | {"NEO4J_URI": uri, "DRIFTRAG_HOME": str(home), "DRIFTRAG_CONNECT_RETRIES": "2"}
+
+
+def _cli(uri: str, home: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(CLI), "ingest", *map(str, paths), "--kb", kb, "--json"],
-        env=env,
+        [str(CLI), *args, "--json"],
+        env=_env(uri, home),
         cwd=home,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _ingest_process(uri: str, home: Path, kb: str, *paths: Path, workers: bool = False) -> subprocess.Popen[str]:
+    return _cli(uri, home, "ingest", *map(str, paths), "--kb", kb, *(["--skip-communities"] if workers else []))
 
 
 async def _graph(rag: DriftRAG, kb: str) -> dict:
@@ -48,30 +55,59 @@ async def _graph(rag: DriftRAG, kb: str) -> dict:
             (r["id"], r["source_id"], r["target_id"], r["type"], r["summary"], tuple(sorted(r["source_chunk_ids"])))
             for r in await rag.relationships(kb)
         ),
-        "communities": sorted((c["id"], c["level"], c["title"], c["summary"]) for c in await rag.communities(kb)),
+        "chunks": sorted(
+            (c["id"], c["document_id"], c["index"], c["extraction_status"], c["embedded"]) for c in await rag.chunks(kb)
+        ),
+        "communities": sorted(
+            (c["id"], c["level"], c["title"], c["summary"], tuple(c["entity_ids"]), c["embedded"])
+            for c in await rag.communities(kb)
+        ),
         "counts": (await rag.stats(kb)).model_dump(),
     }
 
 
-async def test_two_processes_ingesting_one_kb_give_the_graph_of_one_process(
+async def test_processes_ingesting_different_documents_of_one_kb_at_once_give_the_graph_of_one_process(
     neo4j_uri: str, neo4j_settings: Settings, tmp_path: Path
 ) -> None:
-    together, apart = f"test-lock-one-{uuid.uuid4().hex[:8]}", f"test-lock-two-{uuid.uuid4().hex[:8]}"
+    """One process for the whole corpus; two plain `ingest` processes on halves of it at once (their
+    per-document halves run side by side, the kb-wide step once per process, the second finding it
+    done); two `ingest --skip-communities` workers at once, then one `driftrag communities`."""
+    suffix = uuid.uuid4().hex[:8]
+    together, apart, workers = f"test-lock-one-{suffix}", f"test-lock-two-{suffix}", f"test-lock-workers-{suffix}"
     home = tmp_path
-    first = _ingest_process(neo4j_uri, home, apart, *SAMPLE[:2])
-    second = _ingest_process(neo4j_uri, home, apart, *SAMPLE[2:])
-    single = _ingest_process(neo4j_uri, home, together, *SAMPLE)
-    outputs = [process.communicate(timeout=1200) for process in (first, second, single)]
-    for process, (_, stderr) in zip((first, second, single), outputs, strict=True):
+    processes = [
+        _ingest_process(neo4j_uri, home, apart, *SAMPLE[:2]),
+        _ingest_process(neo4j_uri, home, apart, *SAMPLE[2:]),
+        _ingest_process(neo4j_uri, home, workers, *SAMPLE[:2], workers=True),
+        _ingest_process(neo4j_uri, home, workers, *SAMPLE[2:], workers=True),
+        _ingest_process(neo4j_uri, home, together, *SAMPLE),
+    ]
+    outputs = [process.communicate(timeout=1200) for process in processes]
+    for process, (_, stderr) in zip(processes, outputs, strict=True):
         assert process.returncode == 0, stderr[-3000:]
+    for stdout, _ in outputs[2:4]:  # a worker leaves the kb-wide step to `driftrag communities`
+        result = IngestionResult.model_validate_json(stdout)
+        assert not result.graph_rebuilt and result.stale and result.counts.entities == 0
+        assert result.embedded["chunk"] == sum(d.chunks for d in result.documents) > 0
     async with DriftRAG(neo4j_settings) as rag:
         try:
-            one, two = await _graph(rag, together), await _graph(rag, apart)
+            assert (await rag.stats(workers)).communities == 0
+            build = _cli(neo4j_uri, home, "communities", "--kb", workers)
+            stdout, stderr = build.communicate(timeout=1200)
+            assert build.returncode == 0, stderr[-3000:]
+            built = IngestionResult.model_validate_json(stdout)
+            assert built.graph_rebuilt and not built.stale and built.embedded["chunk"] == 0
+            one = await _graph(rag, together)
             assert one["counts"]["documents"] == len(SAMPLE) and one["counts"]["entities"] > 0
-            assert two == one
+            assert one["communities"] and all(embedded for *_, embedded in one["communities"])
+            assert await _graph(rag, apart) == one
+            assert await _graph(rag, workers) == one
+            again = _cli(neo4j_uri, home, "communities", "--kb", workers)
+            stdout, stderr = again.communicate(timeout=600)
+            assert again.returncode == 0 and not IngestionResult.model_validate_json(stdout).graph_rebuilt, stderr
         finally:
-            await rag.delete_kb(together)
-            await rag.delete_kb(apart)
+            for kb in (together, apart, workers):
+                await rag.delete_kb(kb)
 
 
 async def test_a_second_writer_waits_for_the_lock_and_says_so(
@@ -120,3 +156,56 @@ async def test_a_lock_whose_holder_died_expires(store: Neo4jStore) -> None:
 @pytest.fixture(autouse=True)
 def _no_openai(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+async def test_shared_holders_run_together_and_exclude_the_exclusive_lock(store: Neo4jStore) -> None:
+    kb = f"test-lock-shared-{uuid.uuid4().hex[:8]}"
+    await store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
+    first, second = KbLock(store, kb, ttl_s=30, shared=True), KbLock(store, kb, ttl_s=30, shared=True)
+    exclusive = KbLock(store, kb, ttl_s=30)
+    assert (await first.try_acquire())[0] and (await second.try_acquire())[0], "shared holders run together"
+    acquired, holder, expires_in_ms = await exclusive.try_acquire()
+    assert not acquired and "2 ingestion worker(s)" in holder and 0 < expires_in_ms <= 30_000
+    await first.release()
+    assert not (await exclusive.try_acquire())[0], "one shared holder is still there"
+    await second.release()
+    assert (await exclusive.try_acquire())[0], "free once every shared holder is done"
+    assert not (await KbLock(store, kb, ttl_s=30, shared=True).try_acquire())[0], "exclusive excludes shared"
+    await exclusive.release()
+    assert (await KbLock(store, kb, ttl_s=30, shared=True).try_acquire())[0]
+
+
+async def test_a_shared_holder_that_died_does_not_block_the_exclusive_lock(store: Neo4jStore) -> None:
+    kb = f"test-lock-shared-dead-{uuid.uuid4().hex[:8]}"
+    await store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
+    assert (await KbLock(store, kb, ttl_s=1, shared=True, owner="dead-host:2:0").try_acquire())[0]
+    started = time.monotonic()
+    messages: list[str] = []
+    async with KbLock(store, kb, ttl_s=30, poll_s=0.2, on_wait=messages.append) as alive:
+        assert alive.waited and "dead-host:2:0" in messages[0]
+        assert time.monotonic() - started < 10
+
+
+async def test_the_kb_wide_step_waits_for_ingestion_workers_and_says_so(
+    neo4j_uri: str, store: Neo4jStore, neo4j_settings: Settings, tmp_path: Path
+) -> None:
+    kb = f"test-lock-build-{uuid.uuid4().hex[:8]}"
+    async with DriftRAG(neo4j_settings) as rag:
+        await rag.ingest(kb, paths=[SAMPLE[0]], skip_communities=True)
+        stderr_lines: list[str] = []
+        async with KbLock(store, kb, ttl_s=30, shared=True):  # a worker still ingesting
+            process = _cli(neo4j_uri, tmp_path, "communities", "--kb", kb)
+            reader = threading.Thread(target=lambda: stderr_lines.extend(process.stderr), daemon=True)
+            reader.start()
+            deadline = time.monotonic() + 120
+            while not any("waiting" in line for line in stderr_lines) and time.monotonic() < deadline:
+                assert process.poll() is None, "the kb-wide step did not wait for the worker"
+                await asyncio.sleep(0.2)
+            assert "1 ingestion worker(s)" in " ".join(stderr_lines)
+            assert (await rag.stats(kb)).communities == 0
+        stdout = await asyncio.to_thread(process.stdout.read)
+        assert await asyncio.to_thread(process.wait, 600) == 0, "".join(stderr_lines)[-3000:]
+        reader.join(timeout=10)
+        assert IngestionResult.model_validate_json(stdout).graph_rebuilt
+        assert (await rag.stats(kb)).communities > 0
+        await rag.delete_kb(kb)

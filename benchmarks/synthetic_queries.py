@@ -1,0 +1,319 @@
+"""Query-side figures on a kb built by `benchmarks/synthetic_kb.py`: p50/p95 per operation.
+
+    .venv/bin/python benchmarks/synthetic_queries.py --kb syn1m --relationships 1000000 [--runs 20]
+    .venv/bin/python benchmarks/synthetic_queries.py --kb syn1m --relationships 1000000 --only leiden
+    .venv/bin/python benchmarks/synthetic_queries.py --kb syn50k --relationships 50000 --only delete
+
+`--relationships` and `--seed` must be the generator's: the entity names (exact names, hubs) are
+regenerated from them, nothing is read to find them. Operations:
+
+- graph search: 10 exact names, one-letter queries, and the names of the 5 biggest hubs; each response
+  is checked against the caps (seeds <= max_seeds, rows <= max_rows, a hub's rows_total above what is
+  returned and `results_truncated` set), and the check is printed;
+- local context: `build_local_context` for random unit query vectors, and the same seeded with the 5
+  biggest hubs (the graph reads local search does for them);
+- DRIFT: whole queries with the scripted test double as model (in process) and a hashing embedder;
+  the time inside the model's calls is measured and subtracted (the double is synchronous, so its calls
+  never overlap on the event loop): the remainder is the non-model time;
+- stats (`GraphStore.counts`);
+- Leiden (`--only leiden`, in a child process so its peak RSS is Leiden's): the paged read of the
+  stored graph and hierarchical Leiden with its splits, time and peak RSS;
+- deleting one document (`--only delete`, changes the kb: run it last): the delete and the rebuild of the
+  derived layers with the scripted double and hashing embedder.
+
+Nothing is asserted on time; figures are medians (p50) and p95 of `--runs` runs per query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.synthetic_kb import DIMENSION, SyntheticGraph, entity_name
+from driftrag.composition import ingestion_deps, query_deps
+from driftrag.ingestion import indexing
+from driftrag.ingestion.communities import detect_graph_communities, read_community_graph
+from driftrag.ingestion.requests import no_progress
+from driftrag.models.search import Source
+from driftrag.providers.factory import Providers
+from driftrag.providers.usage import UsageTracker
+from driftrag.search.graph_search import graph_search
+from driftrag.search.local import build_local_context
+from driftrag.settings import Settings
+from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.store.protocols import Stores
+from driftrag.workflows.drift import DriftStart, DriftWorkflow
+from tests.fakes.hashing_embedding import HashingEmbedding
+from tests.fakes.scripted_llm import ScriptedChatModel
+
+ONE_LETTER = ["a", "K"]
+DRIFT_QUESTIONS = [
+    "How is {a} related to {b}?",
+    "What does {a} do, and who works with {a}?",
+    "Which groups does {a} belong to?",
+]
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def line(name: str, seconds: list[float]) -> str:
+    ms = [s * 1000 for s in seconds]
+    return (
+        f"{name:<44} n={len(ms):<4} p50 {statistics.median(ms):8.1f} ms   p95 {pct(ms, 95):8.1f} ms   "
+        f"max {max(ms):8.1f} ms"
+    )
+
+
+class TimedChat:
+    """The scripted double, with the time spent inside its calls summed."""
+
+    def __init__(self) -> None:
+        self.inner = ScriptedChatModel()
+        self.seconds = 0.0
+
+    async def chat(self, messages, **kwargs):
+        started = time.perf_counter()
+        try:
+            return await self.inner.chat(messages, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def providers() -> Providers:
+    return Providers(
+        mode="openai",
+        model_client=None,
+        embedder=HashingEmbedding(dimension=DIMENSION),
+        embedding_dimension=DIMENSION,
+        usage=UsageTracker(),
+        description="scripted test double + hashing embedder (benchmark)",
+    )
+
+
+async def graph_searches(stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int) -> None:
+    rng = np.random.default_rng(1)
+    hubs = np.argsort(graph.degree)[::-1][:5].tolist()
+    groups = {
+        "graph search: exact names": [entity_name(int(i)) for i in rng.choice(graph.n_entities, 10, replace=False)],
+        "graph search: one-letter queries": ONE_LETTER,
+        "graph search: hub names (5 biggest)": [entity_name(i) for i in hubs],
+    }
+    for query in ONE_LETTER[:1] + groups["graph search: hub names (5 biggest)"][:1]:  # warm-up
+        await graph_search(stores.graph_search, settings, kb, query)
+    checks: dict[str, str] = {}
+    for name, queries in groups.items():
+        times = []
+        for _ in range(runs):
+            for query in queries:
+                started = time.perf_counter()
+                response = await graph_search(stores.graph_search, settings, kb, query)
+                times.append(time.perf_counter() - started)
+                if query not in checks:
+                    checks[query] = cap_check(query, response, settings)
+        print(line(name, times), flush=True)
+    print("caps and truncation markers (first run of each query):")
+    print("\n".join(checks.values()))
+
+
+def cap_check(query: str, response, settings: Settings) -> str:
+    """One line: what matched and was returned, and whether the caps and truncation markers hold."""
+    t = response.truncation
+    ok = t.candidates_returned <= settings.graph_search_max_seeds and t.rows_returned <= settings.graph_search_max_rows
+    ok = ok and len(response.relationships) <= settings.graph_search_max_rows
+    ok = ok and (t.results_truncated == (t.rows_total > t.rows_returned))
+    ok = ok and (t.candidates_truncated == (t.candidates_matched > t.candidates_returned))
+    return (
+        f"  {query!r:>22}: matched {t.candidates_matched:>7,} seeds {t.candidates_returned:>4} rows "
+        f"{t.rows_returned:>5}/{t.rows_total:>7,} results_truncated={t.results_truncated!s:<5} "
+        f"candidates_truncated={t.candidates_truncated!s:<5} fields cut {len(t.fields):>4}  "
+        f"{'caps hold' if ok else 'CAPS BROKEN'}"
+    )
+
+
+class HubSeeded:
+    """A search store whose entity vector search returns given entities: local search's graph reads
+    for hubs (the nearest entities of a real question can be hubs; random vectors rarely are)."""
+
+    def __init__(self, inner, seeds) -> None:
+        self._inner, self._seeds = inner, seeds
+
+    async def search_entities(self, kb, vector, k):
+        return self._seeds[:k]
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+async def local_contexts(stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int) -> None:
+    deps = query_deps(settings, stores, providers(), TimedChat())
+    rng = np.random.default_rng(2)
+    vectors = rng.standard_normal((runs, DIMENSION))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).tolist()
+    await build_local_context(deps, kb, vectors[0])
+    times, tokens = [], []
+    for vector in vectors:
+        started = time.perf_counter()
+        context = await build_local_context(deps, kb, vector)
+        times.append(time.perf_counter() - started)
+        tokens.append(len(context.sources))
+    print(line("local context: random query vectors", times), f"sources/context {statistics.median(tokens):.0f}")
+    hub_names = [entity_name(i) for i in np.argsort(graph.degree)[::-1][:5].tolist()]
+    rows = [row for name in hub_names for row in await stores.search.match_entity_names(kb, [name], 1)]
+    seeds = [
+        Source(id=r.id, kind="entity", title=r.name, text=f"{r.name}: {r.description}", score=1.0, origin="vector")
+        for r in rows
+    ]
+    hub_deps = query_deps(
+        settings, Stores(**{**stores.__dict__, "search": HubSeeded(stores.search, seeds)}), providers(), TimedChat()
+    )
+    times = []
+    for vector in vectors:
+        started = time.perf_counter()
+        await build_local_context(hub_deps, kb, vector)
+        times.append(time.perf_counter() - started)
+    print(line("local context: seeded with the 5 biggest hubs", times))
+
+
+async def drift_queries(stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int) -> None:
+    rng = np.random.default_rng(3)
+    hubs = np.argsort(graph.degree)[::-1][:20].tolist()
+    walls, non_model, model, calls = [], [], [], []
+    for i in range(runs):
+        a, b = (entity_name(int(x)) for x in rng.choice(hubs + rng.choice(graph.n_entities, 20).tolist(), 2))
+        chat = TimedChat()
+        deps = query_deps(settings, stores, providers(), chat)
+        question = DRIFT_QUESTIONS[i % len(DRIFT_QUESTIONS)].format(a=a, b=b)
+        started = time.perf_counter()
+        result = await DriftWorkflow(deps).run(start_event=DriftStart(kb=kb, question=question))
+        wall = time.perf_counter() - started
+        if i == 0:
+            continue  # warm-up
+        walls.append(wall)
+        model.append(chat.seconds)
+        non_model.append(wall - chat.seconds)
+        calls.append(result.llm_calls)
+    print(line("DRIFT: wall (scripted model in process)", walls))
+    print(line("DRIFT: time inside the model's calls", model))
+    print(line("DRIFT: non-model time", non_model), f"model calls/query {statistics.median(calls):.0f}")
+
+
+async def stats(stores: Stores, kb: str, runs: int) -> None:
+    await stores.graph.counts(kb)
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        counts = await stores.graph.counts(kb)
+        times.append(time.perf_counter() - started)
+    print(line("stats", times), counts)
+
+
+async def leiden(stores: Stores, settings: Settings, kb: str) -> None:
+    started = time.perf_counter()
+    community_graph = await read_community_graph(stores.graph, kb)
+    read = time.perf_counter() - started
+    communities = detect_graph_communities(
+        community_graph, max_cluster_size=settings.max_cluster_size, seed=settings.leiden_seed
+    )
+    total = time.perf_counter() - started
+    levels = sorted({c.level for c in communities})
+    print(
+        json.dumps(
+            {
+                "read_s": round(read, 2),
+                "total_s": round(total, 2),
+                "edges": len(community_graph.edges),
+                "communities": len(communities),
+                "levels": len(levels),
+                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            }
+        )
+    )
+
+
+async def delete_one(stores: Stores, settings: Settings, kb: str) -> None:
+    documents = await stores.graph.documents(kb)
+    document = documents[len(documents) // 2]
+    deps = ingestion_deps(settings, stores, providers(), TimedChat())
+    started = time.perf_counter()
+    await indexing.delete_document(deps, kb, document["id"], no_progress)
+    seconds = time.perf_counter() - started
+    print(f"delete one document ({document['title']}, of {len(documents)}) and rebuild: {seconds:.1f} s")
+    print(await stores.graph.counts(kb))
+
+
+async def run(args: argparse.Namespace) -> None:
+    settings = Settings(neo4j_uri=args.neo4j_uri) if args.neo4j_uri else Settings()
+    stores = Stores.neo4j(Neo4jStore.from_settings(settings))
+    try:
+        await stores.database.connect()
+        if args.only == "leiden-child":
+            await leiden(stores, settings, args.kb)
+            return
+        if args.only == "delete":
+            await delete_one(stores, settings, args.kb)
+            return
+        if args.only in (None, "leiden"):
+            results = []
+            for _ in range(args.leiden_runs):
+                child = await asyncio.to_thread(
+                    subprocess.run,
+                    [sys.executable, __file__, *sys.argv[1:], "--only", "leiden-child"],
+                    capture_output=True, text=True, check=True,
+                )  # fmt: skip
+                results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+            for r in results:
+                print(f"Leiden run: {r}")
+            if results:
+                print(
+                    f"Leiden on the stored graph: median {statistics.median(r['total_s'] for r in results):.1f} s "
+                    f"(paged read {statistics.median(r['read_s'] for r in results):.1f} s), "
+                    f"peak RSS median {statistics.median(r['peak_rss_mib'] for r in results):.0f} MiB"
+                )
+            if args.only == "leiden":
+                return
+        graph = SyntheticGraph(args.relationships, args.seed)
+        if args.graph_runs:
+            await graph_searches(stores, settings, args.kb, graph, args.graph_runs)
+        await local_contexts(stores, settings, args.kb, graph, args.runs)
+        await drift_queries(stores, settings, args.kb, graph, max(args.runs // 2, 3) + 1)
+        await stats(stores, args.kb, args.runs)
+    finally:
+        await stores.database.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kb", default="synthetic")
+    parser.add_argument("--relationships", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=20, help="local contexts and stats; DRIFT runs half as many")
+    parser.add_argument("--graph-runs", type=int, default=3, help="passes over the graph-search queries")
+    parser.add_argument("--leiden-runs", type=int, default=3)
+    parser.add_argument("--only", choices=["leiden", "delete", "leiden-child"], default=None)
+    parser.add_argument("--neo4j-uri", default=None)
+    args = parser.parse_args()
+    logging.getLogger("driftrag.search.graph_search").setLevel(logging.ERROR)  # one warning per cut search
+    child = args.only == "leiden-child"
+    if not child:
+        print(f"load average {open('/proc/loadavg').read().split()[:3]}", flush=True)
+    asyncio.run(run(args))
+    if not child:
+        print(f"load average {open('/proc/loadavg').read().split()[:3]}")
+
+
+if __name__ == "__main__":
+    main()
