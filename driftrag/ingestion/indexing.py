@@ -150,10 +150,7 @@ async def embed_missing(
 ) -> dict[str, int]:
     """Embed chunks without a vector, and entities/communities whose embedded text changed."""
     counts = {"chunk": 0, "entity": 0, "community": 0, "failed": 0}
-    chunk_rows = await deps.graph.chunks_without_embedding(kb)
-    embedded = await _embed(deps, kb, "chunk", chunk_rows, progress)
-    counts["chunk"] = len(embedded)
-    counts["failed"] += len(chunk_rows) - len(embedded)
+    counts["chunk"], counts["failed"] = await embed_chunks(deps, kb, progress)
 
     entity_state = await deps.graph.entity_state(kb)
     entity_texts = {
@@ -173,6 +170,14 @@ async def embed_missing(
     )
     counts["failed"] += failed
     return counts
+
+
+async def embed_chunks(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[int, int]:
+    """(embedded, failed) chunks that had no vector. A chunk's vector depends on its text alone, so the
+    workflow runs this beside extraction; what fails is embedded again by `embed_missing`."""
+    rows = await deps.graph.chunks_without_embedding(kb)
+    embedded = await _embed(deps, kb, "chunk", rows, progress)
+    return len(embedded), len(rows) - len(embedded)
 
 
 async def _embed_changed(deps, kb, kind, texts: dict[str, str], state, progress) -> tuple[int, int]:

@@ -12,6 +12,7 @@ summaries) -> communities and reports -> embeddings. Progress events stream (sta
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from workflows import Context, Workflow, step
@@ -43,12 +44,14 @@ class ChunksExtracted(Event):
     kb: str
     documents: list[DocumentOutcome]
     extracted: int
+    chunks_embedded: int = 0
 
 
 class EntityLayerBuilt(Event):
     kb: str
     documents: list[DocumentOutcome]
     extracted: int
+    chunks_embedded: int
     merged: MergeResult | None
     summaries: int
 
@@ -57,6 +60,7 @@ class CommunitiesBuilt(Event):
     kb: str
     documents: list[DocumentOutcome]
     extracted: int
+    chunks_embedded: int
     merged: MergeResult | None
     summaries: int
     reports: int
@@ -99,11 +103,21 @@ class IngestionWorkflow(Workflow):
         started = time.monotonic()
         config = await self._deps.graph.extract_config(ev.kb) or ExtractConfig()
         ids = [outcome.document_id for outcome in ev.documents]
-        extracted = await indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx))
+
+        async def chunk_vectors() -> int:
+            # Beside extraction: model calls (or the offline extractor on one core) leave room for it.
+            chunk_started = time.monotonic()
+            embedded, _ = await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx))
+            self._time("chunk embeddings (beside extract)", chunk_started)
+            return embedded
+
+        extracted, chunks_embedded = await asyncio.gather(
+            indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx)), chunk_vectors()
+        )
         if extracted:
             await self._deps.graph.mark_stale(ev.kb, True)
         self._time("extract", started)
-        return ChunksExtracted(kb=ev.kb, documents=ev.documents, extracted=extracted)
+        return ChunksExtracted(kb=ev.kb, documents=ev.documents, extracted=extracted, chunks_embedded=chunks_embedded)
 
     @step
     async def build_entity_layer(self, ctx: Context, ev: ChunksExtracted) -> EntityLayerBuilt:
@@ -129,6 +143,7 @@ class IngestionWorkflow(Workflow):
         embedded: dict[str, int] = {}
         if ev.merged is not None:
             embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
+            embedded["chunk"] += ev.chunks_embedded
             if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
                 await self._deps.graph.mark_stale(ev.kb, False)
         self._time("embeddings", started)

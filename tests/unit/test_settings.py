@@ -41,6 +41,7 @@ ENVIRONMENT = {
     "DRIFTRAG_EMBEDDING_MODEL": ("embedding_model", "text-embedding-3-large"),
     "DRIFTRAG_EMBEDDING_DIMENSIONS": ("embedding_dimensions", "256"),
     "DRIFTRAG_EMBED_BATCH_SIZE": ("embed_batch_size", "16"),
+    "DRIFTRAG_EMBED_WORKERS": ("embed_workers", "3"),
     "DRIFTRAG_CHUNK_SIZE": ("chunk_size", "600"),
     "DRIFTRAG_CHUNK_OVERLAP": ("chunk_overlap", "50"),
     "DRIFTRAG_MAX_FILE_MB": ("max_file_mb", "5"),
