@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
 
+from pyinstrument import Profiler
+
 from driftrag.composition import ingestion_deps
 from driftrag.ingestion.requests import IngestRequest
 from driftrag.providers.factory import build_providers
@@ -83,10 +85,16 @@ async def run(args: argparse.Namespace) -> None:
                 await store.reset_vector_indexes()
             deps = ingestion_deps(settings, Stores.neo4j(store), providers)
             try:
+                profiler = Profiler(async_mode="enabled", interval=0.002) if args.profile else None
+                if profiler:
+                    profiler.start()
                 started = time.monotonic()
                 request = IngestRequest(kb=KB, paths=[ALICE])
                 result = await IngestionWorkflow(deps).run(start_event=IngestStart(request=request))
                 wall = time.monotonic() - started
+                if profiler:
+                    profiler.stop()
+                    print(profiler.output_text(unicode=True, show_all=False, timeline=False))
             finally:
                 await GraphStore(store).delete_kb(KB)
                 if reset or DIMENSION != DEV_DIMENSION:
@@ -145,6 +153,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the server waits per request")
     parser.add_argument("--concurrency", type=int, default=8, help="llm_concurrency")
     parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17688")
+    parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the run")
     asyncio.run(run(parser.parse_args()))
 
 

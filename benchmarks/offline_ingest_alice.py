@@ -135,9 +135,7 @@ async def embedding_ab(args: argparse.Namespace) -> None:
     for workers, pairs in results.items():
         wall = statistics.median(wall for wall, _ in pairs)
         cpu = statistics.median(cpu for _, cpu in pairs)
-        print(
-            f"  median workers {workers}: {len(texts) / wall:.2f} texts/s, {cpu / len(texts):.3f} CPU s per text"
-        )
+        print(f"  median workers {workers}: {len(texts) / wall:.2f} texts/s, {cpu / len(texts):.3f} CPU s per text")
     speedup = statistics.median(w for w, _ in results[1]) / statistics.median(w for w, _ in results[2])
     print(f"  wall speed-up 2 vs 1 workers {speedup:.2f}x; same vectors: {same}")
 

@@ -64,6 +64,7 @@ class CommunitiesBuilt(Event):
     merged: MergeResult | None
     summaries: int
     reports: int
+    entities_embedded: int
 
 
 class IngestionWorkflow(Workflow):
@@ -131,11 +132,16 @@ class IngestionWorkflow(Workflow):
     @step
     async def build_communities(self, ctx: Context, ev: EntityLayerBuilt) -> CommunitiesBuilt:
         started = time.monotonic()
-        reports = 0
+        reports, entities_embedded = 0, 0
         if ev.merged is not None:
-            reports = await indexing.rebuild_communities(self._deps, ev.kb, ev.merged, self._progress(ctx))
+            # Entity vectors need the summaries only: they are made while the reports are written.
+            entity_vectors = indexing.embed_entities(self._deps, ev.kb, ev.merged, self._progress(ctx))
+            reports, embedded = await indexing.rebuild_communities(
+                self._deps, ev.kb, ev.merged, self._progress(ctx), beside_reports=entity_vectors
+            )
+            entities_embedded = embedded[0] if embedded else 0
         self._time("communities", started)
-        return CommunitiesBuilt(**ev.model_dump(), reports=reports)
+        return CommunitiesBuilt(**ev.model_dump(), reports=reports, entities_embedded=entities_embedded)
 
     @step
     async def embed(self, ctx: Context, ev: CommunitiesBuilt) -> StopEvent:
@@ -144,6 +150,7 @@ class IngestionWorkflow(Workflow):
         if ev.merged is not None:
             embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
             embedded["chunk"] += ev.chunks_embedded
+            embedded["entity"] += ev.entities_embedded
             if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
                 await self._deps.graph.mark_stale(ev.kb, False)
         self._time("embeddings", started)

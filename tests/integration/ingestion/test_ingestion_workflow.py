@@ -153,18 +153,24 @@ async def test_progress_events_stream_in_stage_order(ingestor: Ingestor, kb: str
     assert events
 
     all_stages = [event.stage for event in events]
-    # Chunk vectors are made beside extraction, so those two interleave; every other stage is one block.
-    chunk_at = [i for i, stage in enumerate(all_stages) if stage == "embed-chunk"]
-    assert chunk_at and min(chunk_at) > max(i for i, stage in enumerate(all_stages) if stage == "documents")
-    assert max(chunk_at) < min(i for i, stage in enumerate(all_stages) if stage in STAGE_ORDER[3:])
-    stages = [stage for stage in all_stages if stage != "embed-chunk"]
+    # Vectors are made beside the model work that does not change their text: chunk vectors beside
+    # extraction, entity vectors beside the reports. Each such stage runs inside its partner's span.
+    for vectors, partner in (("embed-chunk", "extract"), ("embed-entity", "reports")):
+        at = [i for i, stage in enumerate(all_stages) if stage == vectors]
+        before = STAGE_ORDER[: STAGE_ORDER.index(partner)]
+        after = STAGE_ORDER[STAGE_ORDER.index(vectors) + 1 :]
+        assert at, vectors
+        assert min(at) > max(i for i, stage in enumerate(all_stages) if stage in before), vectors
+        assert max(at) < min((i for i, stage in enumerate(all_stages) if stage in after), default=len(all_stages))
+    stages = [stage for stage in all_stages if stage not in ("embed-chunk", "embed-entity")]
     blocks = [stage for i, stage in enumerate(stages) if i == 0 or stages[i - 1] != stage]
     assert len(blocks) == len(set(blocks)), f"a stage came back after another one: {blocks}"
-    assert all(stage in STAGE_ORDER for stage in blocks), blocks
     assert blocks == sorted(blocks, key=STAGE_ORDER.index)
-    for required in ("documents", "extract", "reports", "embed-entity", "embed-community"):
+    blocks = [stage for i, stage in enumerate(all_stages) if i == 0 or all_stages[i - 1] != stage]
+    blocks = list(dict.fromkeys(blocks))
+    assert all(stage in STAGE_ORDER for stage in blocks), blocks
+    for required in ("documents", "extract", "reports", "embed-chunk", "embed-entity", "embed-community"):
         assert required in blocks
-    blocks = [*blocks, "embed-chunk"]
 
     for stage in blocks:
         progress = [event for event in events if event.stage == stage]
