@@ -226,6 +226,12 @@ class Settings(BaseSettings):
     )
     api_host: str = Field(default="127.0.0.1", description="Address `driftrag serve` binds to.")
     api_port: int = Field(default=8000, ge=1, le=65535, description="Port `driftrag serve` listens on.")
+    api_workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Server processes of `driftrag serve` sharing its port (each with its own Neo4j driver).",
+    )
     api_max_body_kb: int = Field(
         default=1024, ge=16, description="Largest request body (KiB) of every route but ingestion; larger is a 413."
     )

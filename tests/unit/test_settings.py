@@ -86,6 +86,7 @@ ENVIRONMENT = {
     "DRIFTRAG_API_KEYS_FILE": ("api_keys_file", "/etc/driftrag/api-keys.json"),
     "DRIFTRAG_API_HOST": ("api_host", "0.0.0.0"),
     "DRIFTRAG_API_PORT": ("api_port", "8080"),
+    "DRIFTRAG_API_WORKERS": ("api_workers", "3"),
     "DRIFTRAG_API_MAX_BODY_KB": ("api_max_body_kb", "64"),
     "DRIFTRAG_API_MAX_INGEST_BODY_MB": ("api_max_ingest_body_mb", "10"),
 }
