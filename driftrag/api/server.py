@@ -20,6 +20,7 @@ from driftrag.errors import ConfigurationError
 from driftrag.settings import Settings
 
 log = logging.getLogger("driftrag.api")
+WORKER_HEALTHCHECK_S = 120
 
 
 def _is_loopback(host: str) -> bool:
@@ -101,6 +102,9 @@ def serve(
         log_level=log_level,
         server_header=False,
         proxy_headers=False,
+        # A worker answers the supervisor's pings only once its imports are done (seconds on a busy
+        # machine); uvicorn's 5 s default killed and respawned starting workers in a loop.
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
     )
     # What `uvicorn.run` does (which insists on an import string for workers): the app here is built
     # from the settings and keys this process read and checked. Ctrl-C is a clean stop, as there.
