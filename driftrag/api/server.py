@@ -8,16 +8,19 @@ import ipaddress
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from types import TracebackType
 
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.supervisors import Multiprocess
 
 from driftrag.api.auth import ApiKeys
 from driftrag.errors import ConfigurationError
 from driftrag.settings import Settings
 
 log = logging.getLogger("driftrag.api")
+WORKER_HEALTHCHECK_S = 120
 
 
 def _is_loopback(host: str) -> bool:
@@ -51,20 +54,67 @@ def check_bind(host: str, *, insecure_no_auth: bool) -> None:
         )
 
 
-def serve(settings: Settings, *, host: str, port: int, insecure_no_auth: bool, log_level: str = "info") -> None:
-    """Check keys and address, then run uvicorn until interrupted (the lifespan connects to Neo4j)."""
-    from driftrag.api.app import create_app
-    from driftrag.facade import DriftRAG
+@dataclass(frozen=True)
+class AppFactory:
+    """Builds the app in the process that serves it; plain data, so it is sent to each worker process."""
 
+    settings: Settings
+    keys: ApiKeys
+
+    def __call__(self) -> FastAPI:
+        from driftrag.api.app import create_app
+        from driftrag.facade import DriftRAG
+
+        # A lost Neo4j is logged once by the store's health state; the driver would add lines per connection.
+        logging.getLogger("neo4j").setLevel(logging.CRITICAL)
+        logging.getLogger("driftrag.store.health").setLevel(logging.WARNING)
+        return create_app(DriftRAG(self.settings), self.keys)
+
+
+def serve(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    insecure_no_auth: bool,
+    workers: int | None = None,
+    log_level: str = "info",
+) -> None:
+    """Check keys and address, then run uvicorn until interrupted (the lifespan connects to Neo4j).
+
+    With more than one worker (`workers`, else `settings.api_workers`) the port is bound once here and
+    served by that many processes, each with its own app, Neo4j driver and event loop: one Python process
+    keeps one core busy at most (JSON, Bolt decoding and validation all hold the GIL).
+    """
+    workers = workers or settings.api_workers
+    if workers < 1:
+        raise ConfigurationError(f"the server needs at least 1 worker, got {workers}")
     keys = load_keys(settings, insecure_no_auth=insecure_no_auth)
     check_bind(host, insecure_no_auth=insecure_no_auth)
     if insecure_no_auth:
         log.warning("serving WITHOUT authentication on %s:%d (--insecure-no-auth)", host, port)
-    app = create_app(DriftRAG(settings), keys)
-    # A lost Neo4j is logged once by the store's health state; the driver would add lines per connection.
-    logging.getLogger("neo4j").setLevel(logging.CRITICAL)
-    logging.getLogger("driftrag.store.health").setLevel(logging.WARNING)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False, proxy_headers=False)
+    config = uvicorn.Config(
+        AppFactory(settings, keys),
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        server_header=False,
+        proxy_headers=False,
+        # A worker answers the supervisor's pings only once its imports are done (seconds on a busy
+        # machine); uvicorn's 5 s default killed and respawned starting workers in a loop.
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+    )
+    # What `uvicorn.run` does (which insists on an import string for workers): the app here is built
+    # from the settings and keys this process read and checked. Ctrl-C is a clean stop, as there.
+    try:
+        if workers == 1:
+            uvicorn.Server(config).run()
+        else:
+            Multiprocess(config, sockets=[config.bind_socket()]).run()
+    except KeyboardInterrupt:
+        pass
 
 
 class BackgroundServer:

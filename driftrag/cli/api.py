@@ -43,6 +43,12 @@ def serve(
             help="Accept every request without a key (local experiments); only on 127.0.0.1 or another loopback.",
         ),
     ] = False,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", min=1, max=64, help="Server processes sharing the port (default: DRIFTRAG_API_WORKERS, 1)."
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API with uvicorn (docs at /api/v1/docs); refuses to start without API keys."""
     from driftrag.api.server import serve as run_server
@@ -56,6 +62,7 @@ def serve(
             host=host or settings.api_host,
             port=port or settings.api_port,
             insecure_no_auth=insecure_no_auth,
+            workers=workers,
             log_level="debug" if debug else "info",
         ),
     )

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
 from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
@@ -34,6 +35,7 @@ from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 async def load_documents(request: IngestRequest, max_file_mb: float) -> list[SourceDocument]:
@@ -118,11 +120,18 @@ async def rebuild_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressC
 
 
 async def rebuild_communities(
-    deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
-) -> tuple[int, int]:
+    deps: IngestionDeps,
+    kb: str,
+    merged: MergeResult,
+    progress: ProgressCallback,
+    beside_reports: Awaitable[T] | None = None,
+) -> tuple[int, int, T | None]:
     """Cluster, then report bottom-up; a community whose context is unchanged keeps its report.
 
-    Returns (reports generated, citations of those reports to handles their context did not show)."""
+    Returns (reports generated, citations of those reports to handles their context did not show, the
+    result of `beside_reports`). `beside_reports` (e.g. the entity vectors) runs while the reports are
+    generated, before anything of the communities is written, so the two never write the same nodes at once.
+    """
     settings = deps.settings
     communities = detect_communities(
         merged.entities, merged.relationships, max_cluster_size=settings.max_cluster_size, seed=settings.leiden_seed
@@ -130,7 +139,7 @@ async def rebuild_communities(
     chunk_ids = sorted({chunk for c in communities for chunk in c.chunk_ids})
     chunks = await deps.graph.chunk_texts(kb, chunk_ids)
     reporter = ReusingReporter(deps.tasks.reporter, await deps.graph.community_state(kb), len(communities), progress)
-    reports = await generate_reports(
+    reporting = generate_reports(
         communities,
         merged.entities,
         merged.relationships,
@@ -139,6 +148,11 @@ async def rebuild_communities(
         max_tokens=settings.report_context_tokens,
         concurrency=settings.llm_concurrency,
     )
+    beside_result = None
+    if beside_reports is None:
+        reports = await reporting
+    else:
+        reports, beside_result = await asyncio.gather(reporting, beside_reports)
     await deps.graph.replace_communities(
         kb,
         communities,
@@ -146,20 +160,16 @@ async def rebuild_communities(
         reporter.context_hashes,
         finest_community_by_entity(communities),
     )
-    return reporter.generated, reporter.unknown_citations
+    return reporter.generated, reporter.unknown_citations, beside_result
 
 
 async def embed_missing(
     deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
 ) -> dict[str, int]:
     """Embed chunks without a vector, and entities/communities whose embedded text changed."""
-    counts = {**await embed_chunks(deps, kb, progress), "entity": 0, "community": 0}
-
-    entity_state = await deps.graph.entity_state(kb)
-    entity_texts = {
-        e.id: f"{e.name}: {e.summary or (e.descriptions[0] if e.descriptions else '')}" for e in merged.entities
-    }
-    counts["entity"], failed = await _embed_changed(deps, kb, "entity", entity_texts, entity_state, progress)
+    counts = {"chunk": 0, "entity": 0, "community": 0, "failed": 0}
+    counts["chunk"], counts["failed"] = await embed_chunks(deps, kb, progress)
+    counts["entity"], failed = await embed_entities(deps, kb, merged, progress)
     counts["failed"] += failed
 
     community_state = await deps.graph.community_state(kb)
@@ -177,11 +187,23 @@ async def embed_missing(
 
 async def embed_chunks(
     deps: IngestionDeps, kb: str, progress: ProgressCallback, document_ids: Sequence[str] | None = None
-) -> dict[str, int]:
-    """Embed the chunks without a vector, of the kb or of `document_ids`: {"chunk": n, "failed": n}."""
-    chunk_rows = await deps.graph.chunks_without_embedding(kb, document_ids)
-    embedded = await _embed(deps, kb, "chunk", chunk_rows, progress)
-    return {"chunk": len(embedded), "failed": len(chunk_rows) - len(embedded)}
+) -> tuple[int, int]:
+    """(embedded, failed) chunks that had no vector, of the kb or of `document_ids`. A chunk's vector
+    depends on its text alone, so the workflow runs this beside extraction; what fails is embedded again
+    by `embed_missing`."""
+    rows = await deps.graph.chunks_without_embedding(kb, document_ids)
+    embedded = await _embed(deps, kb, "chunk", rows, progress)
+    return len(embedded), len(rows) - len(embedded)
+
+
+async def embed_entities(
+    deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
+) -> tuple[int, int]:
+    """(embedded, failed) entities whose text (`name: summary`) changed since their vector was made."""
+    entity_texts = {
+        e.id: f"{e.name}: {e.summary or (e.descriptions[0] if e.descriptions else '')}" for e in merged.entities
+    }
+    return await _embed_changed(deps, kb, "entity", entity_texts, await deps.graph.entity_state(kb), progress)
 
 
 async def _embed_changed(deps, kb, kind, texts: dict[str, str], state, progress) -> tuple[int, int]:

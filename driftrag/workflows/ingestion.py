@@ -19,6 +19,7 @@ with `rebuild=True`, runs both.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from pydantic import Field
@@ -56,6 +57,7 @@ class ChunksExtracted(Event):
     documents: list[DocumentOutcome]
     extracted: int
     rebuild: bool = True
+    chunks_embedded: int = 0
 
 
 class EntityLayerBuilt(Event):
@@ -63,6 +65,7 @@ class EntityLayerBuilt(Event):
     documents: list[DocumentOutcome]
     extracted: int
     rebuild: bool = True
+    chunks_embedded: int
     merged: MergeResult | None
     summaries: int
 
@@ -72,10 +75,12 @@ class CommunitiesBuilt(Event):
     documents: list[DocumentOutcome]
     extracted: int
     rebuild: bool = True
+    chunks_embedded: int
     merged: MergeResult | None
     summaries: int
     reports: int
     unknown_report_citations: int
+    entities_embedded: int
 
 
 class IngestionWorkflow(Workflow):
@@ -121,11 +126,26 @@ class IngestionWorkflow(Workflow):
         started = time.monotonic()
         config = await self._deps.graph.extract_config(ev.kb) or ExtractConfig()
         ids = [outcome.document_id for outcome in ev.documents]
-        extracted = await indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx))
+
+        async def chunk_vectors() -> int:
+            # Beside extraction: model calls (or the offline extractor on one core) leave room for it.
+            # Only this run's documents: a worker of a split ingestion leaves the others' chunks alone.
+            if not ids:
+                return 0
+            chunk_started = time.monotonic()
+            embedded, _ = await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids)
+            self._time("chunk embeddings (beside extract)", chunk_started)
+            return embedded
+
+        extracted, chunks_embedded = await asyncio.gather(
+            indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx)), chunk_vectors()
+        )
         if extracted:
             await self._deps.graph.mark_stale(ev.kb, True)
         self._time("extract", started)
-        return ChunksExtracted(kb=ev.kb, documents=ev.documents, extracted=extracted, rebuild=ev.rebuild)
+        return ChunksExtracted(
+            kb=ev.kb, documents=ev.documents, extracted=extracted, rebuild=ev.rebuild, chunks_embedded=chunks_embedded
+        )
 
     @step
     async def build_entity_layer(self, ctx: Context, ev: ChunksExtracted) -> EntityLayerBuilt:
@@ -139,11 +159,21 @@ class IngestionWorkflow(Workflow):
     @step
     async def build_communities(self, ctx: Context, ev: EntityLayerBuilt) -> CommunitiesBuilt:
         started = time.monotonic()
-        reports = unknown = 0
+        reports = unknown = entities_embedded = 0
         if ev.merged is not None:
-            reports, unknown = await indexing.rebuild_communities(self._deps, ev.kb, ev.merged, self._progress(ctx))
+            # Entity vectors need the summaries only: they are made while the reports are written.
+            entity_vectors = indexing.embed_entities(self._deps, ev.kb, ev.merged, self._progress(ctx))
+            reports, unknown, embedded = await indexing.rebuild_communities(
+                self._deps, ev.kb, ev.merged, self._progress(ctx), beside_reports=entity_vectors
+            )
+            entities_embedded = embedded[0] if embedded else 0
         self._time("communities", started)
-        return CommunitiesBuilt(**ev.model_dump(), reports=reports, unknown_report_citations=unknown)
+        return CommunitiesBuilt(
+            **ev.model_dump(),
+            reports=reports,
+            unknown_report_citations=unknown,
+            entities_embedded=entities_embedded,
+        )
 
     @step
     async def embed(self, ctx: Context, ev: CommunitiesBuilt) -> StopEvent:
@@ -151,11 +181,16 @@ class IngestionWorkflow(Workflow):
         embedded: dict[str, int] = {}
         if ev.merged is not None:
             embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
+            embedded["chunk"] += ev.chunks_embedded
+            embedded["entity"] += ev.entities_embedded
             if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
                 await self._deps.graph.mark_stale(ev.kb, False)
-        elif not ev.rebuild:  # the per-document half: its chunks' vectors (the costly part offline)
+        elif not ev.rebuild:  # the per-document half: its chunk vectors, made beside extraction; retry what failed
             ids = [outcome.document_id for outcome in ev.documents]
-            embedded = await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids)
+            retried, failed = (
+                await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids) if ids else (0, 0)
+            )
+            embedded = {"chunk": ev.chunks_embedded + retried, "failed": failed}
         self._time("embeddings", started)
         result = IngestionResult(
             kb=ev.kb,

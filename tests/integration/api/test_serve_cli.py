@@ -86,3 +86,48 @@ def test_serve_answers_with_a_created_key(tmp_path: Path, neo4j_settings: Settin
         output, _ = server.communicate(timeout=60)
     assert server.returncode == 0, output
     assert key not in output, "the key never reaches the log"
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_serve_with_two_workers_answers_from_two_processes(tmp_path: Path, neo4j_settings: Settings) -> None:
+    keys_file = tmp_path / "keys.json"
+    env = _env(tmp_path, NEO4J_URI=neo4j_settings.bolt_uri, DRIFTRAG_API_WORKERS="2")
+    created = _driftrag(
+        "api-key", "create", "--name", "ops", "--scopes", "read", "--kbs", "*", "--file", str(keys_file),
+        env=env, cwd=tmp_path,
+    )  # fmt: skip
+    key = created.stdout.strip()
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "driftrag", "serve", "--port", str(port)],
+        env={**env, "DRIFTRAG_API_KEYS_FILE": str(keys_file)},
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/api/v1/system"
+        headers = {"Authorization": f"Bearer {key}"}
+        deadline = time.monotonic() + 240
+        answered = 0
+        # Both workers accept on the one socket; wait until both have started and connected.
+        while answered < 20:
+            assert server.poll() is None, server.stdout.read()
+            try:
+                response = httpx.get(url, headers=headers, timeout=10)
+                assert response.status_code == 200, response.text
+                answered += response.json()["graph_engine"] == "Neo4j"
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the server did not answer within 240 s"
+                time.sleep(0.5)
+        assert httpx.get(url, timeout=10).status_code == 401  # every worker checks keys
+        workers = [pid for pid in _children(server.pid) if "spawn" in Path(f"/proc/{pid}/cmdline").read_text()]
+        assert len(workers) == 2, workers
+    finally:
+        server.send_signal(signal.SIGINT)
+        output, _ = server.communicate(timeout=90)
+    assert server.returncode == 0, output

