@@ -8,7 +8,8 @@ Two modes:
 - **shared**: the per-document part of an ingestion (load, chunk, extract, checkpoint, embed chunks).
   Its writes are idempotent MERGEs keyed by content hashes, so any number of processes may run it at
   once on different documents of one kb; none may run while an exclusive holder works, and an
-  exclusive acquisition waits until every shared holder is done.
+  exclusive acquisition waits until every shared holder is done. While it waits, no new shared holder
+  is let in (writer preference), so a stream of ingestion workers cannot starve the kb-wide step.
 
     async with KbLock(store, "alice", ttl_s=60):               # delete, rebuild
         ...
@@ -79,17 +80,23 @@ class KbLock:
 
     async def acquire(self) -> None:
         await self.store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
-        while True:
-            acquired, holder, expires_in_ms = await self.try_acquire()
-            if acquired:
-                break
-            if not self.waited:
-                self.waited = True
-                self._on_wait(
-                    f"knowledge base {self.kb!r} is being written by another process ({holder}); waiting for it "
-                    f"to finish (its lock expires in {max(expires_in_ms, 0) / 1000:.0f} s unless renewed)"
-                )
-            await asyncio.sleep(self.poll_s)
+        try:
+            while True:
+                acquired, holder, expires_in_ms = await self.try_acquire()
+                if acquired:
+                    break
+                if not self.waited:
+                    self.waited = True
+                    self._on_wait(
+                        f"knowledge base {self.kb!r} is being written by another process ({holder}); waiting for "
+                        f"it to finish (its lock expires in {max(expires_in_ms, 0) / 1000:.0f} s unless renewed)"
+                    )
+                await asyncio.sleep(self.poll_s)
+        except BaseException:
+            if self.waited and not self.shared:
+                with contextlib.suppress(BackendUnavailableError):
+                    await asyncio.shield(self.store.write(cy.WITHDRAW_KB_WAITER, kb=self.kb, owner=self.owner))
+            raise
         self._renewer = asyncio.create_task(self._renew(), name=f"kb-lock-{self.kb}")
 
     async def _renew(self) -> None:

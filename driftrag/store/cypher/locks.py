@@ -12,6 +12,9 @@ CREATE_KB_LOCK_CONSTRAINT = (
 # Every acquisition first MERGEs the kb's `__KbLock__` node and writes it (`l.claimed_at`), which takes
 # the node's write lock until commit, so acquisitions of one kb are serialised and each sees the
 # committed state of the others (owner, expiries, leases). Expired holders (dead processes) are ignored.
+# Writer preference: an exclusive acquisition that has to wait leaves a `__KbWaiter__` node (its own
+# expiry, renewed by each retry), and no new shared lease is granted while one is live. Without it a
+# steady stream of ingestion workers, each starting before the last ends, could starve the kb-wide step.
 ACQUIRE_KB_LOCK = """
 MERGE (l:__KbLock__ {kb: $kb})
 ON CREATE SET l.expires_at = 0
@@ -22,6 +25,18 @@ WITH l, collect(s.owner) AS sharers, max(s.expires_at) AS shared_until
 WITH l, sharers, shared_until,
      size(sharers) = 0 AND (l.owner IS NULL OR l.owner = $owner OR l.expires_at < timestamp()) AS free
 FOREACH (_ IN CASE WHEN free THEN [1] ELSE [] END | SET l.owner = $owner, l.expires_at = timestamp() + $ttl_ms)
+WITH l, sharers, shared_until, free
+CALL (free) {
+  WITH free WHERE NOT free
+  MERGE (w:__KbWaiter__ {kb: $kb, owner: $owner})
+  SET w.expires_at = timestamp() + $ttl_ms
+}
+CALL (free) {
+  WITH free WHERE free
+  OPTIONAL MATCH (w:__KbWaiter__ {kb: $kb})
+  WHERE w.owner = $owner OR w.expires_at < timestamp() - 3600000
+  DELETE w
+}
 RETURN free AS acquired,
        CASE WHEN size(sharers) > 0 AND NOT (l.owner IS NOT NULL AND l.expires_at >= timestamp())
             THEN size(sharers) + ' ingestion worker(s), e.g. ' + sharers[0] ELSE l.owner END AS owner,
@@ -33,13 +48,20 @@ ACQUIRE_KB_LEASE = """
 MERGE (l:__KbLock__ {kb: $kb})
 ON CREATE SET l.expires_at = 0
 SET l.claimed_at = timestamp()
-WITH l, l.owner IS NULL OR l.owner = $owner OR l.expires_at < timestamp() AS free
+WITH l, l.owner IS NULL OR l.owner = $owner OR l.expires_at < timestamp() AS unlocked
+OPTIONAL MATCH (w:__KbWaiter__ {kb: $kb}) WHERE w.expires_at >= timestamp()
+WITH l, unlocked, collect(w.owner) AS waiters, max(w.expires_at) AS waiting_until
+WITH l, unlocked, waiters, waiting_until, unlocked AND size(waiters) = 0 AS free
 CALL (l, free) {
   WITH l WHERE free
   MERGE (s:__KbLease__ {kb: $kb, owner: $owner})
   SET s.expires_at = timestamp() + $ttl_ms
 }
-RETURN free AS acquired, l.owner AS owner, l.expires_at - timestamp() AS expires_in_ms
+RETURN free AS acquired,
+       CASE WHEN unlocked AND size(waiters) > 0 THEN 'a kb-wide step waiting to start (' + waiters[0] + ')'
+            ELSE l.owner END AS owner,
+       CASE WHEN unlocked AND size(waiters) > 0 THEN waiting_until - timestamp()
+            ELSE l.expires_at - timestamp() END AS expires_in_ms
 """
 
 RENEW_KB_LOCK = """
@@ -65,4 +87,11 @@ RELEASE_KB_LEASE = """
 MATCH (s:__KbLease__ {kb: $kb})
 WHERE s.owner = $owner OR s.expires_at < timestamp() - 3600000
 DELETE s
+"""
+
+# An exclusive acquisition that stops waiting (cancelled, interrupted) withdraws its claim at once
+# rather than blocking new shared leases until the claim expires.
+WITHDRAW_KB_WAITER = """
+MATCH (w:__KbWaiter__ {kb: $kb, owner: $owner})
+DELETE w
 """

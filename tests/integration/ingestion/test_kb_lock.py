@@ -175,6 +175,45 @@ async def test_shared_holders_run_together_and_exclude_the_exclusive_lock(store:
     assert (await KbLock(store, kb, ttl_s=30, shared=True).try_acquire())[0]
 
 
+async def test_a_waiting_kb_wide_step_lets_no_new_ingestion_worker_in(store: Neo4jStore) -> None:
+    """Writer preference: workers that keep arriving cannot starve the exclusive step."""
+    kb = f"test-lock-prefer-{uuid.uuid4().hex[:8]}"
+    await store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
+    running = KbLock(store, kb, ttl_s=30, shared=True)
+    assert (await running.try_acquire())[0]
+    told = asyncio.Event()
+    exclusive = KbLock(store, kb, ttl_s=30, poll_s=0.1, on_wait=lambda _: told.set())
+    waiting = asyncio.create_task(exclusive.acquire())
+    late = KbLock(store, kb, ttl_s=30, shared=True)
+    await asyncio.wait_for(told.wait(), 20)
+    acquired, holder, expires_in_ms = await late.try_acquire()
+    assert not acquired, "a new worker got in while the kb-wide step was waiting"
+    assert "kb-wide step waiting" in holder and exclusive.owner in holder and 0 < expires_in_ms <= 30_000
+    await running.release()
+    await asyncio.wait_for(waiting, 20)
+    assert not (await late.try_acquire())[0], "the exclusive holder excludes the late worker"
+    await exclusive.release()
+    assert (await late.try_acquire())[0], "the late worker goes on once the kb-wide step is done"
+    await late.release()
+
+
+async def test_an_exclusive_acquisition_that_gives_up_stops_blocking_workers(store: Neo4jStore) -> None:
+    kb = f"test-lock-withdraw-{uuid.uuid4().hex[:8]}"
+    await store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
+    running = KbLock(store, kb, ttl_s=30, shared=True)
+    assert (await running.try_acquire())[0]
+    told = asyncio.Event()
+    exclusive = KbLock(store, kb, ttl_s=30, poll_s=0.1, on_wait=lambda _: told.set())
+    waiting = asyncio.create_task(exclusive.acquire())
+    await asyncio.wait_for(told.wait(), 20)
+    assert not (await KbLock(store, kb, ttl_s=30, shared=True).try_acquire())[0]
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert (await KbLock(store, kb, ttl_s=30, shared=True).try_acquire())[0], "the claim was withdrawn"
+    await running.release()
+
+
 async def test_a_shared_holder_that_died_does_not_block_the_exclusive_lock(store: Neo4jStore) -> None:
     kb = f"test-lock-shared-dead-{uuid.uuid4().hex[:8]}"
     await store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
