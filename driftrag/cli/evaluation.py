@@ -70,10 +70,10 @@ def eval_run(
         str,
         typer.Option(
             "--methods",
-            help=f"Comma-separated, from: {', '.join(MODE_NAMES)}.",
+            help=f"Comma-separated, from: {', '.join(MODE_NAMES)} (default: all of them).",
             callback=_methods_option,
         ),
-    ] = "drift,local,basic,entity",
+    ] = ",".join(MODE_NAMES),
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs of each question and method.")] = 1,
     budget: BudgetOption = None,
     retry_errors: Annotated[
