@@ -210,8 +210,9 @@ class Neo4jStore:
 
         The vector indexes are shared by all knowledge bases, so the search over-fetches, keeps the kb's
         nodes and, with `details` (a statement taking `$kb` and `$ids`), only those it returns a row for
-        (enabled chunks, valid entities…); it widens x4 while fewer than k remain and the index has more,
-        up to `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of every vector search.
+        (enabled chunks, valid entities…); it widens (x4, or to twice what the share kept so far says k
+        needs, x16 when none was kept) while fewer than k remain and the index has more, up to
+        `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of every vector search.
         """
         if index not in cy.VECTOR_INDEXES:
             raise ConfigurationError(f"unknown vector index {index!r}")
@@ -232,7 +233,7 @@ class Neo4jStore:
             # Fewer candidates than asked means the index has no more nodes.
             if len(kept) >= k or fetched < fetch or fetch >= _MAX_VECTOR_FETCH:
                 return kept[:k]
-            fetch = min(fetch * _OVER_FETCH, _MAX_VECTOR_FETCH)
+            fetch = min(_next_fetch(fetch, len(kept), k), _MAX_VECTOR_FETCH)
 
     async def _reachable(self) -> bool:
         """Whether a fresh connection to the server succeeds within `_PROBE_TIMEOUT_S`."""
@@ -292,3 +293,10 @@ class Neo4jStore:
         if not await self._reachable():
             self.health.failed(reason)
         return BackendUnavailableError(f"Neo4j became unreachable at {self._settings.bolt_uri}: {reason}")
+
+
+def _next_fetch(fetch: int, kept: int, k: int) -> int:
+    """The next over-fetch: x`_OVER_FETCH`, or more when the share kept so far says k needs more (an
+    index shared with bigger or nearer kbs keeps few per round: one wider round, not several)."""
+    expected = fetch * k * 2 // kept if kept else fetch * _OVER_FETCH * _OVER_FETCH
+    return max(fetch * _OVER_FETCH, expected)
