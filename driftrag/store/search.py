@@ -30,7 +30,7 @@ from driftrag.store.neo4j_store import Neo4jStore
 # mentioning chunks (the first the store yields), so a hub of tens of thousands costs as much as a
 # modest entity. Far more than a context of a few thousand tokens can show of one entity; entities
 # below it (every entity of a book-sized kb) are read whole.
-READS_PER_ENTITY = 1000
+READS_PER_ENTITY = 500
 # Chunks ranked on the bounded reads whose mentions of the given entities are then counted exactly.
 _CHUNK_POOL_FACTOR = 2
 
