@@ -31,8 +31,14 @@ from driftrag.store.neo4j_store import Neo4jStore
 # modest entity. Far more than a context of a few thousand tokens can show of one entity; entities
 # below it (every entity of a book-sized kb) are read whole.
 READS_PER_ENTITY = 500
+# Relationships among the entities: a pair is read whole when its smaller end has at most this many
+# times the bound (walking a chain reads no properties, so it may go further than the bounded reads).
+_PAIR_FACTOR = 10
 # Chunks ranked on the bounded reads whose mentions of the given entities are then counted exactly.
 _CHUNK_POOL_FACTOR = 2
+
+# The best-rated communities read first for the top-rated report (the whole kb only if none has one).
+_TOP_RATED_CANDIDATES = 8
 
 # Entity search: names longer than this cannot be entity names, and more than this many is an abuse.
 _MAX_NAME_CHARS = 200
@@ -79,7 +85,11 @@ class SearchStore:
 
     async def top_rated_report(self, kb: str) -> Source | None:
         """The highest-rated report (ties: larger community, then smaller id), or None without reports."""
-        rows = await self._store.read(cy.MATCH_TOP_RATED_COMMUNITY, kb=validate_kb_id(kb))
+        kb = validate_kb_id(kb)
+        candidates = await self._store.read(cy.MATCH_TOP_RATED_CANDIDATES, kb=kb, limit=_TOP_RATED_CANDIDATES)
+        rows = [row for row in candidates if row["full_content"] is not None][:1]
+        if not rows and len(candidates) == _TOP_RATED_CANDIDATES:
+            rows = await self._store.read(cy.MATCH_TOP_RATED_COMMUNITY, kb=kb)
         return community_source(CommunityRow.model_validate(rows[0]), origin="top-rated") if rows else None
 
     async def _valid_vector_hits(
@@ -132,28 +142,35 @@ class SearchStore:
     ) -> list[RelationshipRow]:
         """Valid relationships with both ends among the entities, strongest first (ties by id).
 
-        Per entity, the strongest of its first `reads_per_entity` relationships the store yields (all of
-        them below that), at most `limit` each, then the `limit` strongest of those."""
-        return await self._relationships(kb, entity_ids, limit, reads_per_entity, inside=True)
+        A pair with an end of at most `_PAIR_FACTOR * reads_per_entity` relationships is read whole;
+        between two bigger entities, what lies within the first `reads_per_entity` of either."""
+        if not entity_ids or limit < 1:
+            return []
+        reads = max(reads_per_entity, 1)
+        rows = await self._store.read(
+            cy.MATCH_RELATIONSHIPS_AMONG_ENTITIES,
+            kb=validate_kb_id(kb),
+            ids=list(entity_ids),
+            limit=limit,
+            scan=reads,
+            pair_scan=_PAIR_FACTOR * reads,
+        )
+        return [RelationshipRow.model_validate(row) for row in rows]
 
     async def neighbour_relationships(
         self, kb: str, entity_ids: Sequence[str], limit: int, *, reads_per_entity: int = READS_PER_ENTITY
     ) -> list[RelationshipRow]:
-        """Valid relationships from the entities to entities outside the list, strongest first (bounded
-        per entity as `relationships_among`)."""
-        return await self._relationships(kb, entity_ids, limit, reads_per_entity, inside=False)
+        """Valid relationships from the entities to entities outside the list, strongest first (ties by id).
 
-    async def _relationships(
-        self, kb: str, entity_ids: Sequence[str], limit: int, reads_per_entity: int, *, inside: bool
-    ) -> list[RelationshipRow]:
+        Per entity, the strongest of its first `reads_per_entity` relationships the store yields (all of
+        them below that), at most `limit` each, then the `limit` strongest of those."""
         if not entity_ids or limit < 1:
             return []
         rows = await self._store.read(
-            cy.MATCH_RELATIONSHIPS_OF_ENTITIES,
+            cy.MATCH_NEIGHBOUR_RELATIONSHIPS,
             kb=validate_kb_id(kb),
             ids=list(entity_ids),
             limit=limit,
-            inside=inside,
             scan=max(reads_per_entity, 1),
         )
         return [RelationshipRow.model_validate(row) for row in rows]

@@ -33,6 +33,20 @@ RETURN c.id AS id, c.title AS title, coalesce(c.summary, '') AS summary, c.full_
 """
 
 # Ties: the larger community, then the smaller id, so the choice never depends on storage order.
+# The best-rated few by their small properties first (a report's text is read for those only, not for
+# every community of the kb: PROFILE on 104,166 communities, ~634k db hits and the reports' text cached);
+# MATCH_TOP_RATED_COMMUNITY, the whole read, is the fallback when none of them has a report.
+MATCH_TOP_RATED_CANDIDATES = """
+MATCH (c:__Community__ {kb: $kb})
+WHERE c.id IS NOT NULL AND c.rating IS NOT NULL
+WITH c, coalesce(c.size, 0) AS size
+ORDER BY c.rating DESC, size DESC, c.id ASC
+LIMIT $limit
+RETURN c.id AS id, c.title AS title, coalesce(c.summary, '') AS summary, c.full_content AS full_content,
+       c.rating AS rating, c.level AS level, size
+ORDER BY rating DESC, size DESC, id ASC
+"""
+
 MATCH_TOP_RATED_COMMUNITY = """
 MATCH (c:__Community__ {kb: $kb})
 WHERE c.full_content IS NOT NULL AND c.rating IS NOT NULL
@@ -127,12 +141,51 @@ ORDER BY via_rank ASC, degree DESC, e.name ASC, e.id ASC
 LIMIT $limit
 """
 
-# Relationships with both ends among the given entities, or (`$inside = false`) exactly one end. Bounded
+# Relationships with both ends among the given entities. A pair with an end of at most $pair_scan
+# relationships is checked whole from that end (`Expand(Into)` walks the smaller degree's chain, no
+# properties read); between two bigger entities, the relationships within the first $scan of either (a
+# full walk of two hubs' chains costs ~165k steps for 5 hubs). Ranked by weight then id, sources checked
+# until $limit pass.
+MATCH_RELATIONSHIPS_AMONG_ENTITIES = """
+UNWIND $ids AS id
+MATCH (e:__Entity__ {kb: $kb, id: id})
+WITH collect(DISTINCT e) AS seeds
+CALL (seeds) {
+  UNWIND range(0, size(seeds) - 1) AS i
+  UNWIND range(i, size(seeds) - 1) AS j
+  WITH seeds[i] AS a, seeds[j] AS b
+  WHERE COUNT { (a)-[:RELATED]-() } <= $pair_scan OR COUNT { (b)-[:RELATED]-() } <= $pair_scan
+  MATCH (a)-[r:RELATED]-(b)
+  RETURN r
+  UNION
+  UNWIND seeds AS e
+  WITH seeds, e WHERE COUNT { (e)-[:RELATED]-() } > $pair_scan
+  CALL (e) {
+    MATCH (e)-[r:RELATED]-(other:__Entity__)
+    RETURN r, other LIMIT $scan
+  }
+  WITH r WHERE other IN seeds
+  RETURN r
+}
+WITH DISTINCT r
+ORDER BY coalesce(r.weight, 0.0) DESC, r.id ASC
+WITH r
+WHERE any(cid IN coalesce(r.source_chunk_ids, [])
+          WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
+WITH r LIMIT $limit
+WITH r, startNode(r) AS s, endNode(r) AS t
+RETURN r.id AS id, s.id AS source_id, s.name AS source, t.id AS target_id, t.name AS target,
+       coalesce(r.type, '') AS type, coalesce(r.summary, r.description, '') AS description,
+       coalesce(r.weight, 0.0) AS weight
+ORDER BY weight DESC, id ASC
+"""
+
+# Relationships from the given entities to entities outside them (exactly one end among them). Bounded
 # per entity: at most $scan of its relationships are read (the first the store yields: the planner stops
 # there), ranked by weight then id, and checked for a valid source one by one until $limit pass; the
 # entities' candidates are then ranked together. A hub with tens of thousands of relationships costs
 # $scan reads and a sort of their weights, not a read of every relationship.
-MATCH_RELATIONSHIPS_OF_ENTITIES = """
+MATCH_NEIGHBOUR_RELATIONSHIPS = """
 UNWIND $ids AS id
 MATCH (e:__Entity__ {kb: $kb, id: id})
 WITH collect(e) AS seeds
@@ -140,7 +193,7 @@ UNWIND seeds AS e
 CALL (e, seeds) {
   MATCH (e)-[r:RELATED]-(other:__Entity__)
   WITH r, other LIMIT $scan
-  WITH r WHERE (other IN seeds) = $inside
+  WITH r WHERE NOT other IN seeds
   ORDER BY coalesce(r.weight, 0.0) DESC, r.id ASC
   WITH r
   WHERE any(cid IN coalesce(r.source_chunk_ids, [])

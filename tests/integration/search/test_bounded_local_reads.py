@@ -56,6 +56,15 @@ async def test_neighbour_relationships_are_the_strongest_first_ties_by_id(store,
     assert len(outside) == len(WEIGHTS) + 1  # every one below the read bound: all of them
     among = await search.relationships_among(kb, seeds, 100)
     assert [r.id for r in among] == [hub_kb["among"].id]
+    # Among three seeds: every relationship between them, strongest first (the hub's to Neighbour 00: 9.0).
+    trio = await search.relationships_among(kb, [*seeds, hub_kb["neighbours"][0].id], 100)
+    assert [r.id for r in trio] == [hub_kb["outside"][0].id, hub_kb["among"].id]
+    # The hub read one relationship deep: its pairs with the two small entities are still read whole.
+    bounded = await search.relationships_among(kb, [*seeds, hub_kb["neighbours"][0].id], 100, reads_per_entity=1)
+    assert [r.id for r in bounded] == [r.id for r in trio]
+    assert [r.id for r in await search.relationships_among(kb, [*seeds, hub_kb["neighbours"][0].id], 1)] == [
+        hub_kb["outside"][0].id
+    ]
 
 
 async def test_a_hub_above_the_read_bound_costs_the_bound_and_keeps_the_order(store, kb, hub_kb) -> None:
