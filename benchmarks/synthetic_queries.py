@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/synthetic_queries.py --kb syn1m --relationships 1000000 [--runs 20]
     .venv/bin/python benchmarks/synthetic_queries.py --kb syn1m --relationships 1000000 --only leiden
     .venv/bin/python benchmarks/synthetic_queries.py --kb syn50k --relationships 50000 --only delete
+    .venv/bin/python benchmarks/synthetic_queries.py --kb syn1m --relationships 1000000 --only local  # or drift
 
 `--relationships` and `--seed` must be the generator's: the entity names (exact names, hubs) are
 regenerated from them, nothing is read to find them. Operations:
@@ -12,7 +13,10 @@ regenerated from them, nothing is read to find them. Operations:
   returned and `results_truncated` set), and the check is printed;
 - local context: `build_local_context` for random unit query vectors, and the same seeded with the 5
   biggest hubs (the graph reads local search does for them);
-- DRIFT: whole queries with the scripted test double as model (in process) and a hashing embedder;
+- DRIFT: whole queries with the scripted test double as model (in process) and, as embedder, random
+  unit vectors seeded by the text (`--drift-embedder random`, the kb's own vector distribution) or the
+  hashing test double (`hashing`: its sparse vectors sit far from the kb's random ones, nearer to any
+  kb embedded by that double in the same Neo4j, so the shared vector index over-fetches deep);
   the time inside the model's calls is measured and subtracted (the double is synchronous, so its calls
   never overlap on the event loop): the remainder is the non-model time;
 - stats (`GraphStore.counts`);
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import logging
 import resource
@@ -59,6 +64,7 @@ from tests.fakes.hashing_embedding import HashingEmbedding
 from tests.fakes.scripted_llm import ScriptedChatModel
 
 ONE_LETTER = ["a", "K"]
+LOCAL_QUESTION = "What is known about {name}, and who is connected to {name}?"
 DRIFT_QUESTIONS = [
     "How is {a} related to {b}?",
     "What does {a} do, and who works with {a}?",
@@ -93,14 +99,24 @@ class TimedChat:
             self.seconds += time.perf_counter() - started
 
 
-def providers() -> Providers:
+class SeededRandomEmbedding(HashingEmbedding):
+    """Dense random unit vectors seeded by the text: the synthetic kb's vectors are drawn so too."""
+
+    def _vector(self, text: str) -> list[float]:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+        vector = np.random.default_rng(seed).standard_normal(self.dimension)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+
+def providers(embedder: str = "hashing") -> Providers:
+    embedding = SeededRandomEmbedding if embedder == "random" else HashingEmbedding
     return Providers(
         mode="openai",
         model_client=None,
-        embedder=HashingEmbedding(dimension=DIMENSION),
+        embedder=embedding(dimension=DIMENSION),
         embedding_dimension=DIMENSION,
         usage=UsageTracker(),
-        description="scripted test double + hashing embedder (benchmark)",
+        description=f"scripted test double + {embedder} embedder (benchmark)",
     )
 
 
@@ -163,11 +179,12 @@ async def local_contexts(stores: Stores, settings: Settings, kb: str, graph: Syn
     rng = np.random.default_rng(2)
     vectors = rng.standard_normal((runs, DIMENSION))
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).tolist()
-    await build_local_context(deps, kb, vectors[0])
+    names = [entity_name(int(i)) for i in rng.choice(graph.n_entities, runs, replace=False)]
+    await build_local_context(deps, kb, LOCAL_QUESTION.format(name=names[0]), vectors[0])
     times, tokens = [], []
-    for vector in vectors:
+    for name, vector in zip(names, vectors, strict=True):
         started = time.perf_counter()
-        context = await build_local_context(deps, kb, vector)
+        context = await build_local_context(deps, kb, LOCAL_QUESTION.format(name=name), vector)
         times.append(time.perf_counter() - started)
         tokens.append(len(context.sources))
     print(line("local context: random query vectors", times), f"sources/context {statistics.median(tokens):.0f}")
@@ -181,21 +198,23 @@ async def local_contexts(stores: Stores, settings: Settings, kb: str, graph: Syn
         settings, Stores(**{**stores.__dict__, "search": HubSeeded(stores.search, seeds)}), providers(), TimedChat()
     )
     times = []
-    for vector in vectors:
+    for name, vector in zip(hub_names * runs, vectors, strict=False):
         started = time.perf_counter()
-        await build_local_context(hub_deps, kb, vector)
+        await build_local_context(hub_deps, kb, LOCAL_QUESTION.format(name=name), vector)
         times.append(time.perf_counter() - started)
     print(line("local context: seeded with the 5 biggest hubs", times))
 
 
-async def drift_queries(stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int) -> None:
+async def drift_queries(
+    stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int, embedder: str
+) -> None:
     rng = np.random.default_rng(3)
     hubs = np.argsort(graph.degree)[::-1][:20].tolist()
     walls, non_model, model, calls = [], [], [], []
     for i in range(runs):
         a, b = (entity_name(int(x)) for x in rng.choice(hubs + rng.choice(graph.n_entities, 20).tolist(), 2))
         chat = TimedChat()
-        deps = query_deps(settings, stores, providers(), chat)
+        deps = query_deps(settings, stores, providers(embedder), chat)
         question = DRIFT_QUESTIONS[i % len(DRIFT_QUESTIONS)].format(a=a, b=b)
         started = time.perf_counter()
         result = await DriftWorkflow(deps).run(start_event=DriftStart(kb=kb, question=question))
@@ -206,6 +225,7 @@ async def drift_queries(stores: Stores, settings: Settings, kb: str, graph: Synt
         model.append(chat.seconds)
         non_model.append(wall - chat.seconds)
         calls.append(result.llm_calls)
+    print(f"DRIFT embedder: {embedder}")
     print(line("DRIFT: wall (scripted model in process)", walls))
     print(line("DRIFT: time inside the model's calls", model))
     print(line("DRIFT: non-model time", non_model), f"model calls/query {statistics.median(calls):.0f}")
@@ -286,11 +306,14 @@ async def run(args: argparse.Namespace) -> None:
             if args.only == "leiden":
                 return
         graph = SyntheticGraph(args.relationships, args.seed)
-        if args.graph_runs:
+        if args.graph_runs and args.only is None:
             await graph_searches(stores, settings, args.kb, graph, args.graph_runs)
-        await local_contexts(stores, settings, args.kb, graph, args.runs)
-        await drift_queries(stores, settings, args.kb, graph, max(args.runs // 2, 3) + 1)
-        await stats(stores, args.kb, args.runs)
+        if args.only in (None, "local"):
+            await local_contexts(stores, settings, args.kb, graph, args.runs)
+        if args.only in (None, "drift"):
+            await drift_queries(stores, settings, args.kb, graph, max(args.runs // 2, 3) + 1, args.drift_embedder)
+        if args.only is None:
+            await stats(stores, args.kb, args.runs)
     finally:
         await stores.database.close()
 
@@ -303,8 +326,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20, help="local contexts and stats; DRIFT runs half as many")
     parser.add_argument("--graph-runs", type=int, default=3, help="passes over the graph-search queries")
     parser.add_argument("--leiden-runs", type=int, default=3)
-    parser.add_argument("--only", choices=["leiden", "delete", "leiden-child"], default=None)
+    parser.add_argument("--only", choices=["leiden", "delete", "local", "drift", "leiden-child"], default=None)
     parser.add_argument("--neo4j-uri", default=None)
+    parser.add_argument("--drift-embedder", choices=["random", "hashing"], default="random")
     args = parser.parse_args()
     logging.getLogger("driftrag.search.graph_search").setLevel(logging.ERROR)  # one warning per cut search
     child = args.only == "leiden-child"

@@ -210,8 +210,10 @@ class Neo4jStore:
 
         The vector indexes are shared by all knowledge bases, so the search over-fetches, keeps the kb's
         nodes and, with `details` (a statement taking `$kb` and `$ids`), only those it returns a row for
-        (enabled chunks, valid entities…); it widens x4 while fewer than k remain and the index has more,
-        up to `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of every vector search.
+        (enabled chunks, valid entities…), read best first in slices until k are found; it widens (x4, or
+        to twice what the share kept so far says k needs, x16 when none was kept) while fewer than k
+        remain and the index has more, up to `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of
+        every vector search.
         """
         if index not in cy.VECTOR_INDEXES:
             raise ConfigurationError(f"unknown vector index {index!r}")
@@ -220,19 +222,41 @@ class Neo4jStore:
             return []
         query = [float(x) for x in vector]
         fetch = min(k * _OVER_FETCH, _MAX_VECTOR_FETCH)
+        checked: dict[str, dict[str, Any] | None] = {}
         while True:
             rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=query, k=fetch, fetch=fetch)
             hits, fetched = rows[0]["rows"], rows[0]["fetched"]
             if details is None:
                 kept = [({"id": hit["id"]}, hit["score"]) for hit in hits]
             else:
-                found = await self.read(details, kb=kb, ids=[hit["id"] for hit in hits], **params)
-                by_id = {row["id"]: row for row in found}
-                kept = [(by_id[hit["id"]], hit["score"]) for hit in hits if hit["id"] in by_id]
+                kept = await self._detailed_hits(hits, k, details, checked, kb=kb, **params)
             # Fewer candidates than asked means the index has no more nodes.
             if len(kept) >= k or fetched < fetch or fetch >= _MAX_VECTOR_FETCH:
                 return kept[:k]
-            fetch = min(fetch * _OVER_FETCH, _MAX_VECTOR_FETCH)
+            fetch = min(_next_fetch(fetch, len(kept), k), _MAX_VECTOR_FETCH)
+
+    async def _detailed_hits(
+        self,
+        hits: list[dict[str, Any]],
+        k: int,
+        details: LiteralString,
+        checked: dict[str, dict[str, Any] | None],
+        **params: Any,
+    ) -> list[tuple[dict[str, Any], float]]:
+        """The hits `details` returns a row for, best first, read in slices (k x4, then x4 each) until k
+        are found: a deep fetch reads the details of what it needs, not of every candidate. `checked`
+        holds the rows (None: no row) of ids already read, across the widenings of one search."""
+        kept: list[tuple[dict[str, Any], float]] = []
+        position, step = 0, k * _OVER_FETCH
+        while position < len(hits) and len(kept) < k:
+            batch = hits[position : position + step]
+            unread = [hit["id"] for hit in batch if hit["id"] not in checked]
+            if unread:
+                found = {row["id"]: row for row in await self.read(details, ids=unread, **params)}
+                checked.update({hit_id: found.get(hit_id) for hit_id in unread})
+            kept += [(row, hit["score"]) for hit in batch if (row := checked[hit["id"]]) is not None]
+            position, step = position + len(batch), step * _OVER_FETCH
+        return kept
 
     async def _reachable(self) -> bool:
         """Whether a fresh connection to the server succeeds within `_PROBE_TIMEOUT_S`."""
@@ -292,3 +316,10 @@ class Neo4jStore:
         if not await self._reachable():
             self.health.failed(reason)
         return BackendUnavailableError(f"Neo4j became unreachable at {self._settings.bolt_uri}: {reason}")
+
+
+def _next_fetch(fetch: int, kept: int, k: int) -> int:
+    """The next over-fetch: x`_OVER_FETCH`, or more when the share kept so far says k needs more (an
+    index shared with bigger or nearer kbs keeps few per round: one wider round, not several)."""
+    expected = fetch * k * 2 // kept if kept else fetch * _OVER_FETCH * _OVER_FETCH
+    return max(fetch * _OVER_FETCH, expected)

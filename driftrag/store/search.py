@@ -26,6 +26,20 @@ from driftrag.store.cypher import search as cy
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
 
+# The graph reads around given entities read at most this many of one entity's relationships or
+# mentioning chunks (the first the store yields), so a hub of tens of thousands costs as much as a
+# modest entity. Far more than a context of a few thousand tokens can show of one entity; entities
+# below it (every entity of a book-sized kb) are read whole.
+READS_PER_ENTITY = 500
+# Relationships among the entities: a pair is read whole when its smaller end has at most this many
+# times the bound (walking a chain reads no properties, so it may go further than the bounded reads).
+_PAIR_FACTOR = 10
+# Chunks ranked on the bounded reads whose mentions of the given entities are then counted exactly.
+_CHUNK_POOL_FACTOR = 2
+
+# The best-rated communities read first for the top-rated report (the whole kb only if none has one).
+_TOP_RATED_CANDIDATES = 8
+
 # Entity search: names longer than this cannot be entity names, and more than this many is an abuse.
 _MAX_NAME_CHARS = 200
 _MAX_NAMES = 64
@@ -71,7 +85,11 @@ class SearchStore:
 
     async def top_rated_report(self, kb: str) -> Source | None:
         """The highest-rated report (ties: larger community, then smaller id), or None without reports."""
-        rows = await self._store.read(cy.MATCH_TOP_RATED_COMMUNITY, kb=validate_kb_id(kb))
+        kb = validate_kb_id(kb)
+        candidates = await self._store.read(cy.MATCH_TOP_RATED_CANDIDATES, kb=kb, limit=_TOP_RATED_CANDIDATES)
+        rows = [row for row in candidates if row["full_content"] is not None][:1]
+        if not rows and len(candidates) == _TOP_RATED_CANDIDATES:
+            rows = await self._store.read(cy.MATCH_TOP_RATED_COMMUNITY, kb=kb)
         return community_source(CommunityRow.model_validate(rows[0]), origin="top-rated") if rows else None
 
     async def _valid_vector_hits(
@@ -82,17 +100,32 @@ class SearchStore:
     # --- local context ------------------------------------------------------------------------------------
 
     async def entity_chunks(
-        self, kb: str, entity_ids: Sequence[str], limit: int, *, order: Literal["mentions", "rank"] = "mentions"
+        self,
+        kb: str,
+        entity_ids: Sequence[str],
+        limit: int,
+        *,
+        order: Literal["mentions", "rank"] = "mentions",
+        reads_per_entity: int = READS_PER_ENTITY,
     ) -> list[ChunkRow]:
         """Enabled chunks mentioning the entities (a ranked list), at most `limit`.
 
         `mentions`: most of the given entities first, then the best entity rank; `rank`: the best entity
-        rank first, then the number of entities. Ties by chunk id.
+        rank first, then the number of entities. Ties by chunk id. An entity mentioned by more than
+        `reads_per_entity` enabled chunks contributes the first `reads_per_entity` the store yields;
+        the chosen chunks' `entity_ids` are exact.
         """
         if not entity_ids or limit < 1:
             return []
         statement = cy.MATCH_CHUNKS_BY_MENTIONS if order == "mentions" else cy.MATCH_CHUNKS_BY_ENTITY_RANK
-        rows = await self._store.read(statement, kb=validate_kb_id(kb), ids=list(entity_ids), limit=limit)
+        rows = await self._store.read(
+            statement,
+            kb=validate_kb_id(kb),
+            ids=list(entity_ids),
+            limit=limit,
+            pool=_CHUNK_POOL_FACTOR * limit,
+            scan=max(reads_per_entity, 1),
+        )
         return [ChunkRow.model_validate(row) for row in rows]
 
     async def entity_communities(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[CommunityRow]:
@@ -104,21 +137,41 @@ class SearchStore:
         )
         return [CommunityRow.model_validate(row) for row in rows]
 
-    async def relationships_among(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[RelationshipRow]:
-        """Valid relationships with both ends among the entities, strongest first."""
-        return await self._relationships(kb, entity_ids, limit, inside=True)
-
-    async def neighbour_relationships(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[RelationshipRow]:
-        """Valid relationships from the entities to entities outside the list, strongest first."""
-        return await self._relationships(kb, entity_ids, limit, inside=False)
-
-    async def _relationships(
-        self, kb: str, entity_ids: Sequence[str], limit: int, *, inside: bool
+    async def relationships_among(
+        self, kb: str, entity_ids: Sequence[str], limit: int, *, reads_per_entity: int = READS_PER_ENTITY
     ) -> list[RelationshipRow]:
+        """Valid relationships with both ends among the entities, strongest first (ties by id).
+
+        A pair with an end of at most `_PAIR_FACTOR * reads_per_entity` relationships is read whole;
+        between two bigger entities, what lies within the first `reads_per_entity` of either."""
+        if not entity_ids or limit < 1:
+            return []
+        reads = max(reads_per_entity, 1)
+        rows = await self._store.read(
+            cy.MATCH_RELATIONSHIPS_AMONG_ENTITIES,
+            kb=validate_kb_id(kb),
+            ids=list(entity_ids),
+            limit=limit,
+            scan=reads,
+            pair_scan=_PAIR_FACTOR * reads,
+        )
+        return [RelationshipRow.model_validate(row) for row in rows]
+
+    async def neighbour_relationships(
+        self, kb: str, entity_ids: Sequence[str], limit: int, *, reads_per_entity: int = READS_PER_ENTITY
+    ) -> list[RelationshipRow]:
+        """Valid relationships from the entities to entities outside the list, strongest first (ties by id).
+
+        Per entity, the strongest of its first `reads_per_entity` relationships the store yields (all of
+        them below that), at most `limit` each, then the `limit` strongest of those."""
         if not entity_ids or limit < 1:
             return []
         rows = await self._store.read(
-            cy.MATCH_RELATIONSHIPS_OF_ENTITIES, kb=validate_kb_id(kb), ids=list(entity_ids), limit=limit, inside=inside
+            cy.MATCH_NEIGHBOUR_RELATIONSHIPS,
+            kb=validate_kb_id(kb),
+            ids=list(entity_ids),
+            limit=limit,
+            scan=max(reads_per_entity, 1),
         )
         return [RelationshipRow.model_validate(row) for row in rows]
 
@@ -136,7 +189,8 @@ class SearchStore:
 
     async def community_entities(self, kb: str, community_ids: Sequence[str], limit: int) -> list[EntityRow]:
         """The communities' member entities: the best-ranked community's first, then the most connected;
-        `via_rank` is the rank of the community, `weight` the entity's number of valid relationships."""
+        `via_rank` is the rank of the community, `weight` the entity's number of relationships (its
+        degree, read from the node)."""
         if not community_ids or limit < 1:
             return []
         rows = await self._store.read(
@@ -144,12 +198,21 @@ class SearchStore:
         )
         return [EntityRow.model_validate(row) for row in rows]
 
-    async def entity_neighbours(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[EntityRow]:
-        """One-hop neighbours through valid relationships: nearest to the best-ranked entity first."""
+    async def entity_neighbours(
+        self, kb: str, entity_ids: Sequence[str], limit: int, *, reads_per_entity: int = READS_PER_ENTITY
+    ) -> list[EntityRow]:
+        """One-hop neighbours through valid relationships: nearest to the best-ranked entity first.
+
+        Per entity, the other ends of its `limit` strongest valid relationships among the first
+        `reads_per_entity` the store yields (all of them below that)."""
         if not entity_ids or limit < 1:
             return []
         rows = await self._store.read(
-            cy.MATCH_ENTITY_NEIGHBOURS, kb=validate_kb_id(kb), ids=list(entity_ids), limit=limit
+            cy.MATCH_ENTITY_NEIGHBOURS,
+            kb=validate_kb_id(kb),
+            ids=list(entity_ids),
+            limit=limit,
+            scan=max(reads_per_entity, 1),
         )
         return [EntityRow.model_validate(row) for row in rows]
 

@@ -33,6 +33,20 @@ RETURN c.id AS id, c.title AS title, coalesce(c.summary, '') AS summary, c.full_
 """
 
 # Ties: the larger community, then the smaller id, so the choice never depends on storage order.
+# The best-rated few by their small properties first (a report's text is read for those only, not for
+# every community of the kb: PROFILE on 104,166 communities, ~634k db hits and the reports' text cached);
+# MATCH_TOP_RATED_COMMUNITY, the whole read, is the fallback when none of them has a report.
+MATCH_TOP_RATED_CANDIDATES = """
+MATCH (c:__Community__ {kb: $kb})
+WHERE c.id IS NOT NULL AND c.rating IS NOT NULL
+WITH c, coalesce(c.size, 0) AS size
+ORDER BY c.rating DESC, size DESC, c.id ASC
+LIMIT $limit
+RETURN c.id AS id, c.title AS title, coalesce(c.summary, '') AS summary, c.full_content AS full_content,
+       c.rating AS rating, c.level AS level, size
+ORDER BY rating DESC, size DESC, id ASC
+"""
+
 MATCH_TOP_RATED_COMMUNITY = """
 MATCH (c:__Community__ {kb: $kb})
 WHERE c.full_content IS NOT NULL AND c.rating IS NOT NULL
@@ -45,31 +59,58 @@ LIMIT 1
 # --- local context --------------------------------------------------------------------------------------
 
 # Enabled chunks mentioning the given entities (ranked list), with the entities each mentions and the
-# best rank among them. Local search wants the chunks that tie the most entities together first.
-MATCH_CHUNKS_BY_MENTIONS = """
+# best rank among them. Bounded per entity: at most $scan of an entity's mentioning chunks are read (the
+# first the store yields: the planner stops there), so a hub mentioned by tens of thousands of chunks
+# costs $scan reads, not all of them. The best $pool chunks by those counts get their mentions of the
+# given entities counted exactly (a chunk's own few MENTIONS), and are ranked again on them.
+_CHUNKS_OF_ENTITIES = """
 UNWIND range(0, size($ids) - 1) AS rank
-MATCH (e:__Entity__ {kb: $kb, id: $ids[rank]})<-[:MENTIONS]-(c:__Chunk__)
-WHERE c.kb = $kb AND coalesce(c.enabled, true)
-WITH c, collect(e.id) AS entity_ids, min(rank) AS best_rank
-ORDER BY size(entity_ids) DESC, best_rank ASC, c.id ASC
-LIMIT $limit
-OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
-RETURN c.id AS id, c.text AS text, coalesce(d.title, '') AS title, entity_ids, best_rank
-ORDER BY size(entity_ids) DESC, best_rank ASC, c.id ASC
+MATCH (e:__Entity__ {kb: $kb, id: $ids[rank]})
+WITH collect({node: e, rank: rank}) AS seeds
+UNWIND seeds AS seed
+CALL (seed) {
+  WITH seed.node AS e
+  MATCH (e)<-[:MENTIONS]-(c:__Chunk__)
+  WHERE c.kb = $kb AND coalesce(c.enabled, true)
+  RETURN c LIMIT $scan
+}
+WITH seeds, c, count(*) AS seen, min(seed.rank) AS seen_rank
 """
 
+_CHUNKS_COUNTED = """
+WITH c, [seed IN seeds WHERE EXISTS { MATCH (c)-[:MENTIONS]->(x) WHERE x = seed.node }] AS mentioned
+WITH c, [seed IN mentioned | seed.node.id] AS entity_ids,
+     reduce(best = size($ids), seed IN mentioned | CASE WHEN seed.rank < best THEN seed.rank ELSE best END) AS best_rank
+"""
+
+MATCH_CHUNKS_BY_MENTIONS = (
+    _CHUNKS_OF_ENTITIES
+    + """ORDER BY seen DESC, seen_rank ASC, c.id ASC
+LIMIT $pool
+"""
+    + _CHUNKS_COUNTED
+    + """ORDER BY size(entity_ids) DESC, best_rank ASC, c.id ASC
+LIMIT $limit
+OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
+RETURN c.id AS id, c.text AS text, coalesce(d.title, '') AS title, entity_ids, best_rank
+ORDER BY size(entity_ids) DESC, best_rank ASC, c.id ASC
+"""
+)
+
 # The same rows, ranked by the best-ranked entity first (entity search: matched names before neighbours).
-MATCH_CHUNKS_BY_ENTITY_RANK = """
-UNWIND range(0, size($ids) - 1) AS rank
-MATCH (e:__Entity__ {kb: $kb, id: $ids[rank]})<-[:MENTIONS]-(c:__Chunk__)
-WHERE c.kb = $kb AND coalesce(c.enabled, true)
-WITH c, collect(e.id) AS entity_ids, min(rank) AS best_rank
-ORDER BY best_rank ASC, size(entity_ids) DESC, c.id ASC
+MATCH_CHUNKS_BY_ENTITY_RANK = (
+    _CHUNKS_OF_ENTITIES
+    + """ORDER BY seen_rank ASC, seen DESC, c.id ASC
+LIMIT $pool
+"""
+    + _CHUNKS_COUNTED
+    + """ORDER BY best_rank ASC, size(entity_ids) DESC, c.id ASC
 LIMIT $limit
 OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
 RETURN c.id AS id, c.text AS text, coalesce(d.title, '') AS title, entity_ids, best_rank
 ORDER BY best_rank ASC, size(entity_ids) DESC, c.id ASC
 """
+)
 
 # Every community the entities belong to: their finest community and its ancestors.
 MATCH_COMMUNITIES_OF_ENTITIES = """
@@ -85,30 +126,47 @@ LIMIT $limit
 
 # The members of the given communities (ranked list; an entity links to its finest community, which links
 # to its ancestors), mentioned by an enabled chunk: those of the best-ranked community first, then the
-# most connected (valid relationships), then by name.
+# most connected (their number of relationships, read from the node's degree: a hub's count costs one
+# read, not a validity check of each relationship), then by name.
 MATCH_ENTITIES_OF_COMMUNITIES = """
 UNWIND range(0, size($ids) - 1) AS rank
 MATCH (top:__Community__ {kb: $kb, id: $ids[rank]})
 MATCH (e:__Entity__ {kb: $kb})-[:IN_COMMUNITY]->(:__Community__)-[:IN_COMMUNITY*0..]->(top)
 WHERE EXISTS { MATCH (c:__Chunk__)-[:MENTIONS]->(e) WHERE c.kb = $kb AND coalesce(c.enabled, true) }
 WITH e, min(rank) AS via_rank
-OPTIONAL MATCH (e)-[r:RELATED]-(:__Entity__)
-WHERE any(cid IN coalesce(r.source_chunk_ids, [])
-          WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
-WITH e, via_rank, count(r) AS degree
+WITH e, via_rank, COUNT { (e)-[:RELATED]-() } AS degree
 RETURN e.id AS id, e.name AS name, coalesce(e.type, '') AS type,
        coalesce(e.summary, e.description, '') AS description, via_rank, toFloat(degree) AS weight
 ORDER BY via_rank ASC, degree DESC, e.name ASC, e.id ASC
 LIMIT $limit
 """
 
-# Relationships with both ends among the given entities, or (`$inside = false`) exactly one end.
-# Ranked by weight first, then checked for a valid source one by one until `$limit` pass: a hub with
-# tens of thousands of relationships costs a sort of their weights, not a chunk lookup for each.
-MATCH_RELATIONSHIPS_OF_ENTITIES = """
+# Relationships with both ends among the given entities. A pair with an end of at most $pair_scan
+# relationships is checked whole from that end (`Expand(Into)` walks the smaller degree's chain, no
+# properties read); between two bigger entities, the relationships within the first $scan of either (a
+# full walk of two hubs' chains costs ~165k steps for 5 hubs). Ranked by weight then id, sources checked
+# until $limit pass.
+MATCH_RELATIONSHIPS_AMONG_ENTITIES = """
 UNWIND $ids AS id
-MATCH (:__Entity__ {kb: $kb, id: id})-[r:RELATED]-(other:__Entity__)
-WHERE (other.id IN $ids) = $inside
+MATCH (e:__Entity__ {kb: $kb, id: id})
+WITH collect(DISTINCT e) AS seeds
+CALL (seeds) {
+  UNWIND range(0, size(seeds) - 1) AS i
+  UNWIND range(i, size(seeds) - 1) AS j
+  WITH seeds[i] AS a, seeds[j] AS b
+  WHERE COUNT { (a)-[:RELATED]-() } <= $pair_scan OR COUNT { (b)-[:RELATED]-() } <= $pair_scan
+  MATCH (a)-[r:RELATED]-(b)
+  RETURN r
+  UNION
+  UNWIND seeds AS e
+  WITH seeds, e WHERE COUNT { (e)-[:RELATED]-() } > $pair_scan
+  CALL (e) {
+    MATCH (e)-[r:RELATED]-(other:__Entity__)
+    RETURN r, other LIMIT $scan
+  }
+  WITH r WHERE other IN seeds
+  RETURN r
+}
 WITH DISTINCT r
 ORDER BY coalesce(r.weight, 0.0) DESC, r.id ASC
 WITH r
@@ -120,6 +178,35 @@ RETURN r.id AS id, s.id AS source_id, s.name AS source, t.id AS target_id, t.nam
        coalesce(r.type, '') AS type, coalesce(r.summary, r.description, '') AS description,
        coalesce(r.weight, 0.0) AS weight
 ORDER BY weight DESC, id ASC
+"""
+
+# Relationships from the given entities to entities outside them (exactly one end among them). Bounded
+# per entity: at most $scan of its relationships are read (the first the store yields: the planner stops
+# there), ranked by weight then id, and checked for a valid source one by one until $limit pass; the
+# entities' candidates are then ranked together. A hub with tens of thousands of relationships costs
+# $scan reads and a sort of their weights, not a read of every relationship.
+MATCH_NEIGHBOUR_RELATIONSHIPS = """
+UNWIND $ids AS id
+MATCH (e:__Entity__ {kb: $kb, id: id})
+WITH collect(e) AS seeds
+UNWIND seeds AS e
+CALL (e, seeds) {
+  MATCH (e)-[r:RELATED]-(other:__Entity__)
+  WITH r, other LIMIT $scan
+  WITH r WHERE NOT other IN seeds
+  ORDER BY coalesce(r.weight, 0.0) DESC, r.id ASC
+  WITH r
+  WHERE any(cid IN coalesce(r.source_chunk_ids, [])
+            WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
+  RETURN r LIMIT $limit
+}
+WITH DISTINCT r
+WITH r, startNode(r) AS s, endNode(r) AS t
+RETURN r.id AS id, s.id AS source_id, s.name AS source, t.id AS target_id, t.name AS target,
+       coalesce(r.type, '') AS type, coalesce(r.summary, r.description, '') AS description,
+       coalesce(r.weight, 0.0) AS weight
+ORDER BY weight DESC, id ASC
+LIMIT $limit
 """
 
 # --- entity search ----------------------------------------------------------------------------------------
@@ -138,14 +225,27 @@ LIMIT $limit
 """
 
 # One-hop neighbours of the given entities (ranked list) through valid relationships, closest to the
-# best-ranked entity first, then by the strongest relationship.
+# best-ranked entity first, then by the strongest relationship. Bounded per entity as the relationships
+# above: of its first $scan relationships, the strongest are checked for a valid source until $limit
+# pass, and their other ends are the entity's neighbours.
 MATCH_ENTITY_NEIGHBOURS = """
 UNWIND range(0, size($ids) - 1) AS rank
-MATCH (:__Entity__ {kb: $kb, id: $ids[rank]})-[r:RELATED]-(n:__Entity__)
-WHERE NOT n.id IN $ids
-  AND any(cid IN coalesce(r.source_chunk_ids, [])
-          WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
-WITH n, min(rank) AS via_rank, max(coalesce(r.weight, 0.0)) AS weight
+MATCH (e:__Entity__ {kb: $kb, id: $ids[rank]})
+WITH collect({node: e, rank: rank}) AS seeds
+WITH seeds, [seed IN seeds | seed.node] AS nodes
+UNWIND seeds AS seed
+CALL (seed, nodes) {
+  WITH seed.node AS e
+  MATCH (e)-[r:RELATED]-(n:__Entity__)
+  WITH r, n LIMIT $scan
+  WITH r, n WHERE NOT n IN nodes
+  ORDER BY coalesce(r.weight, 0.0) DESC, r.id ASC
+  WITH r, n
+  WHERE any(cid IN coalesce(r.source_chunk_ids, [])
+            WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
+  RETURN n, coalesce(r.weight, 0.0) AS weight LIMIT $limit
+}
+WITH n, min(seed.rank) AS via_rank, max(weight) AS weight
 RETURN n.id AS id, n.name AS name, coalesce(n.type, '') AS type,
        coalesce(n.summary, n.description, '') AS description, via_rank, weight
 ORDER BY via_rank ASC, weight DESC, n.name ASC, n.id ASC
