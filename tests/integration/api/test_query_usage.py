@@ -4,6 +4,7 @@ same in the streamed `result` event."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 
@@ -68,6 +69,25 @@ def _seen(requests: list) -> tuple[int, int, int]:
     return len(requests), prompt, completion
 
 
+def _ask_over_http(url: str, key: str, kb: str, model_server: FakeOpenAIServer) -> None:
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=f"{url}/api/v1", headers=headers, timeout=120) as client:
+        for mode in ("local", "drift"):
+            body = {"question": "What did Captain Mirela Voss tell Jonas Pell?", "mode": mode}
+            before = len(model_server.requests_to(CHAT))
+            response = client.post(f"/knowledge-bases/{kb}/query", json=body)
+            assert response.status_code == 200, response.text
+            plain = QueryResponse.model_validate(response.json())
+            seen = _seen(model_server.requests_to(CHAT)[before:])
+            assert not plain.extractive and seen[0] >= (1 if mode == "local" else 3)
+            assert _counts(plain) == seen, mode
+            # The streamed result carries the same accounting of its own calls.
+            before = len(model_server.requests_to(CHAT))
+            _, events = read_events(client, kb, body)
+            streamed = QueryResponse.model_validate(events[-1][1])
+            assert _counts(streamed) == _seen(model_server.requests_to(CHAT)[before:]), mode
+
+
 async def test_model_answers_report_the_calls_and_tokens_the_model_server_saw(
     neo4j_settings: Settings, tmp_path: Path
 ) -> None:
@@ -81,21 +101,6 @@ async def test_model_answers_report_the_calls_and_tokens_the_model_server_saw(
                 ingested = await rag.ingest(kb, texts=CORPUS)
                 assert not ingested.failed_chunks
                 with BackgroundServer(create_app(DriftRAG(settings), keys)) as api:
-                    headers = {"Authorization": f"Bearer {key}"}
-                    with httpx.Client(base_url=f"{api.url}/api/v1", headers=headers, timeout=120) as client:
-                        for mode in ("local", "drift"):
-                            body = {"question": "What did Captain Mirela Voss tell Jonas Pell?", "mode": mode}
-                            before = len(model_server.requests_to(CHAT))
-                            response = client.post(f"/knowledge-bases/{kb}/query", json=body)
-                            assert response.status_code == 200, response.text
-                            plain = QueryResponse.model_validate(response.json())
-                            seen = _seen(model_server.requests_to(CHAT)[before:])
-                            assert not plain.extractive and seen[0] >= (1 if mode == "local" else 3)
-                            assert _counts(plain) == seen, mode
-                            # The streamed result carries the same accounting of its own calls.
-                            before = len(model_server.requests_to(CHAT))
-                            _, events = read_events(client, kb, body)
-                            streamed = QueryResponse.model_validate(events[-1][1])
-                            assert _counts(streamed) == _seen(model_server.requests_to(CHAT)[before:]), mode
+                    await asyncio.to_thread(_ask_over_http, api.url, key, kb, model_server)
             finally:
                 await rag.delete_kb(kb)
