@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +55,22 @@ class Tally:
     @property
     def errors(self) -> int:
         return sum(n for status, n in self.statuses.items() if status != 200) + sum(self.exceptions.values())
+
+    def record(self, began: float, response: httpx.Response) -> None:
+        self.latencies.append(time.monotonic() - began)
+        self.statuses[response.status_code] += 1
+        self.response_bytes += len(response.content)
+
+    def percentile(self, q: int) -> float:
+        """The q-th percentile of the latencies (inclusive method), 0 without two of them."""
+        if len(self.latencies) < 2:
+            return self.latencies[0] if self.latencies else 0.0
+        return statistics.quantiles(self.latencies, n=100, method="inclusive")[q - 1]
+
+    def error_summary(self) -> str:
+        failed = {str(status): n for status, n in sorted(self.statuses.items()) if status != 200}
+        failed.update(self.exceptions)
+        return ", ".join(f"{what}: {n}" for what, n in failed.items()) or "none"
 
 
 async def ensure_alice_graph(
@@ -91,6 +109,36 @@ def start_server(env: dict[str, str], port: int, log_path: Path) -> subprocess.P
     return subprocess.Popen(
         [sys.executable, "-m", "driftrag", "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
     )
+
+
+def server_env(settings: Settings, home: Path, kb: str) -> tuple[dict[str, str], str]:
+    """The environment of an offline `driftrag serve` over `settings`' Neo4j, and a read key for `kb`."""
+    keys_file = home / "keys.json"
+    key, _ = create_key(keys_file, name="load", scopes=["read"], kbs=[kb])
+    env = {key_: value for key_, value in os.environ.items() if not key_.startswith(("DRIFTRAG_API_", "OPENAI_"))}
+    env.update(
+        NEO4J_URI=settings.bolt_uri,
+        DRIFTRAG_LLM_PROVIDER="offline",
+        DRIFTRAG_HOME=str(home),
+        DRIFTRAG_API_KEYS_FILE=str(keys_file),
+    )
+    return env, key
+
+
+@contextmanager
+def running_server(
+    env: dict[str, str], key: str, workers: int, home: Path
+) -> Iterator[tuple[str, dict[str, str], subprocess.Popen]]:
+    """`driftrag serve` with `workers` processes on a free loopback port, ready: (url, headers, process)."""
+    port, log_path = _free_port(), home / f"server-{workers}.log"
+    url, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
+    server = start_server({**env, "DRIFTRAG_API_WORKERS": str(workers)}, port, log_path)
+    try:
+        wait_ready(url, headers, server, log_path)
+        yield url, headers, server
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
 
 
 def wait_ready(url: str, headers: dict[str, str], server: subprocess.Popen, log_path: Path) -> None:
@@ -137,9 +185,7 @@ async def one_client(
             except httpx.HTTPError as exc:
                 tally.exceptions[type(exc).__name__] += 1
                 continue
-            tally.latencies.append(time.monotonic() - began)
-            tally.statuses[response.status_code] += 1
-            tally.response_bytes += len(response.content)
+            tally.record(began, response)
 
 
 async def run_load(url: str, kb: str, headers: dict[str, str], queries: list[str], clients: int, seconds: float):
@@ -151,17 +197,17 @@ async def run_load(url: str, kb: str, headers: dict[str, str], queries: list[str
     return tally, time.monotonic() - started
 
 
-def _ms(seconds: float) -> str:
+def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
 def report(tally: Tally, elapsed: float, clients: int, queries: list[tuple[str, int, int]]) -> None:
     done = len(tally.latencies)
-    cuts = statistics.quantiles(tally.latencies, n=100, method="inclusive") if done >= 2 else [0.0] * 99
+    p50, p90, p99 = (tally.percentile(q) for q in (50, 90, 99))
     print(f"\nrotation ({len(queries)} queries): " + ", ".join(f"{q!r} {e}e/{r}r" for q, e, r in queries))
     print(f"clients {clients}, {elapsed:.1f} s, {done} responses ({dict(tally.statuses)})")
     print(f"throughput  {done / elapsed:.1f} req/s")
-    print(f"latency     p50 {_ms(cuts[49])}  p90 {_ms(cuts[89])}  p99 {_ms(cuts[98])}  max {_ms(max(tally.latencies))}")
+    print(f"latency     p50 {ms(p50)}  p90 {ms(p90)}  p99 {ms(p99)}  max {ms(max(tally.latencies))}")
     print(f"errors      {tally.errors} (non-200 responses and transport errors: {dict(tally.exceptions) or 'none'})")
     print(f"mean body   {tally.response_bytes / max(done, 1) / 1024:.1f} KiB")
     print(f"machine     {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end (shared box)")
@@ -187,22 +233,10 @@ def main() -> None:
         built = f"ingested offline in {ingest_s:.0f} s" if ingest_s is not None else "reused"
         print(f"kb {args.kb} ({built}): {counts.entities} entities, {counts.relationships} relationships")
 
-        keys_file = home / "keys.json"
-        key, _ = create_key(keys_file, name="load", scopes=["read"], kbs=[args.kb])
-        env = {key_: value for key_, value in os.environ.items() if not key_.startswith(("DRIFTRAG_API_", "OPENAI_"))}
-        env.update(
-            NEO4J_URI=settings.bolt_uri,
-            DRIFTRAG_LLM_PROVIDER="offline",
-            DRIFTRAG_HOME=str(home),
-            DRIFTRAG_API_KEYS_FILE=str(keys_file),
-        )
+        env, key = server_env(settings, home, args.kb)
         # One run per server worker count, back to back (an A/B pair on the same machine state).
         for workers in [int(value) for value in args.server_workers.split(",")]:
-            port, log_path = _free_port(), home / f"server-{workers}.log"
-            url, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
-            server = start_server({**env, "DRIFTRAG_API_WORKERS": str(workers)}, port, log_path)
-            try:
-                wait_ready(url, headers, server, log_path)
+            with running_server(env, key, workers, home) as (url, headers, _):
                 picked = asyncio.run(pick_queries(url, args.kb, headers))
                 asyncio.run(run_load(url, args.kb, headers, [q for q, _, _ in picked], args.clients, 3.0))  # warm-up
                 print(
@@ -213,9 +247,6 @@ def main() -> None:
                 tally, elapsed = asyncio.run(
                     run_load(url, args.kb, headers, [q for q, _, _ in picked], args.clients, args.duration)
                 )
-            finally:
-                server.send_signal(signal.SIGINT)
-                server.wait(timeout=60)
             report(tally, elapsed, args.clients, picked)
 
 

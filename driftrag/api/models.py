@@ -110,7 +110,19 @@ class QueryResponse(_Model):
     community_level: int | None = Field(
         default=None, description="Global search: the community level its map went over."
     )
-    usage: Usage
+    llm_calls: int = Field(description="Model calls this query made (cache hits are free); 0 offline.")
+    prompt_tokens: int = Field(
+        description="Prompt tokens of those calls: the model's own count when it reports one, else cl100k; 0 offline."
+    )
+    completion_tokens: int = Field(description="Completion tokens of those calls, counted the same way; 0 offline.")
+    unknown_citations: int = Field(
+        description="Citations the model made to sources its context did not show (dropped from the answer)."
+    )
+    usage: Usage = Field(
+        description="The engine's model counters over the query's time (embedding requests, cache hits, retries). "
+        "A server answering several queries at once counts them all here; `llm_calls` and the token fields "
+        "are this query's own."
+    )
     seconds: float
 
     @classmethod
@@ -131,6 +143,10 @@ class QueryResponse(_Model):
             follow_up_queries=single.follow_up_queries if single else [],
             notes=drift.notes if drift else global_.notes if global_ else [],
             community_level=global_.level.level if global_ and global_.level else None,
+            llm_calls=result.llm_calls,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            unknown_citations=result.unknown_citations,
             usage=result.usage,
             seconds=result.seconds,
         )

@@ -83,6 +83,7 @@ class QueryResult(_Model):
     )
     llm_calls: int = Field(default=0, description="Model calls spent from the query's budget (cache hits are free).")
     prompt_tokens: int = Field(default=0, description="Prompt tokens spent from the query's budget.")
+    completion_tokens: int = Field(default=0, description="Completion tokens of the query's model calls.")
     seconds: float = 0.0
 
     def retrieved_sources(self) -> list[Source]:

@@ -5,7 +5,7 @@
 - the guard: an unknown kb is an error, and graph modes refuse a kb whose graph is disabled;
 - the one retry policy of query steps (`retrying`): transient failures only (Neo4j, the model), never an
   exhausted budget or a bad request, `query_step_retries` times with exponential backoff;
-- the accounting of its result: model calls and prompt tokens from the budget, usage, seconds.
+- the accounting of its result: model calls, prompt and completion tokens from the budget, usage, seconds.
 
 The whole query's timeout (`query_timeout_s`) is the workflow's (`driftrag.workflows.query`).
 """
@@ -73,6 +73,7 @@ class QueryRun:
         self.usage_start: Usage = deps.usage.snapshot()
         self.budget = budget if budget is not None else deps.budget()
         self._calls_start, self._tokens_start = self.budget.calls, self.budget.prompt_tokens
+        self._completion_start = self.budget.completion_tokens
         self.tasks = deps.tasks(self.budget)
 
     @property
@@ -143,5 +144,6 @@ class QueryRun:
             "usage": self.deps.usage.since(self.usage_start),
             "llm_calls": self.budget.calls - self._calls_start,
             "prompt_tokens": self.budget.prompt_tokens - self._tokens_start,
+            "completion_tokens": self.budget.completion_tokens - self._completion_start,
             "seconds": round(time.monotonic() - self.started, 3),
         }

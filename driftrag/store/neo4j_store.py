@@ -8,9 +8,10 @@ idempotently. Every statement it runs is a constant from `driftrag.store.cypher`
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any, LiteralString
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, LiteralString, TypeVar
 
 import neo4j
 from neo4j.exceptions import AuthError, ClientError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
@@ -36,6 +37,20 @@ _TRANSACTION_RETRY_S = 1.0
 # A server that does not take a fresh connection in this time counts as down.
 _PROBE_TIMEOUT_S = 2.0
 _MAX_VECTOR_FETCH = 100_000
+
+T = TypeVar("T")
+
+
+async def in_clean_context(call: Coroutine[Any, Any, T]) -> T:
+    """`call` run in a task of its own with an empty context (cancelled with its caller).
+
+    A connection the driver opens during a call stays in its pool, and asyncio's socket callbacks keep the
+    context they were registered in (`contextvars.copy_context()`) for as long as the socket lives. A
+    workflow step's context holds the step's events and results, so without this every pooled connection
+    kept alive the whole state of the query that happened to open it (a DRIFT query's sources and answers),
+    up to the pool's size and for the connection's lifetime. Nothing the driver does needs our context.
+    """
+    return await asyncio.create_task(call, context=contextvars.Context())
 
 
 class ServerInfo(BaseModel):
@@ -284,20 +299,23 @@ class Neo4jStore:
         """Run a `CALL { … } IN TRANSACTIONS` statement, which needs an auto-commit transaction."""
         self.health.check()
         try:
-            async with self._driver.session(database=self._database) as session:
-                result = await session.run(query, params)
-                await result.consume()
+            await in_clean_context(self._run_auto_commit(query, params))
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
             raise await self._lost(exc) from exc
         self.health.succeeded()
+
+    async def _run_auto_commit(self, query: LiteralString, params: Mapping[str, Any]) -> None:
+        async with self._driver.session(database=self._database) as session:
+            result = await session.run(query, params)
+            await result.consume()
 
     async def _execute(
         self, query: LiteralString, params: Mapping[str, Any], routing: neo4j.RoutingControl, convert: bool = True
     ) -> list[Any]:
         self.health.check()
         try:
-            records, _, _ = await self._driver.execute_query(
-                query, parameters_=dict(params), database_=self._database, routing_=routing
+            records, _, _ = await in_clean_context(
+                self._driver.execute_query(query, parameters_=dict(params), database_=self._database, routing_=routing)
             )
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
             raise await self._lost(exc) from exc
