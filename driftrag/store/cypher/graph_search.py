@@ -78,26 +78,36 @@ WITH size(sample) AS matched, sample[0..$max_seeds] AS seeds
 """
 )
 
-# A node's or relationship's source ids: the first `$list_cap` valid ones in stored order, looked for in
-# the stored head of the list first (`source_head`, markers.py), so a hub listed by tens of thousands of
-# chunks is not read whole; the whole list is read only when the head has too few valid ids.
+# A node's or relationship's source ids: the first `$list_cap` valid ones in stored order. When every
+# listed chunk is valid (`sources_all_valid`, markers.py) they are the list's first ids, read from its
+# stored head (`source_head`), so a hub listed by tens of thousands of chunks is not read whole and no
+# chunk is looked up. Otherwise the head is checked first, and the whole list only when the head has too
+# few valid ids.
 _SOURCES = """
   WITH x, coalesce(x.source_head, x.source_chunk_ids, []) AS head_ids,
-       coalesce(x.source_count, size(coalesce(x.source_chunk_ids, []))) AS stored
-  CALL (head_ids) {
-    UNWIND head_ids AS cid
-    MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
-    WITH cid LIMIT $list_cap
-    RETURN collect(cid) AS head
+       coalesce(x.source_count, size(coalesce(x.source_chunk_ids, []))) AS stored,
+       coalesce(x.sources_all_valid, false) AS clean
+  OPTIONAL CALL (x, head_ids, stored, clean) {
+    WITH x, head_ids, stored WHERE NOT clean
+    CALL (head_ids) {
+      UNWIND head_ids AS cid
+      MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
+      WITH cid LIMIT $list_cap
+      RETURN collect(cid) AS head
+    }
+    CALL (x, head, head_ids, stored) {
+      WITH x WHERE size(head) < $list_cap AND stored > size(head_ids)
+      UNWIND coalesce(x.source_chunk_ids, []) AS cid
+      MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
+      WITH cid LIMIT $list_cap
+      RETURN collect(cid) AS rest
+    }
+    RETURN CASE WHEN size(head) >= $list_cap OR stored <= size(head_ids) THEN head ELSE rest END AS checked
   }
-  CALL (x, head, head_ids, stored) {
-    WITH x WHERE size(head) < $list_cap AND stored > size(head_ids)
-    UNWIND coalesce(x.source_chunk_ids, []) AS cid
-    MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
-    WITH cid LIMIT $list_cap
-    RETURN collect(cid) AS rest
-  }
-  WITH x, stored, CASE WHEN size(head) >= $list_cap OR stored <= size(head_ids) THEN head ELSE rest END AS sources
+  WITH x, stored,
+       CASE WHEN NOT clean THEN checked
+            WHEN size(head_ids) >= $list_cap OR stored <= size(head_ids) THEN head_ids[0..$list_cap]
+            ELSE coalesce(x.source_chunk_ids, [])[0..$list_cap] END AS sources
 """
 
 _ENTITY = (

@@ -5,7 +5,8 @@ enabled). The markers persist that check:
 
 - entity: `valid` (at least one listed chunk is a valid source) and `name_len` (`size(name)`), keys of
   the `driftrag_entity_seed_order` index, which lists a kb's valid entities shortest name first;
-- both: `source_count` (stored length of `source_chunk_ids`) and `source_head` (its first 64 ids), so
+- both: `sources_all_valid` (every listed chunk is a valid source, so the ids shown need no lookup),
+  `source_count` (stored length of `source_chunk_ids`) and `source_head` (its first 64 ids), so
   showing a few valid source ids of a hub listed by tens of thousands of chunks does not read the list;
 - relationship: `sourced` (at least one listed chunk is a valid source), `valid` (`sourced` and both
   endpoints valid: a row graph search may return), and the keys of the two seed-order indexes,
@@ -18,7 +19,7 @@ markers existed gets them from the schema setup (`MATCH_KBS_WITHOUT_MARKERS`), o
 """
 
 # Bumped when the markers' meaning changes, so the schema setup recomputes them for every kb.
-SEARCH_MARKERS_VERSION = 2
+SEARCH_MARKERS_VERSION = 3
 
 _VALID_SOURCE = "EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }"
 
@@ -40,15 +41,20 @@ REFRESH_ENTITY_MARKERS = (
     """
 MATCH (e:__Entity__ {kb: $kb}) WHERE e.id IS NOT NULL
 CALL (e) {
-  WITH e WHERE $chunks IS NULL OR e.valid IS NULL OR e.name_len IS NULL OR e.source_count IS NULL
+  WITH e WHERE $chunks IS NULL OR e.valid IS NULL OR e.name_len IS NULL OR e.sources_all_valid IS NULL
             OR any(cid IN coalesce(e.source_chunk_ids, []) WHERE $chunks[cid] IS NOT NULL)
-  WITH e, any(cid IN coalesce(e.source_chunk_ids, []) WHERE """
+  WITH e, coalesce(e.source_chunk_ids, []) AS ids
+  WITH e, ids, any(cid IN ids WHERE """
     + _VALID_SOURCE
     + """) AS valid
-  WITH e, valid WHERE e.valid IS NULL OR e.valid <> valid OR e.name_len IS NULL OR e.name_len <> size(e.name)
-                      OR e.source_count IS NULL
-  SET e.valid = valid, e.name_len = size(e.name), e.source_count = size(coalesce(e.source_chunk_ids, [])),
-      e.source_head = coalesce(e.source_chunk_ids, [])[0..64]
+  WITH e, ids, valid, valid AND all(cid IN ids WHERE """
+    + _VALID_SOURCE
+    + """) AS clean
+  WITH e, ids, valid, clean
+  WHERE e.valid IS NULL OR e.valid <> valid OR e.sources_all_valid IS NULL OR e.sources_all_valid <> clean
+     OR e.name_len IS NULL OR e.name_len <> size(e.name) OR e.source_count IS NULL OR e.source_count <> size(ids)
+  SET e.valid = valid, e.sources_all_valid = clean, e.name_len = size(e.name), e.source_count = size(ids),
+      e.source_head = ids[0..64]
 } IN TRANSACTIONS OF 10000 ROWS
 """
 )
@@ -60,19 +66,24 @@ REFRESH_RELATIONSHIP_MARKERS = (
     """
 MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__) WHERE r.kb = $kb AND r.id IS NOT NULL
 CALL (s, r, t) {
-  WITH s, r, t,
-       CASE WHEN $chunks IS NULL OR r.sourced IS NULL
-                 OR any(cid IN coalesce(r.source_chunk_ids, []) WHERE $chunks[cid] IS NOT NULL)
-            THEN any(cid IN coalesce(r.source_chunk_ids, []) WHERE """
+  WITH s, r, t, coalesce(r.source_chunk_ids, []) AS ids,
+       $chunks IS NULL OR r.sourced IS NULL OR r.sources_all_valid IS NULL
+       OR any(cid IN coalesce(r.source_chunk_ids, []) WHERE $chunks[cid] IS NOT NULL) AS affected
+  WITH s, r, t, ids, affected,
+       CASE WHEN affected THEN any(cid IN ids WHERE """
     + _VALID_SOURCE
-    + """)
-            ELSE r.sourced END AS sourced
-  WITH s, r, t, sourced, sourced AND coalesce(s.valid, false) AND coalesce(t.valid, false) AS valid
-  WHERE r.valid IS NULL OR r.valid <> valid OR r.sourced <> sourced OR r.out_id IS NULL
-     OR r.rank_weight IS NULL OR r.rank_weight <> -coalesce(r.weight, 0.0) OR r.source_count IS NULL
-  SET r.sourced = sourced, r.valid = valid, r.out_id = s.id, r.in_id = CASE WHEN s <> t THEN t.id END,
-      r.rank_weight = -coalesce(r.weight, 0.0), r.source_count = size(coalesce(r.source_chunk_ids, [])),
-      r.source_head = coalesce(r.source_chunk_ids, [])[0..64]
+    + """) ELSE r.sourced END AS sourced
+  WITH s, r, t, ids, sourced,
+       CASE WHEN affected THEN sourced AND all(cid IN ids WHERE """
+    + _VALID_SOURCE
+    + """) ELSE r.sources_all_valid END AS clean
+  WITH s, r, t, ids, sourced, clean, sourced AND coalesce(s.valid, false) AND coalesce(t.valid, false) AS valid
+  WHERE r.valid IS NULL OR r.valid <> valid OR r.sourced <> sourced OR r.sources_all_valid <> clean
+     OR r.out_id IS NULL OR r.rank_weight IS NULL OR r.rank_weight <> -coalesce(r.weight, 0.0)
+     OR r.source_count IS NULL OR r.source_count <> size(ids)
+  SET r.sourced = sourced, r.sources_all_valid = clean, r.valid = valid, r.out_id = s.id,
+      r.in_id = CASE WHEN s <> t THEN t.id END, r.rank_weight = -coalesce(r.weight, 0.0),
+      r.source_count = size(ids), r.source_head = ids[0..64]
 } IN TRANSACTIONS OF 10000 ROWS
 """
 )
@@ -87,11 +98,17 @@ RETURN collect(c.id) AS ids
 ENTITY_MARKERS_SET = (
     "e.valid = any(cid IN coalesce(row.source_chunk_ids, []) WHERE "
     + _VALID_SOURCE
+    + "), e.sources_all_valid = size(coalesce(row.source_chunk_ids, [])) > 0 "
+    "AND all(cid IN coalesce(row.source_chunk_ids, []) WHERE "
+    + _VALID_SOURCE
     + "), e.name_len = size(row.name), e.source_count = size(coalesce(row.source_chunk_ids, [])), "
     "e.source_head = coalesce(row.source_chunk_ids, [])[0..64]"
 )
 RELATIONSHIP_MARKERS_SET = (
     "r.sourced = any(cid IN coalesce(row.source_chunk_ids, []) WHERE "
+    + _VALID_SOURCE
+    + "), r.sources_all_valid = size(coalesce(row.source_chunk_ids, [])) > 0 "
+    "AND all(cid IN coalesce(row.source_chunk_ids, []) WHERE "
     + _VALID_SOURCE
     + "), r.out_id = s.id, r.in_id = CASE WHEN s <> t THEN t.id END, r.rank_weight = -coalesce(row.weight, 0.0), "
     "r.source_count = size(coalesce(row.source_chunk_ids, [])), "
