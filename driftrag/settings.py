@@ -174,7 +174,7 @@ class Settings(BaseSettings):
         default=50, ge=1, description="Longer attribute lists are cut (with their original length)."
     )
     graph_search_count_cap: int = Field(
-        default=10_000,
+        default=1000,
         ge=1,
         description=(
             "Matches and rows are counted exactly up to this (or max_seeds / max_rows if larger); "

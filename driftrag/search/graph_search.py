@@ -169,9 +169,12 @@ def _entity(row: dict[str, Any], cutter: FieldCutter, *, query: str, seed_rank: 
     )
 
 
-def _relationship(row: dict[str, Any], cutter: FieldCutter) -> GraphSearchRelationship:
+def _relationship(row: dict[str, Any], cutter: FieldCutter, names: dict[str, str]) -> GraphSearchRelationship:
+    # The endpoints are the row's seed and neighbour, both in `names` already.
     return GraphSearchRelationship(
-        **{key: row[key] for key in ("id", "source_id", "source_name", "target_id", "target_name", "type", "weight")},
+        **{key: row[key] for key in ("id", "source_id", "target_id", "type", "weight")},
+        source_name=names[row["source_id"]],
+        target_name=names[row["target_id"]],
         description=cutter.text(row["id"], "description", row["description"]),
         source_chunk_ids=cutter.items(
             row["id"], "source_chunk_ids", row["source_chunk_ids"], row.get("stored_chunk_ids")
@@ -182,8 +185,9 @@ def _relationship(row: dict[str, Any], cutter: FieldCutter) -> GraphSearchRelati
 def build_response(request: GraphSearchRequest, result: dict[str, Any], cutter: FieldCutter) -> GraphSearchResponse:
     """Shape the store's groups into the response: entities and relationships once each, cuts recorded.
 
-    `result["groups"]` holds per seed its `seed` and `pairs` of `relationship` and `neighbour_id`;
-    `result["neighbours"]` each neighbour once.
+    `result["groups"]` holds per seed its `seed` and `pairs` of `relationship` (endpoint ids, no names:
+    the endpoints are the seed and the neighbour) and `neighbour_id`; `result["neighbours"]` each
+    neighbour once.
     """
     groups = result["groups"]
     entities: dict[str, GraphSearchEntity] = {}
@@ -191,6 +195,8 @@ def build_response(request: GraphSearchRequest, result: dict[str, Any], cutter: 
     for rank, group in enumerate(groups, start=1):
         entities[group["seed"]["id"]] = _entity(group["seed"], cutter, query=request.query, seed_rank=rank)
     neighbours = {row["id"]: row for row in result["neighbours"]}
+    names = {row["id"]: row["name"] for row in result["neighbours"]}
+    names.update((group["seed"]["id"], group["seed"]["name"]) for group in groups)
     relationships: dict[str, GraphSearchRelationship] = {}
     rows_returned = 0
     for group in groups:
@@ -200,7 +206,7 @@ def build_response(request: GraphSearchRequest, result: dict[str, Any], cutter: 
             if neighbour_id not in entities:
                 entities[neighbour_id] = _entity(neighbours[neighbour_id], cutter, query=request.query, seed_rank=None)
             if pair["relationship"]["id"] not in relationships:
-                relationships[pair["relationship"]["id"]] = _relationship(pair["relationship"], cutter)
+                relationships[pair["relationship"]["id"]] = _relationship(pair["relationship"], cutter, names)
     rows_total = result["rows_total"]
     rows_lower_bound = bool(result["rows_total_is_lower_bound"])
     candidates_matched = result["candidates_matched"]

@@ -61,7 +61,7 @@ class GraphSearchStore:
         max_seeds: int,
         max_rows: int,
         max_list_items: int = 50,
-        count_cap: int = 10_000,
+        count_cap: int = 1000,
     ) -> dict[str, Any]:
         """Seeds matching `query` and their valid one-hop neighbourhoods, capped.
 

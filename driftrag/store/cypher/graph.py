@@ -10,7 +10,7 @@ from driftrag.store.cypher.markers import ENTITY_MARKERS_SET, RELATIONSHIP_MARKE
 
 SET_KB_EXTRACT_CONFIG = """
 MERGE (k:__KnowledgeBase__ {kb: $kb})
-ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 3
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
 SET k.extract_config = $extract_config
 """
 
@@ -23,14 +23,14 @@ RETURN k.extract_config AS extract_config, k.graph_enabled AS graph_enabled, k.g
 # so a run that crashed in between rebuilds on the next start even if no document changed.
 SET_KB_STALE = """
 MERGE (k:__KnowledgeBase__ {kb: $kb})
-ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 3
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
 SET k.graph_stale = $stale
 """
 
 # What `kb list` shows of how a kb was ingested; written by every ingestion run.
 SET_KB_PROFILE = """
 MERGE (k:__KnowledgeBase__ {kb: $kb})
-ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 3
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
 SET k.mode = $mode, k.embedder = $embedder, k.embedding_dimension = $embedding_dimension
 """
 

@@ -124,8 +124,7 @@ _RELATIONSHIP = (
     "CALL (x) {"
     + _SOURCES
     + """
-  RETURN {id: x.id, source_id: startNode(x).id, source_name: startNode(x).name,
-          target_id: endNode(x).id, target_name: endNode(x).name, type: x.type,
+  RETURN {id: x.id, source_id: x.out_id, target_id: coalesce(x.in_id, x.out_id), type: x.type,
           description: coalesce(x.description, x.summary, ''), weight: coalesce(x.weight, 0.0),
           source_chunk_ids: sources, stored_chunk_ids: stored} AS projected
 }
@@ -133,7 +132,9 @@ _RELATIONSHIP = (
 )
 
 # The kept rows as the caller reads them: each distinct neighbour once (a hub next to many seeds is
-# projected once), and per seed its pairs of relationship and neighbour id.
+# projected once), and per seed its pairs of relationship and neighbour id. A relationship's endpoints
+# are its seed and its neighbour, so their names are not read again (the caller has them). RELATED
+# only joins entities, so the rows are not checked for the label.
 _PROJECT = (
     """
 CALL (kept_groups) {
@@ -207,17 +208,17 @@ CALL (kept) {
   WITH i, kept[i].s AS s, kept[i].room AS room
   CALL (s) {
     CALL (s) {
-      MATCH (:__Entity__)-[r:RELATED]->(n:__Entity__)
+      MATCH ()-[r:RELATED]->(n)
       WHERE r.kb = $kb AND r.valid = true AND r.out_id = s.id AND r.rank_weight IS NOT NULL AND r.id IS NOT NULL
       WITH r, n ORDER BY r.kb, r.valid, r.out_id, r.rank_weight, r.id LIMIT $max_rows
-      RETURN r, n
+      RETURN r, n, r.rank_weight AS w, r.id AS rid
       UNION ALL
-      MATCH (n:__Entity__)-[r:RELATED]->(:__Entity__)
+      MATCH (n)-[r:RELATED]->()
       WHERE r.kb = $kb AND r.valid = true AND r.in_id = s.id AND r.rank_weight IS NOT NULL AND r.id IS NOT NULL
       WITH r, n ORDER BY r.kb, r.valid, r.in_id, r.rank_weight, r.id LIMIT $max_rows
-      RETURN r, n
+      RETURN r, n, r.rank_weight AS w, r.id AS rid
     }
-    WITH r, n ORDER BY r.rank_weight, r.id LIMIT $max_rows
+    WITH r, n ORDER BY w, rid LIMIT $max_rows
     RETURN collect({r: r, n: n}) AS pairs
   }
   WITH i, s, pairs[0..room] AS pairs ORDER BY i

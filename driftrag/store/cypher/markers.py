@@ -19,7 +19,7 @@ markers existed gets them from the schema setup (`MATCH_KBS_WITHOUT_MARKERS`), o
 """
 
 # Bumped when the markers' meaning changes, so the schema setup recomputes them for every kb.
-SEARCH_MARKERS_VERSION = 3
+SEARCH_MARKERS_VERSION = 4
 
 _VALID_SOURCE = "EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }"
 
@@ -78,7 +78,8 @@ CALL (s, r, t) {
     + _VALID_SOURCE
     + """) ELSE r.sources_all_valid END AS clean
   WITH s, r, t, ids, sourced, clean, sourced AND coalesce(s.valid, false) AND coalesce(t.valid, false) AS valid
-  WHERE r.valid IS NULL OR r.valid <> valid OR r.sourced <> sourced OR r.sources_all_valid <> clean
+  WHERE r.valid IS NULL OR r.valid <> valid OR r.sourced IS NULL OR r.sourced <> sourced
+     OR r.sources_all_valid IS NULL OR r.sources_all_valid <> clean
      OR r.out_id IS NULL OR r.rank_weight IS NULL OR r.rank_weight <> -coalesce(r.weight, 0.0)
      OR r.source_count IS NULL OR r.source_count <> size(ids)
   SET r.sourced = sourced, r.sources_all_valid = clean, r.valid = valid, r.out_id = s.id,

@@ -32,9 +32,7 @@ def relationship_row(rel_id: str, source: dict, target: dict) -> dict:
     return {
         "id": rel_id,
         "source_id": source["id"],
-        "source_name": source["name"],
         "target_id": target["id"],
-        "target_name": target["name"],
         "type": "KNOWS",
         "description": "they meet",
         "weight": 2.0,
@@ -115,6 +113,11 @@ def test_build_response_dedups_and_keeps_seed_ranks() -> None:
         ("Hatter", False, None, "neighbour"),
     ]
     assert [r.id for r in response.relationships] == ["r-1", "r-2"]
+    # Endpoint names come from the seeds and neighbours of the result.
+    assert [(r.source_name, r.target_name) for r in response.relationships] == [
+        ("Alice", "Rabbit"),
+        ("Rabbit", "Hatter"),
+    ]
     assert response.truncation.model_dump() == {
         "results_truncated": True,
         "rows_returned": 3,
