@@ -95,7 +95,8 @@ class GraphSearchStore:
             )
         statement = cy.MATCH_ONE_HOP_BY_SCAN if len(query) < _TRIGRAM else cy.MATCH_ONE_HOP_BY_TEXT
         # `query` is the name of read()'s statement argument, so the text travels as $needle.
-        rows = await self._store.read(
+        # The statement returns maps and lists only, so the record is used as decoded.
+        return await self._store.read_record(
             statement,
             kb=kb,
             needle=query,
@@ -105,7 +106,6 @@ class GraphSearchStore:
             candidate_limit=max(count_cap, max_seeds),
             row_limit=max(count_cap, max_rows),
         )
-        return rows[0]
 
     # --- admin writes ------------------------------------------------------------------------------
 

@@ -258,6 +258,12 @@ class Neo4jStore:
         records = await self._execute(query, params, neo4j.RoutingControl.READ, convert=False)
         return records[0][0]
 
+    async def read_record(self, query: LiteralString, **params: Any) -> dict[str, Any]:
+        """The one record a read returns, its columns as the driver decoded them: no `data()` walk,
+        which costs as much as the decoding for a large nested result made of maps and lists only."""
+        records = await self._execute(query, params, neo4j.RoutingControl.READ, convert=False)
+        return dict(records[0].items())
+
     async def write(self, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
         return await self._execute(query, params, neo4j.RoutingControl.WRITE)
 
