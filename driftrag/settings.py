@@ -173,6 +173,14 @@ class Settings(BaseSettings):
     graph_search_max_list_items: int = Field(
         default=50, ge=1, description="Longer attribute lists are cut (with their original length)."
     )
+    graph_search_count_cap: int = Field(
+        default=1000,
+        ge=1,
+        description=(
+            "Matches and rows are counted exactly up to this (or max_seeds / max_rows if larger); "
+            "beyond it the count is this cap, flagged as a lower bound."
+        ),
+    )
 
     # --- DRIFT ----------------------------------------------------------------------------------
     drift_top_k_communities: int = Field(default=5, ge=1, description="Community reports that prime DRIFT.")

@@ -5,7 +5,8 @@ names, then alphabetical, at most `max_seeds`. Each seed brings its relationship
 its neighbours, as (seed, relationship) rows — a seed without relationships is one row of its own — and
 rows are kept in seed-rank order up to `max_rows`, so the best seeds' neighbourhoods survive a cut.
 Only chunks that exist and are enabled count as sources: an entity or relationship left without any
-is not returned. Every response says what was cut, and by how much, in `truncation`.
+is not returned. Every response says what was cut, and by how much, in `truncation`; the totals are
+exact up to a counting cap (`graph_search_count_cap`) and flagged as lower bounds beyond it.
 """
 
 from __future__ import annotations
@@ -86,9 +87,26 @@ class TruncatedField(_Model):
 class Truncation(_Model):
     results_truncated: bool = Field(description="Rows were cut at max_rows.")
     rows_returned: int = Field(description="(seed, relationship) rows returned; a seed alone counts one.")
-    rows_total: int = Field(description="Rows of the seeds within max_seeds, before the max_rows cut.")
+    rows_total: int = Field(
+        description=(
+            "Rows of the seeds within max_seeds, before the max_rows cut; exact up to the counting cap "
+            "(`graph_search_count_cap`, or max_rows if larger), else the cap (see rows_total_is_lower_bound)."
+        )
+    )
+    rows_total_is_lower_bound: bool = Field(
+        description="rows_total reached the counting cap: there are at least that many rows, maybe more."
+    )
     candidates_truncated: bool = Field(description="Fewer seeds returned than entities matched.")
-    candidates_matched: int = Field(description="Entities with a valid source whose name contains the query.")
+    candidates_matched: int = Field(
+        description=(
+            "Entities with a valid source whose name contains the query; exact up to the counting cap "
+            "(`graph_search_count_cap`, or max_seeds if larger), else the cap "
+            "(see candidates_matched_is_lower_bound)."
+        )
+    )
+    candidates_matched_is_lower_bound: bool = Field(
+        description="candidates_matched reached the counting cap: at least that many entities match, maybe more."
+    )
     candidates_returned: int = Field(description="Seeds in `entities` (cut by max_seeds, then by max_rows).")
     fields_truncated: bool
     fields: list[TruncatedField] = Field(default_factory=list)
@@ -151,9 +169,12 @@ def _entity(row: dict[str, Any], cutter: FieldCutter, *, query: str, seed_rank: 
     )
 
 
-def _relationship(row: dict[str, Any], cutter: FieldCutter) -> GraphSearchRelationship:
+def _relationship(row: dict[str, Any], cutter: FieldCutter, names: dict[str, str]) -> GraphSearchRelationship:
+    # The endpoints are the row's seed and neighbour, both in `names` already.
     return GraphSearchRelationship(
-        **{key: row[key] for key in ("id", "source_id", "source_name", "target_id", "target_name", "type", "weight")},
+        **{key: row[key] for key in ("id", "source_id", "target_id", "type", "weight")},
+        source_name=names[row["source_id"]],
+        target_name=names[row["target_id"]],
         description=cutter.text(row["id"], "description", row["description"]),
         source_chunk_ids=cutter.items(
             row["id"], "source_chunk_ids", row["source_chunk_ids"], row.get("stored_chunk_ids")
@@ -162,30 +183,43 @@ def _relationship(row: dict[str, Any], cutter: FieldCutter) -> GraphSearchRelati
 
 
 def build_response(request: GraphSearchRequest, result: dict[str, Any], cutter: FieldCutter) -> GraphSearchResponse:
-    """Shape the store's groups into the response: entities and relationships once each, cuts recorded."""
+    """Shape the store's groups into the response: entities and relationships once each, cuts recorded.
+
+    `result["groups"]` holds per seed its `seed` and `pairs` of `relationship` (endpoint ids, no names:
+    the endpoints are the seed and the neighbour) and `neighbour_id`; `result["neighbours"]` each
+    neighbour once.
+    """
     groups = result["groups"]
     entities: dict[str, GraphSearchEntity] = {}
     # Seeds first, so a seed that is also another seed's neighbour keeps its rank.
     for rank, group in enumerate(groups, start=1):
         entities[group["seed"]["id"]] = _entity(group["seed"], cutter, query=request.query, seed_rank=rank)
+    neighbours = {row["id"]: row for row in result["neighbours"]}
+    names = {row["id"]: row["name"] for row in result["neighbours"]}
+    names.update((group["seed"]["id"], group["seed"]["name"]) for group in groups)
     relationships: dict[str, GraphSearchRelationship] = {}
     rows_returned = 0
     for group in groups:
         rows_returned += max(1, len(group["pairs"]))
         for pair in group["pairs"]:
-            neighbour = pair["neighbour"]
-            if neighbour["id"] not in entities:
-                entities[neighbour["id"]] = _entity(neighbour, cutter, query=request.query, seed_rank=None)
+            neighbour_id = pair["neighbour_id"]
+            if neighbour_id not in entities:
+                entities[neighbour_id] = _entity(neighbours[neighbour_id], cutter, query=request.query, seed_rank=None)
             if pair["relationship"]["id"] not in relationships:
-                relationships[pair["relationship"]["id"]] = _relationship(pair["relationship"], cutter)
+                relationships[pair["relationship"]["id"]] = _relationship(pair["relationship"], cutter, names)
     rows_total = result["rows_total"]
+    rows_lower_bound = bool(result["rows_total_is_lower_bound"])
     candidates_matched = result["candidates_matched"]
+    candidates_lower_bound = bool(result["candidates_matched_is_lower_bound"])
     truncation = Truncation(
-        results_truncated=rows_returned < rows_total,
+        # A lower-bound count means more exist than were counted, so more than were returned.
+        results_truncated=rows_lower_bound or rows_returned < rows_total,
         rows_returned=rows_returned,
         rows_total=rows_total,
-        candidates_truncated=len(groups) < candidates_matched,
+        rows_total_is_lower_bound=rows_lower_bound,
+        candidates_truncated=candidates_lower_bound or len(groups) < candidates_matched,
         candidates_matched=candidates_matched,
+        candidates_matched_is_lower_bound=candidates_lower_bound,
         candidates_returned=len(groups),
         fields_truncated=bool(cutter.fields),
         fields=cutter.fields,
@@ -251,15 +285,17 @@ async def graph_search(
         max_seeds=seeds_cap,
         max_rows=rows_cap,
         max_list_items=settings.graph_search_max_list_items,
+        count_cap=settings.graph_search_count_cap,
     )
     cutter = FieldCutter(settings.graph_search_max_field_chars, settings.graph_search_max_list_items)
     response = build_response(request, result, cutter)
     if response.truncation.results_truncated:
         log.warning(
-            "graph search in kb %s cut at max_rows=%d: %d of %d rows returned",
+            "graph search in kb %s cut at max_rows=%d: %d of %s%d rows returned",
             request.kb,
             rows_cap,
             response.truncation.rows_returned,
+            "at least " if response.truncation.rows_total_is_lower_bound else "",
             response.truncation.rows_total,
         )
     return response

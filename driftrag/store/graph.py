@@ -28,6 +28,7 @@ from driftrag.models.graph import (
 )
 from driftrag.store.cypher import graph as cy
 from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.markers import document_chunk_ids, refresh_search_markers
 from driftrag.store.neo4j_store import Neo4jStore
 
 # Rows per write transaction: large enough that a million-relationship load is not dominated by round
@@ -74,10 +75,16 @@ class GraphStore:
         return await self._store.read(cy.MATCH_DOCUMENTS, kb=validate_kb_id(kb))
 
     async def delete_document(self, kb: str, document_id: str) -> None:
-        """Remove a document and its chunks in batches; call a rebuild afterwards."""
+        """Remove a document and its chunks in batches; call a rebuild afterwards.
+
+        The search markers are refreshed at once, so until the rebuild nothing sourced only from the
+        deleted chunks is returned by graph search.
+        """
         validate_kb_id(kb)
+        chunk_ids = await document_chunk_ids(self._store, kb, document_id)
         await self._store.run_in_transactions(cy.DELETE_DOCUMENT_CHUNKS, kb=kb, document_id=document_id)
         await self._store.write(cy.DELETE_DOCUMENT, kb=kb, document_id=document_id)
+        await refresh_search_markers(self._store, kb, chunk_ids)
 
     async def delete_kb(self, kb: str) -> None:
         """Remove every node of the knowledge base, in batches of 1000."""
@@ -161,7 +168,11 @@ class GraphStore:
             }
             for entity in entities
         ]
-        await self._write_batches(cy.UPSERT_ENTITIES, kb, entity_rows)
+        for start in range(0, len(entity_rows), _BATCH):
+            rows = await self._store.write(cy.UPSERT_ENTITIES, kb=kb, rows=entity_rows[start : start + _BATCH])
+            changed = rows[0]["changed"] if rows else []
+            if changed:  # their relationships' `valid` includes the endpoints'
+                await self._store.write(cy.REFRESH_ENDPOINT_RELATIONSHIPS, kb=kb, ids=changed)
         mentions = [
             {"chunk_id": chunk_id, "entity_id": entity.id}
             for entity in entities

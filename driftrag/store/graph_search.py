@@ -11,12 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from driftrag.errors import GraphDisabledError, InvalidIdentifierError, KnowledgeBaseNotFoundError
+from driftrag.errors import (
+    BackendUnavailableError,
+    GraphDisabledError,
+    InvalidIdentifierError,
+    KnowledgeBaseNotFoundError,
+)
 from driftrag.store.cypher import graph_search as cy
+from driftrag.store.cypher.markers import SEARCH_MARKERS_VERSION
 from driftrag.store.identifiers import validate_kb_id, validate_node_id
+from driftrag.store.markers import refresh_search_markers
 from driftrag.store.neo4j_store import Neo4jStore
 
 _WRITE_BATCH = 1000
+# The text index matches by trigrams: a shorter needle is answered by the ranked seed-order scan.
+_TRIGRAM = 3
 
 
 def _validate_chunk_ids(chunk_ids: Iterable[str]) -> list[str]:
@@ -36,42 +45,67 @@ class GraphSearchStore:
 
     async def graph_enabled(self, kb: str) -> bool:
         """Whether the kb's graph may be searched; raises KnowledgeBaseNotFoundError for an unknown kb."""
+        return bool((await self._status(kb))["graph_enabled"])
+
+    async def _status(self, kb: str) -> dict[str, Any]:
         rows = await self._store.read(cy.MATCH_KB_GRAPH_STATUS, kb=validate_kb_id(kb))
         if not rows:
             raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
-        return bool(rows[0]["graph_enabled"])
+        return rows[0]
 
     async def one_hop(
-        self, kb: str, query: str, *, max_seeds: int, max_rows: int, max_list_items: int = 50
+        self,
+        kb: str,
+        query: str,
+        *,
+        max_seeds: int,
+        max_rows: int,
+        max_list_items: int = 50,
+        count_cap: int = 1000,
     ) -> dict[str, Any]:
         """Seeds matching `query` and their valid one-hop neighbourhoods, capped.
 
         Returns `candidates_matched` (valid entities whose name contains `query`), `rows_total` (rows of
-        the first `max_seeds` seeds: one per valid relationship of a seed, or one for a seed without any)
-        and `groups`: per kept seed in rank order, `seed` and its `pairs` of `relationship` and
-        `neighbour`, at most `max_rows` pairs in all. Source ids are already filtered to valid chunks: at
-        most `max_list_items + 1` of them per list (the first valid ones in stored order, so a caller
-        showing `max_list_items` knows whether it cuts), with `stored_chunk_ids`, the list's stored length.
+        the first `max_seeds` seeds: one per valid relationship of a seed, or one for a seed without any),
+        `groups`: per kept seed in rank order, `seed` and its `pairs` of `relationship` and
+        `neighbour_id`, at most `max_rows` pairs in all, and `neighbours`, each neighbour once. Source ids
+        are already filtered to valid chunks: at most `max_list_items + 1` of them per list (the first
+        valid ones in stored order, so a caller showing `max_list_items` knows whether it cuts), with
+        `stored_chunk_ids`, the list's stored length.
 
-        Raises KnowledgeBaseNotFoundError, GraphDisabledError or BackendUnavailableError.
+        The two counts are exact up to `max(count_cap, max_seeds)` and `max(count_cap, max_rows)`;
+        beyond that they are that limit and `candidates_matched_is_lower_bound` /
+        `rows_total_is_lower_bound` are true.
+
+        Raises KnowledgeBaseNotFoundError, GraphDisabledError or BackendUnavailableError (also for a kb
+        whose search markers the schema setup has not written yet).
         """
-        if max_seeds < 1 or max_rows < 1 or max_list_items < 1:
-            raise ValueError("max_seeds, max_rows and max_list_items must be at least 1")
-        if not await self.graph_enabled(kb):
+        if max_seeds < 1 or max_rows < 1 or max_list_items < 1 or count_cap < 1:
+            raise ValueError("max_seeds, max_rows, max_list_items and count_cap must be at least 1")
+        status = await self._status(kb)
+        if not status["graph_enabled"]:
             raise GraphDisabledError(
                 f"the graph of knowledge base {kb!r} is disabled, so graph search cannot answer; "
                 f"re-enable it with `driftrag graph-enable --kb {kb}` (or GraphSearchStore.set_graph_enabled)"
             )
+        if status["search_markers"] < SEARCH_MARKERS_VERSION:
+            raise BackendUnavailableError(
+                f"knowledge base {kb!r} was written before graph search's markers existed; "
+                "run `driftrag schema init` once to add them"
+            )
+        statement = cy.MATCH_ONE_HOP_BY_SCAN if len(query) < _TRIGRAM else cy.MATCH_ONE_HOP_BY_TEXT
         # `query` is the name of read()'s statement argument, so the text travels as $needle.
-        rows = await self._store.read(
-            cy.MATCH_ONE_HOP,
+        # The statement returns maps and lists only, so the record is used as decoded.
+        return await self._store.read_record(
+            statement,
             kb=kb,
             needle=query,
             max_seeds=max_seeds,
             max_rows=max_rows,
             list_cap=max_list_items + 1,
+            candidate_limit=max(count_cap, max_seeds),
+            row_limit=max(count_cap, max_rows),
         )
-        return rows[0]
 
     # --- admin writes ------------------------------------------------------------------------------
 
@@ -90,6 +124,7 @@ class GraphSearchStore:
                 cy.SET_CHUNKS_ENABLED, kb=kb, ids=ids[start : start + _WRITE_BATCH], enabled=enabled
             )
             matched += rows[0]["matched"]
+        await refresh_search_markers(self._store, kb, ids)
         return matched
 
     async def set_graph_enabled(self, kb: str, enabled: bool) -> None:

@@ -27,6 +27,7 @@ from driftrag.settings import Settings
 from driftrag.store.cypher import schema as cy
 from driftrag.store.health import BackendHealth
 from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.markers import migrate_search_markers
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +169,8 @@ class Neo4jStore:
     # --- schema ---------------------------------------------------------------------------------
 
     async def ensure_schema(self, embedding_dimension: int) -> list[VectorIndexInfo]:
-        """Create constraints, lookup and vector indexes if missing, and wait until they are online.
+        """Create constraints, lookup and vector indexes if missing, and wait until they are online;
+        then give every kb written before the search markers existed its markers (once, in batches).
 
         An existing vector index with another dimension is refused: mixing embedders would make
         every similarity score meaningless.
@@ -191,6 +193,9 @@ class Neo4jStore:
             if name not in existing:
                 await self.write(statement, dimensions=embedding_dimension)
         await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
+        migrated = await migrate_search_markers(self)
+        if migrated:
+            log.info("search markers written for knowledge bases %s", ", ".join(migrated))
         return await self.vector_indexes()
 
     async def vector_indexes(self) -> list[VectorIndexInfo]:
@@ -291,6 +296,12 @@ class Neo4jStore:
         per-record or `data()` conversion cost)."""
         records = await self._execute(query, params, neo4j.RoutingControl.READ, convert=False)
         return records[0][0]
+
+    async def read_record(self, query: LiteralString, **params: Any) -> dict[str, Any]:
+        """The one record a read returns, its columns as the driver decoded them: no `data()` walk,
+        which costs as much as the decoding for a large nested result made of maps and lists only."""
+        records = await self._execute(query, params, neo4j.RoutingControl.READ, convert=False)
+        return dict(records[0].items())
 
     async def write(self, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
         return await self._execute(query, params, neo4j.RoutingControl.WRITE)

@@ -2,7 +2,7 @@
 
 UPSERT_KNOWLEDGE_BASE = """
 MERGE (k:__KnowledgeBase__ {kb: $kb})
-ON CREATE SET k.created_at = datetime(), k.graph_enabled = true
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
 """
 
 UPSERT_DOCUMENT = """

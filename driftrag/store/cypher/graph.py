@@ -1,10 +1,16 @@
-"""Extraction checkpoints, the entity/relationship layer, communities, deletes and counts."""
+"""Extraction checkpoints, the entity/relationship layer, communities, deletes and counts.
+
+A new kb has every search marker from its first write (markers.py), so the kb statements set
+`k.search_markers` to `SEARCH_MARKERS_VERSION` on create (a unit test keeps the two in step).
+"""
+
+from driftrag.store.cypher.markers import ENTITY_MARKERS_SET, RELATIONSHIP_MARKERS_SET
 
 # --- knowledge base and documents -------------------------------------------------------------------
 
 SET_KB_EXTRACT_CONFIG = """
 MERGE (k:__KnowledgeBase__ {kb: $kb})
-ON CREATE SET k.created_at = datetime(), k.graph_enabled = true
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
 SET k.extract_config = $extract_config
 """
 
@@ -17,14 +23,14 @@ RETURN k.extract_config AS extract_config, k.graph_enabled AS graph_enabled, k.g
 # so a run that crashed in between rebuilds on the next start even if no document changed.
 SET_KB_STALE = """
 MERGE (k:__KnowledgeBase__ {kb: $kb})
-ON CREATE SET k.created_at = datetime(), k.graph_enabled = true
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
 SET k.graph_stale = $stale
 """
 
 # What `kb list` shows of how a kb was ingested; written by every ingestion run.
 SET_KB_PROFILE = """
 MERGE (k:__KnowledgeBase__ {kb: $kb})
-ON CREATE SET k.created_at = datetime(), k.graph_enabled = true
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
 SET k.mode = $mode, k.embedder = $embedder, k.embedding_dimension = $embedding_dimension
 """
 
@@ -82,14 +88,22 @@ RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summar
        e.embedding_hash AS embedding_hash, e.embedding IS NOT NULL AS embedded
 """
 
-UPSERT_ENTITIES = """
+UPSERT_ENTITIES = (
+    """
 UNWIND $rows AS row
 MERGE (e:__Entity__ {kb: $kb, id: row.id})
+WITH e, row, e.valid AS was_valid
 SET e.name = row.name, e.normalised_name = row.normalised_name, e.type = row.type,
     e.descriptions = row.descriptions, e.descriptions_hash = row.descriptions_hash,
     e.summary = row.summary, e.description = row.description, e.source_chunk_ids = row.source_chunk_ids,
     e.aliases = row.aliases
+SET """
+    + ENTITY_MARKERS_SET
+    + """
+WITH e, was_valid WHERE was_valid IS NOT NULL AND was_valid <> e.valid
+RETURN collect(e.id) AS changed
 """
+)
 
 DELETE_STALE_ENTITIES = """
 MATCH (e:__Entity__ {kb: $kb}) WHERE NOT e.id IN $keep
@@ -114,7 +128,8 @@ MATCH (:__Entity__ {kb: $kb})-[r:RELATED]->(:__Entity__)
 RETURN r.id AS id, r.descriptions_hash AS descriptions_hash, r.summary AS summary
 """
 
-UPSERT_RELATIONSHIPS = """
+UPSERT_RELATIONSHIPS = (
+    """
 UNWIND $rows AS row
 MATCH (s:__Entity__ {kb: $kb, id: row.source_id})
 MATCH (t:__Entity__ {kb: $kb, id: row.target_id})
@@ -122,6 +137,22 @@ MERGE (s)-[r:RELATED {id: row.id}]->(t)
 SET r.kb = $kb, r.type = row.type, r.original_types = row.original_types, r.descriptions = row.descriptions,
     r.descriptions_hash = row.descriptions_hash, r.summary = row.summary, r.description = row.description,
     r.weight = row.weight, r.pmi = row.pmi, r.source_chunk_ids = row.source_chunk_ids
+SET """
+    + RELATIONSHIP_MARKERS_SET
+    + """
+SET r.valid = r.sourced AND coalesce(s.valid, false) AND coalesce(t.valid, false)
+"""
+)
+
+# The relationships of entities whose validity an upsert changed (their `valid` includes the endpoints').
+REFRESH_ENDPOINT_RELATIONSHIPS = """
+UNWIND $ids AS id
+MATCH (:__Entity__ {kb: $kb, id: id})-[r:RELATED]-(:__Entity__)
+WITH DISTINCT r
+WITH r, coalesce(r.sourced, false) AND coalesce(startNode(r).valid, false)
+        AND coalesce(endNode(r).valid, false) AS valid
+WHERE r.valid IS NULL OR r.valid <> valid
+SET r.valid = valid
 """
 
 DELETE_STALE_RELATIONSHIPS = """

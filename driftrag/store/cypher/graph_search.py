@@ -1,91 +1,235 @@
 """The bounded one-hop graph search (read-only) and its admin switches.
 
 A chunk is a valid source when it exists in the kb and is not disabled (a missing `enabled` counts as
-enabled). Validity is checked with `EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) … }`, which uses
-the (kb, id) uniqueness index, so the cost is one index lookup per listed source id.
+enabled). Which entities and relationships have one is persisted as search markers (markers.py); the
+source id lists shown are checked with `EXISTS`-style lookups on the (kb, id) uniqueness index.
 """
 
 MATCH_KB_GRAPH_STATUS = """
 MATCH (k:__KnowledgeBase__ {kb: $kb})
-RETURN coalesce(k.graph_enabled, true) AS graph_enabled
+RETURN coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.search_markers, 0) AS search_markers
 """
 
-# One statement, so seeds, rows and counts come from one snapshot of the graph.
-# 1. Seeds: valid entities whose name contains $needle (case-sensitive), exact match first, then
-#    shorter names, then alphabetical, then id; all are counted, the first $max_seeds are expanded.
-# 2. Per seed: its valid RELATED relationships (either direction) to valid neighbours, heaviest
-#    first. A seed without any is one row of its own, so it is still returned.
-# 3. Rows are kept in seed-rank order until $max_rows; `offsets` are the rows before each seed.
-# `any(…)` filters short-circuit. Source id lists of kept rows are checked lazily, in stored order, only
-# until `$list_cap` valid ids are found (the response shows at most `$list_cap - 1`): a hub listed by
-# tens of thousands of chunks costs `$list_cap` lookups, not one per chunk, each time it is a neighbour.
-# `stored_chunk_ids` is the list's stored length, reported as the original length of a cut list.
-MATCH_ONE_HOP = """
+# One statement, so seeds, rows and counts come from one snapshot of the graph. It reads the search
+# markers (markers.py), not the chunks, to know what is valid, and reads everything in ranked order
+# from an index, stopping at the caps. Counts are exact up to their limit and marked as lower bounds
+# beyond it (`$candidate_limit`, `$row_limit`).
+#
+# 1. Seeds, two ways to find them (the statements below):
+#    - MATCH_ONE_HOP_BY_TEXT: the text index finds the valid entities whose name contains $needle (at
+#      most $candidate_limit + 1, so the count stops there). Up to the limit they are all ranked here;
+#      beyond it the match is dense, so the ranked seed-order scan finds $max_seeds of them quickly.
+#    - MATCH_ONE_HOP_BY_SCAN (needles too short for trigrams): the seed-order scan alone, counting up
+#      to the limit as it goes.
+#    The seed order is (name length, name, id): an exact match has the shortest name that can
+#    contain the needle, so it comes first.
+# 2. Per seed, its rows are counted up to the limit on the two seed-order relationship indexes (no
+#    relationship is read); a seed without any is one row of its own. Rows are kept in seed-rank
+#    order until $max_rows; `offsets` are the rows before each seed.
+# 3. Only the kept seeds are expanded: each direction's index yields its heaviest valid relationships
+#    first, at most $max_rows of them, and the two lists are merged.
+# Source id lists of kept rows are checked lazily, in stored order, only until `$list_cap` valid ids
+# are found (the response shows at most `$list_cap - 1`): a hub listed by tens of thousands of chunks
+# costs `$list_cap` lookups. `stored_chunk_ids` is the list's stored length.
+_SEED_ORDER_SCAN = """
+  MATCH (e:__Entity__)
+  WHERE e.kb = $kb AND e.valid = true AND e.name_len >= size($needle) AND e.name CONTAINS $needle
+    AND e.id IS NOT NULL
+  WITH e ORDER BY e.kb, e.valid, e.name_len, e.name, e.id
+"""
+
+_SEEDS_BY_TEXT = (
+    """
 CALL () {
-  MATCH (e:__Entity__ {kb: $kb})
+  MATCH (e:__Entity__) USING TEXT INDEX e:__Entity__(name)
   WHERE e.name CONTAINS $needle
-    AND any(cid IN coalesce(e.source_chunk_ids, [])
-            WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
-  WITH e ORDER BY CASE WHEN e.name = $needle THEN 0 ELSE 1 END, size(e.name), e.name, e.id
-  RETURN collect(e) AS matches
+  WITH e WHERE e.kb = $kb AND e.valid = true
+  WITH e LIMIT $candidate_limit + 1
+  RETURN collect(e) AS sample
 }
-WITH size(matches) AS candidates_matched, matches[0..$max_seeds] AS seeds
+CALL (sample) {
+  WITH sample WHERE size(sample) <= $candidate_limit
+  UNWIND sample AS e
+  WITH e ORDER BY e.name_len, e.name, e.id LIMIT $max_seeds
+  RETURN collect(e) AS few
+}
+CALL (sample) {
+  WITH sample WHERE size(sample) > $candidate_limit
+"""
+    + _SEED_ORDER_SCAN
+    + """
+  LIMIT $max_seeds
+  RETURN collect(e) AS many
+}
+WITH size(sample) AS matched, few + many AS seeds
+"""
+)
+
+_SEEDS_BY_SCAN = (
+    """
+CALL () {
+"""
+    + _SEED_ORDER_SCAN
+    + """
+  LIMIT $candidate_limit + 1
+  RETURN collect(e) AS sample
+}
+WITH size(sample) AS matched, sample[0..$max_seeds] AS seeds
+"""
+)
+
+# A node's or relationship's source ids: the first `$list_cap` valid ones in stored order. When every
+# listed chunk is valid (`sources_all_valid`, markers.py) they are the list's first ids, read from its
+# stored head (`source_head`), so a hub listed by tens of thousands of chunks is not read whole and no
+# chunk is looked up. Otherwise the head is checked first, and the whole list only when the head has too
+# few valid ids.
+_SOURCES = """
+  WITH x, coalesce(x.source_head, x.source_chunk_ids, []) AS head_ids,
+       coalesce(x.source_count, size(coalesce(x.source_chunk_ids, []))) AS stored,
+       coalesce(x.sources_all_valid, false) AS clean
+  OPTIONAL CALL (x, head_ids, stored, clean) {
+    WITH x, head_ids, stored WHERE NOT clean
+    CALL (head_ids) {
+      UNWIND head_ids AS cid
+      MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
+      WITH cid LIMIT $list_cap
+      RETURN collect(cid) AS head
+    }
+    CALL (x, head, head_ids, stored) {
+      WITH x WHERE size(head) < $list_cap AND stored > size(head_ids)
+      UNWIND coalesce(x.source_chunk_ids, []) AS cid
+      MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
+      WITH cid LIMIT $list_cap
+      RETURN collect(cid) AS rest
+    }
+    RETURN CASE WHEN size(head) >= $list_cap OR stored <= size(head_ids) THEN head ELSE rest END AS checked
+  }
+  WITH x, stored,
+       CASE WHEN NOT clean THEN checked
+            WHEN size(head_ids) >= $list_cap OR stored <= size(head_ids) THEN head_ids[0..$list_cap]
+            ELSE coalesce(x.source_chunk_ids, [])[0..$list_cap] END AS sources
+"""
+
+_ENTITY = (
+    "CALL (x) {"
+    + _SOURCES
+    + """
+  RETURN {id: x.id, name: x.name, type: x.type, description: coalesce(x.description, x.summary, ''),
+          attributes: coalesce(x.descriptions, []), source_chunk_ids: sources, stored_chunk_ids: stored} AS projected
+}
+"""
+)
+
+_RELATIONSHIP = (
+    "CALL (x) {"
+    + _SOURCES
+    + """
+  RETURN {id: x.id, source_id: x.out_id, target_id: coalesce(x.in_id, x.out_id), type: x.type,
+          description: coalesce(x.description, x.summary, ''), weight: coalesce(x.weight, 0.0),
+          source_chunk_ids: sources, stored_chunk_ids: stored} AS projected
+}
+"""
+)
+
+# The kept rows as the caller reads them: each distinct neighbour once (a hub next to many seeds is
+# projected once), and per seed its pairs of relationship and neighbour id. A relationship's endpoints
+# are its seed and its neighbour, so their names are not read again (the caller has them). RELATED
+# only joins entities, so the rows are not checked for the label.
+_PROJECT = (
+    """
+CALL (kept_groups) {
+  UNWIND kept_groups AS g
+  UNWIND g.pairs AS p
+  WITH DISTINCT p.n AS x
+"""
+    + _ENTITY
+    + """
+  RETURN collect(projected) AS neighbours
+}
+CALL (kept_groups) {
+  UNWIND range(0, size(kept_groups) - 1) AS i
+  WITH i, kept_groups[i] AS g
+  CALL (g) {
+    WITH g.s AS x
+"""
+    + _ENTITY
+    + """
+    RETURN projected AS seed
+  }
+  CALL (g) {
+    UNWIND range(0, size(g.pairs) - 1) AS j
+    WITH j, g.pairs[j].r AS x, g.pairs[j].n.id AS neighbour_id
+"""
+    + _RELATIONSHIP
+    + """
+    WITH j, projected, neighbour_id ORDER BY j
+    RETURN collect({relationship: projected, neighbour_id: neighbour_id}) AS pairs
+  }
+  WITH i, seed, pairs ORDER BY i
+  RETURN collect({seed: seed, pairs: pairs}) AS groups
+}
+RETURN candidates_matched, candidates_matched_is_lower_bound, rows_total, rows_total_is_lower_bound,
+       groups, neighbours
+"""
+)
+
+_EXPAND = (
+    """
+WITH CASE WHEN matched > $candidate_limit THEN $candidate_limit ELSE matched END AS candidates_matched,
+     matched > $candidate_limit AS candidates_matched_is_lower_bound, seeds
 CALL (seeds) {
   UNWIND range(0, size(seeds) - 1) AS rank
   WITH rank, seeds[rank] AS s
   CALL (s) {
-    MATCH (s)-[r:RELATED]-(n:__Entity__ {kb: $kb})
-    WITH DISTINCT r, n
-    WHERE any(cid IN coalesce(r.source_chunk_ids, [])
-              WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
-      AND any(cid IN coalesce(n.source_chunk_ids, [])
-              WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) })
-    WITH r, n ORDER BY coalesce(r.weight, 0.0) DESC, r.id
-    RETURN count(*) AS degree, collect({r: r, n: n})[0..$max_rows] AS pairs
+    MATCH ()-[r:RELATED]->()
+    WHERE r.kb = $kb AND r.valid = true AND r.out_id = s.id AND r.rank_weight IS NOT NULL AND r.id IS NOT NULL
+    WITH r LIMIT $row_limit + 1
+    RETURN count(r) AS outgoing
   }
-  WITH rank, s, degree, pairs ORDER BY rank
-  RETURN collect({s: s, rows: CASE WHEN degree = 0 THEN 1 ELSE degree END, pairs: pairs}) AS groups
+  CALL (s) {
+    MATCH ()-[r:RELATED]->()
+    WHERE r.kb = $kb AND r.valid = true AND r.in_id = s.id AND r.rank_weight IS NOT NULL AND r.id IS NOT NULL
+    WITH r LIMIT $row_limit + 1
+    RETURN count(r) AS incoming
+  }
+  WITH rank, s, outgoing + incoming AS degree ORDER BY rank
+  RETURN collect({s: s, rows: CASE WHEN degree = 0 THEN 1 WHEN degree > $row_limit THEN $row_limit + 1
+                                    ELSE degree END}) AS counted
 }
-WITH candidates_matched, groups, reduce(acc = [0], g IN groups | acc + (last(acc) + g.rows)) AS offsets
-WITH candidates_matched, last(offsets) AS rows_total,
-     [i IN range(0, size(groups) - 1) WHERE offsets[i] < $max_rows
-      | {s: groups[i].s, pairs: groups[i].pairs[0..($max_rows - offsets[i])]}] AS kept
-RETURN candidates_matched, rows_total, [g IN kept | {
-  seed: {
-    id: g.s.id, name: g.s.name, type: g.s.type, description: coalesce(g.s.description, g.s.summary, ''),
-    attributes: coalesce(g.s.descriptions, []),
-    source_chunk_ids: COLLECT {
-      UNWIND coalesce(g.s.source_chunk_ids, []) AS cid
-      MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
-      RETURN cid LIMIT $list_cap
-    },
-    stored_chunk_ids: size(coalesce(g.s.source_chunk_ids, []))
-  },
-  pairs: [p IN g.pairs | {
-    relationship: {
-      id: p.r.id, source_id: startNode(p.r).id, source_name: startNode(p.r).name,
-      target_id: endNode(p.r).id, target_name: endNode(p.r).name, type: p.r.type,
-      description: coalesce(p.r.description, p.r.summary, ''), weight: coalesce(p.r.weight, 0.0),
-      source_chunk_ids: COLLECT {
-        UNWIND coalesce(p.r.source_chunk_ids, []) AS cid
-        MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
-        RETURN cid LIMIT $list_cap
-      },
-      stored_chunk_ids: size(coalesce(p.r.source_chunk_ids, []))
-    },
-    neighbour: {
-      id: p.n.id, name: p.n.name, type: p.n.type, description: coalesce(p.n.description, p.n.summary, ''),
-      attributes: coalesce(p.n.descriptions, []),
-      source_chunk_ids: COLLECT {
-        UNWIND coalesce(p.n.source_chunk_ids, []) AS cid
-        MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
-        RETURN cid LIMIT $list_cap
-      },
-      stored_chunk_ids: size(coalesce(p.n.source_chunk_ids, []))
+WITH candidates_matched, candidates_matched_is_lower_bound, counted,
+     reduce(acc = [0], g IN counted | acc + (last(acc) + g.rows)) AS offsets
+WITH candidates_matched, candidates_matched_is_lower_bound,
+     CASE WHEN last(offsets) > $row_limit THEN $row_limit ELSE last(offsets) END AS rows_total,
+     last(offsets) > $row_limit AS rows_total_is_lower_bound,
+     [i IN range(0, size(counted) - 1) WHERE offsets[i] < $max_rows
+      | {s: counted[i].s, room: $max_rows - offsets[i]}] AS kept
+CALL (kept) {
+  UNWIND range(0, size(kept) - 1) AS i
+  WITH i, kept[i].s AS s, kept[i].room AS room
+  CALL (s) {
+    CALL (s) {
+      MATCH ()-[r:RELATED]->(n)
+      WHERE r.kb = $kb AND r.valid = true AND r.out_id = s.id AND r.rank_weight IS NOT NULL AND r.id IS NOT NULL
+      WITH r, n ORDER BY r.kb, r.valid, r.out_id, r.rank_weight, r.id LIMIT $max_rows
+      RETURN r, n, r.rank_weight AS w, r.id AS rid
+      UNION ALL
+      MATCH (n)-[r:RELATED]->()
+      WHERE r.kb = $kb AND r.valid = true AND r.in_id = s.id AND r.rank_weight IS NOT NULL AND r.id IS NOT NULL
+      WITH r, n ORDER BY r.kb, r.valid, r.in_id, r.rank_weight, r.id LIMIT $max_rows
+      RETURN r, n, r.rank_weight AS w, r.id AS rid
     }
-  }]
-}] AS groups
+    WITH r, n ORDER BY w, rid LIMIT $max_rows
+    RETURN collect({r: r, n: n}) AS pairs
+  }
+  WITH i, s, pairs[0..room] AS pairs ORDER BY i
+  RETURN collect({s: s, pairs: pairs}) AS kept_groups
+}
 """
+    + _PROJECT
+)
+
+MATCH_ONE_HOP_BY_TEXT = _SEEDS_BY_TEXT + _EXPAND
+MATCH_ONE_HOP_BY_SCAN = _SEEDS_BY_SCAN + _EXPAND
 
 # --- admin switches -------------------------------------------------------------------------------------
 

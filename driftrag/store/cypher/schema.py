@@ -28,6 +28,15 @@ CREATE_LOOKUP_INDEXES = (
     # Name substrings (graph search, entity search): a trigram text index answers `name CONTAINS $q`
     # with the matching entities, where the (kb, name) range index is scanned name by name.
     "CREATE TEXT INDEX driftrag_entity_name_text IF NOT EXISTS FOR (n:__Entity__) ON (n.name)",
+    # Graph search reads seeds and rows in their ranked order and stops at the caps (markers.py):
+    # a kb's valid entities shortest name first, then by name and id; and per entity its valid
+    # relationships, heaviest first then by id, one index per direction.
+    "CREATE INDEX driftrag_entity_seed_order IF NOT EXISTS FOR (n:__Entity__) "
+    "ON (n.kb, n.valid, n.name_len, n.name, n.id)",
+    "CREATE INDEX driftrag_related_out_order IF NOT EXISTS FOR ()-[r:RELATED]-() "
+    "ON (r.kb, r.valid, r.out_id, r.rank_weight, r.id)",
+    "CREATE INDEX driftrag_related_in_order IF NOT EXISTS FOR ()-[r:RELATED]-() "
+    "ON (r.kb, r.valid, r.in_id, r.rank_weight, r.id)",
 )
 
 # One statement per label: labels cannot be parameters, so each index is written out.

@@ -110,8 +110,10 @@ async def test_seeds_are_ordered_exact_then_shorter_then_alphabetical(
         "results_truncated": False,
         "rows_returned": 6,
         "rows_total": 6,
+        "rows_total_is_lower_bound": False,
         "candidates_truncated": False,
         "candidates_matched": 6,
+        "candidates_matched_is_lower_bound": False,
         "candidates_returned": 6,
         "fields_truncated": False,
         "fields": [],
@@ -165,6 +167,8 @@ async def test_rows_are_capped_keeping_the_best_seeds_neighbourhoods(
     started = time.monotonic()
     await write_graph(store, kb, [hub, hubble, *leaves], relationships)
     assert time.monotonic() - started < 60
+    # Rows are counted exactly up to the counting cap; one above the 2103 rows keeps the totals exact.
+    neo4j_settings = neo4j_settings.model_copy(update={"graph_search_count_cap": 2104})
 
     with caplog.at_level(logging.WARNING, logger="driftrag.search.graph_search"):
         response = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Hub")
@@ -173,8 +177,10 @@ async def test_rows_are_capped_keeping_the_best_seeds_neighbourhoods(
         "results_truncated": True,
         "rows_returned": 2000,
         "rows_total": 2103,
+        "rows_total_is_lower_bound": False,
         "candidates_truncated": True,
         "candidates_matched": 2,
+        "candidates_matched_is_lower_bound": False,
         "candidates_returned": 1,
         "fields_truncated": False,
     }

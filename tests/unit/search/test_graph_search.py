@@ -32,9 +32,7 @@ def relationship_row(rel_id: str, source: dict, target: dict) -> dict:
     return {
         "id": rel_id,
         "source_id": source["id"],
-        "source_name": source["name"],
         "target_id": target["id"],
-        "target_name": target["name"],
         "type": "KNOWS",
         "description": "they meet",
         "weight": 2.0,
@@ -89,18 +87,21 @@ def test_build_response_dedups_and_keeps_seed_ranks() -> None:
     shared = relationship_row("r-1", alice, rabbit)
     result = {
         "candidates_matched": 3,
+        "candidates_matched_is_lower_bound": False,
         "rows_total": 4,
+        "rows_total_is_lower_bound": False,
         "groups": [
             # Alice's neighbour Rabbit is itself the second seed: it must stay a seed.
-            {"seed": alice, "pairs": [{"relationship": shared, "neighbour": rabbit}]},
+            {"seed": alice, "pairs": [{"relationship": shared, "neighbour_id": "e-r"}]},
             {
                 "seed": rabbit,
                 "pairs": [
-                    {"relationship": shared, "neighbour": alice},
-                    {"relationship": relationship_row("r-2", rabbit, hatter), "neighbour": hatter},
+                    {"relationship": shared, "neighbour_id": "e-a"},
+                    {"relationship": relationship_row("r-2", rabbit, hatter), "neighbour_id": "e-h"},
                 ],
             },
         ],
+        "neighbours": [rabbit, alice, hatter],
     }
     request = GraphSearchRequest(kb="kb", query="Alice")
 
@@ -112,12 +113,19 @@ def test_build_response_dedups_and_keeps_seed_ranks() -> None:
         ("Hatter", False, None, "neighbour"),
     ]
     assert [r.id for r in response.relationships] == ["r-1", "r-2"]
+    # Endpoint names come from the seeds and neighbours of the result.
+    assert [(r.source_name, r.target_name) for r in response.relationships] == [
+        ("Alice", "Rabbit"),
+        ("Rabbit", "Hatter"),
+    ]
     assert response.truncation.model_dump() == {
         "results_truncated": True,
         "rows_returned": 3,
         "rows_total": 4,
+        "rows_total_is_lower_bound": False,
         "candidates_truncated": True,
         "candidates_matched": 3,
+        "candidates_matched_is_lower_bound": False,
         "candidates_returned": 2,
         "fields_truncated": False,
         "fields": [],
@@ -126,7 +134,14 @@ def test_build_response_dedups_and_keeps_seed_ranks() -> None:
 
 
 def test_a_seed_without_relationships_is_one_row() -> None:
-    result = {"candidates_matched": 1, "rows_total": 1, "groups": [{"seed": entity_row("e-d", "Dodo"), "pairs": []}]}
+    result = {
+        "candidates_matched": 1,
+        "candidates_matched_is_lower_bound": False,
+        "rows_total": 1,
+        "rows_total_is_lower_bound": False,
+        "groups": [{"seed": entity_row("e-d", "Dodo"), "pairs": []}],
+        "neighbours": [],
+    }
     response = build_response(GraphSearchRequest(kb="kb", query="Do"), result, FieldCutter(100, 10))
     assert [e.match for e in response.entities] == ["substring"]
     assert response.truncation.rows_returned == 1 and not response.truncation.results_truncated

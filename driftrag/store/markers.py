@@ -1,0 +1,46 @@
+"""Keeping the search markers true (see `driftrag.store.cypher.markers`) after a change of sources.
+
+A chunk toggle or delete changes which entities and relationships have a valid source; the refresh
+rechecks the entities and relationships that list a changed chunk (and every relationship's endpoints),
+in batches of one kb. The schema setup runs the same refresh, over everything, for a kb written before
+the markers existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from driftrag.store.cypher import markers as cy
+
+if TYPE_CHECKING:  # neo4j_store runs the migration from its schema setup
+    from driftrag.store.neo4j_store import Neo4jStore
+
+
+async def refresh_search_markers(store: Neo4jStore, kb: str, chunk_ids: Iterable[str] | None) -> None:
+    """Recompute the markers of one kb for the changed `chunk_ids` (None: recompute all).
+
+    Entities first: a relationship's `valid` includes its endpoints'.
+    """
+    chunks = None if chunk_ids is None else dict.fromkeys(chunk_ids, True)
+    if chunks is not None and not chunks:
+        return
+    await store.run_in_transactions(cy.REFRESH_ENTITY_MARKERS, kb=kb, chunks=chunks)
+    await store.run_in_transactions(cy.REFRESH_RELATIONSHIP_MARKERS, kb=kb, chunks=chunks)
+
+
+async def document_chunk_ids(store: Neo4jStore, kb: str, document_id: str) -> list[str]:
+    """The ids of one document's chunks (read before a delete, for the refresh after it)."""
+    rows = await store.read(cy.MATCH_DOCUMENT_CHUNK_IDS, kb=kb, document_id=document_id)
+    return list(rows[0]["ids"]) if rows else []
+
+
+async def migrate_search_markers(store: Neo4jStore) -> list[str]:
+    """Give every kb without current markers its markers; returns the kbs migrated. Idempotent."""
+    rows = await store.read(cy.MATCH_KBS_WITHOUT_MARKERS, version=cy.SEARCH_MARKERS_VERSION)
+    migrated = []
+    for row in rows:
+        await refresh_search_markers(store, row["kb"], None)
+        await store.write(cy.SET_KB_MARKERS_VERSION, kb=row["kb"], version=cy.SEARCH_MARKERS_VERSION)
+        migrated.append(row["kb"])
+    return migrated
