@@ -333,9 +333,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20, help="local contexts and stats; DRIFT runs half as many")
     parser.add_argument("--graph-runs", type=int, default=3, help="passes over the graph-search queries")
     parser.add_argument("--leiden-runs", type=int, default=3)
-    parser.add_argument(
-        "--only", choices=["graph", "leiden", "delete", "local", "drift", "leiden-child"], default=None
-    )
+    parser.add_argument("--only", choices=["graph", "leiden", "delete", "local", "drift", "leiden-child"], default=None)
     parser.add_argument("--neo4j-uri", default=None)
     parser.add_argument("--drift-embedder", choices=["random", "hashing"], default="random")
     args = parser.parse_args()
