@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, LiteralString
 
@@ -170,13 +171,26 @@ class Neo4jStore:
                 f"(DRIFTRAG_EMBEDDING_MODEL / DRIFTRAG_LLM_PROVIDER), or run `driftrag schema reset-vectors` "
                 "to drop the vector indexes and embeddings, then re-ingest to embed again."
             )
-        for statement in (*cy.CREATE_CONSTRAINTS, *cy.CREATE_LOOKUP_INDEXES):
+        # One read of what exists, then only the missing objects created (each CREATE is a schema
+        # transaction of its own; `IF NOT EXISTS` still makes a concurrent creation harmless).
+        indexes, constraints = await asyncio.gather(
+            self.read(cy.SHOW_DRIFTRAG_INDEX_STATES), self.read(cy.SHOW_DRIFTRAG_CONSTRAINT_NAMES)
+        )
+        present = {row["name"] for row in [*indexes, *constraints]}
+        missing = [
+            statement
+            for statement in (*cy.CREATE_CONSTRAINTS, *cy.CREATE_LOOKUP_INDEXES)
+            if _schema_object_name(statement) not in present
+        ]
+        for statement in missing:
             await self.write(statement)
-        for name, statement in cy.CREATE_VECTOR_INDEXES.items():
-            if name not in existing:
-                await self.write(statement, dimensions=embedding_dimension)
-        await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
-        return await self.vector_indexes()
+        missing_vectors = [name for name in cy.CREATE_VECTOR_INDEXES if name not in existing]
+        for name in missing_vectors:
+            await self.write(cy.CREATE_VECTOR_INDEXES[name], dimensions=embedding_dimension)
+        if missing or missing_vectors or any(row["state"] != "ONLINE" for row in indexes):
+            await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
+            return await self.vector_indexes()
+        return sorted(existing.values(), key=lambda index: index.name)
 
     async def vector_indexes(self) -> list[VectorIndexInfo]:
         rows = await self.read(cy.SHOW_VECTOR_INDEXES, names=list(cy.VECTOR_INDEXES))
@@ -292,3 +306,14 @@ class Neo4jStore:
         if not await self._reachable():
             self.health.failed(reason)
         return BackendUnavailableError(f"Neo4j became unreachable at {self._settings.bolt_uri}: {reason}")
+
+
+def _schema_object_name(statement: str) -> str:
+    """The name a `CREATE ... <name> IF NOT EXISTS` statement gives its constraint or index."""
+    match = _SCHEMA_NAME.search(statement)
+    if match is None:
+        raise ValueError(f"schema statement without a driftrag_ name: {statement[:80]}")
+    return match.group(0)
+
+
+_SCHEMA_NAME = re.compile(r"\bdriftrag_\w+")
