@@ -102,7 +102,10 @@ async def extract_pending(
     """Extract every chunk that has no checkpoint yet; each result is saved as soon as it exists."""
     pending = [chunk for doc_id in document_ids for chunk in await deps.graph.chunks_to_extract(kb, doc_id)]
     extractor = CheckpointingExtractor(deps.tasks.extractor, deps.graph, kb, len(pending), progress)
-    outcomes = await extract_all(pending, config, extractor, concurrency=deps.settings.llm_concurrency)
+    try:
+        outcomes = await extract_all(pending, config, extractor, concurrency=deps.settings.llm_concurrency)
+    finally:
+        await extractor.flush()  # also after a failure: what was extracted is kept
     # Chunks skipped without a model call (extraction disabled) never reached the extractor.
     await deps.graph.save_extractions(kb, [outcome for outcome in outcomes if outcome.skipped_reason])
     return len(pending)
