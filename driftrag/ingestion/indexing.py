@@ -31,7 +31,7 @@ from driftrag.ingestion.merge import (
 from driftrag.ingestion.reports import generate_reports
 from driftrag.ingestion.requests import DocumentOutcome, IngestRequest, Progress, ProgressCallback
 from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSummarizer, ReusingReporter
-from driftrag.models.graph import Chunk, CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
+from driftrag.models.graph import CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
 from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 
@@ -53,29 +53,21 @@ def _source(document: SourceDocument) -> str:
     return document.path or document.title
 
 
-async def chunk_documents(deps: IngestionDeps, documents: Sequence[SourceDocument]) -> list[list[Chunk]]:
-    """The chunks of each document, made in a thread: tokenising (and loading the tokenizer, the first
-    time) is CPU work the event loop's other tasks need not wait for."""
-    chunk_size, chunk_overlap = deps.chunking()
-    return await asyncio.to_thread(
-        lambda: [chunk_document(d, chunk_size=chunk_size, chunk_overlap=chunk_overlap) for d in documents]
-    )
-
-
 async def store_documents(
     deps: IngestionDeps,
     kb: str,
     documents: Sequence[SourceDocument],
-    chunked: Sequence[Sequence[Chunk]],
     progress: ProgressCallback,
 ) -> list[DocumentOutcome]:
-    """Write new documents with their chunks (`chunk_documents`); drop older versions of the same source."""
+    """Write new documents with their chunks; drop older versions of the same source."""
     outcomes = []
-    for done, (document, chunks) in enumerate(zip(documents, chunked, strict=True), start=1):
+    for done, document in enumerate(documents, start=1):
         existing = await deps.graph.documents_by_source(kb, _source(document))
         older = sorted(row["id"] for row in existing if row["id"] != document.id)
         for old_id in older:
             await deps.graph.delete_document(kb, old_id)
+        chunk_size, chunk_overlap = deps.chunking()
+        chunks = chunk_document(document, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
         unchanged = any(row["id"] == document.id for row in existing)
         await deps.documents.upsert_document(document, chunks)
         status = "replaced" if older else "unchanged" if unchanged else "new"

@@ -133,13 +133,10 @@ class IngestionWorkflow(Workflow):
             return DocumentsStored(kb=validate_kb_id(ev.kb), documents=[])
         kb = ev.request.kb
         documents = await indexing.load_documents(ev.request, self._deps.settings.max_file_mb)
-        chunked, _ = await asyncio.gather(
-            indexing.chunk_documents(self._deps, documents),
-            self._deps.stores.database.ensure_schema(self._deps.embedding_dimension),
-        )
+        await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
         if ev.extract_config is not None:
             await self._deps.graph.set_extract_config(kb, ev.extract_config)
-        outcomes = await indexing.store_documents(self._deps, kb, documents, chunked, self._progress(ctx))
+        outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
         if any(outcome.status != "unchanged" for outcome in outcomes):
             await self._deps.graph.mark_stale(kb, True)
             await self._deps.graph.set_profile(kb, self._deps.profile)  # the mode and embedder of what changed
