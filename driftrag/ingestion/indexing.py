@@ -10,6 +10,7 @@ model call and ends with the same graph as an uninterrupted run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
@@ -35,7 +36,8 @@ from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 async def load_documents(request: IngestRequest, max_file_mb: float) -> list[SourceDocument]:
@@ -52,7 +54,10 @@ def _source(document: SourceDocument) -> str:
 
 
 async def store_documents(
-    deps: IngestionDeps, kb: str, documents: Sequence[SourceDocument], progress: ProgressCallback
+    deps: IngestionDeps,
+    kb: str,
+    documents: Sequence[SourceDocument],
+    progress: ProgressCallback,
 ) -> list[DocumentOutcome]:
     """Write new documents with their chunks; drop older versions of the same source."""
     outcomes = []
@@ -89,19 +94,25 @@ async def extract_pending(
     """Extract every chunk that has no checkpoint yet; each result is saved as soon as it exists."""
     pending = [chunk for doc_id in document_ids for chunk in await deps.graph.chunks_to_extract(kb, doc_id)]
     extractor = CheckpointingExtractor(deps.tasks.extractor, deps.graph, kb, len(pending), progress)
-    outcomes = await extract_all(pending, config, extractor, concurrency=deps.settings.llm_concurrency)
+    try:
+        outcomes = await extract_all(pending, config, extractor, concurrency=deps.settings.llm_concurrency)
+    finally:
+        await extractor.flush()  # also after a failure: what was extracted is kept
     # Chunks skipped without a model call (extraction disabled) never reached the extractor.
     await deps.graph.save_extractions(kb, [outcome for outcome in outcomes if outcome.skipped_reason])
     return len(pending)
 
 
-async def rebuild_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[MergeResult, int]:
-    """Merge all checkpointed extractions of the kb, refine, summarise what changed, write the layer."""
-    outcomes = await deps.graph.extractions(kb)
+async def derive_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[MergeResult, int]:
+    """Merge all checkpointed extractions of the kb, refine, summarise what changed; nothing is written
+    (`write_entity_layer` does, or `rebuild_communities` beside the reports)."""
+    outcomes, entity_state, relationship_state = await asyncio.gather(
+        deps.graph.extractions(kb), deps.graph.entity_state(kb), deps.graph.relationship_state(kb)
+    )
     merged = merge_extractions(outcomes)
     if deps.tasks.refiner is not None:
         merged = await deps.tasks.refiner.refine(merged, extracted_chunk_count(outcomes))
-    known = {**await deps.graph.entity_state(kb), **await deps.graph.relationship_state(kb)}
+    known = {**entity_state, **relationship_state}
     summaries: dict[str, str] = {}
     to_generate = []
     for key, name, descriptions in summary_items(merged):
@@ -114,9 +125,11 @@ async def rebuild_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressC
             to_generate.append((key, name, descriptions))
     summarizer = ProgressSummarizer(deps.tasks.summarizer, len(to_generate), progress)
     summaries |= await summarize_all(to_generate, summarizer, concurrency=deps.settings.llm_concurrency)
-    merged = apply_summaries(merged, summaries)
+    return apply_summaries(merged, summaries), len(to_generate)
+
+
+async def write_entity_layer(deps: IngestionDeps, kb: str, merged: MergeResult) -> None:
     await deps.graph.replace_entity_layer(kb, merged.entities, merged.relationships)
-    return merged, len(to_generate)
 
 
 async def rebuild_communities(
@@ -124,21 +137,29 @@ async def rebuild_communities(
     kb: str,
     merged: MergeResult,
     progress: ProgressCallback,
-    beside_reports: Awaitable[T] | None = None,
-) -> tuple[int, int, T | None]:
+    *,
+    chunk_writes: asyncio.Lock | None = None,
+) -> tuple[int, int, tuple[int, int], tuple[int, int]]:
     """Cluster, then report bottom-up; a community whose context is unchanged keeps its report.
 
-    Returns (reports generated, citations of those reports to handles their context did not show, the
-    result of `beside_reports`). `beside_reports` (e.g. the entity vectors) runs while the reports are
-    generated, before anything of the communities is written, so the two never write the same nodes at once.
+    The entity layer of `merged` (from `derive_entity_layer`) is written while the reports are
+    generated, then its vectors are made; the community vectors are requested while the communities are
+    written, and stored once they are. Returns (reports generated, citations of those reports to
+    handles their context did not show, (entities embedded, failed), (communities embedded, failed)).
+    `chunk_writes` is held while the entity layer is written (its mentions lock chunk nodes), when chunk
+    vectors are written at the same time under it.
     """
     settings = deps.settings
-    communities = detect_communities(
-        merged.entities, merged.relationships, max_cluster_size=settings.max_cluster_size, seed=settings.leiden_seed
+    communities = await asyncio.to_thread(
+        detect_communities,
+        merged.entities,
+        merged.relationships,
+        max_cluster_size=settings.max_cluster_size,
+        seed=settings.leiden_seed,
     )
     chunk_ids = sorted({chunk for c in communities for chunk in c.chunk_ids})
-    chunks = await deps.graph.chunk_texts(kb, chunk_ids)
-    reporter = ReusingReporter(deps.tasks.reporter, await deps.graph.community_state(kb), len(communities), progress)
+    chunks, known = await asyncio.gather(deps.graph.chunk_texts(kb, chunk_ids), deps.graph.community_state(kb))
+    reporter = ReusingReporter(deps.tasks.reporter, known, len(communities), progress)
     reporting = generate_reports(
         communities,
         merged.entities,
@@ -148,51 +169,90 @@ async def rebuild_communities(
         max_tokens=settings.report_context_tokens,
         concurrency=settings.llm_concurrency,
     )
-    beside_result = None
-    if beside_reports is None:
-        reports = await reporting
-    else:
-        reports, beside_result = await asyncio.gather(reporting, beside_reports)
-    await deps.graph.replace_communities(
-        kb,
-        communities,
-        {report.community_id: report for report in reports},
-        reporter.context_hashes,
-        finest_community_by_entity(communities),
+
+    async def entity_layer() -> tuple[int, int]:
+        # Written before anything of the communities is (their memberships need the entities).
+        async with chunk_writes or contextlib.nullcontext():
+            await write_entity_layer(deps, kb, merged)
+        return await embed_entities(deps, kb, merged, progress)
+
+    reports, entities_embedded = await _together(reporting, entity_layer())
+    written = asyncio.Event()
+
+    async def communities_written() -> None:
+        await deps.graph.replace_communities(
+            kb,
+            communities,
+            {report.community_id: report for report in reports},
+            reporter.context_hashes,
+            finest_community_by_entity(communities),
+        )
+        written.set()
+
+    texts = {report.community_id: community_text(report) for report in reports}
+    _, communities_embedded = await _together(
+        communities_written(), _embed_changed(deps, kb, "community", texts, known, progress, nodes_written=written)
     )
-    return reporter.generated, reporter.unknown_citations, beside_result
+    return reporter.generated, reporter.unknown_citations, entities_embedded, communities_embedded
+
+
+async def _together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both results; when one fails the other is cancelled (it may wait for what the failed one would
+    have done) and the error raised."""
+    tasks = [asyncio.ensure_future(first), asyncio.ensure_future(second)]
+    try:
+        a, b = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise
+    return a, b
+
+
+def community_text(report: CommunityReport) -> str:
+    """What a community's vector is made from."""
+    return f"{report.title}\n{report.summary}"
 
 
 async def embed_missing(
     deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
 ) -> dict[str, int]:
     """Embed chunks without a vector, and entities/communities whose embedded text changed."""
-    counts = {"chunk": 0, "entity": 0, "community": 0, "failed": 0}
-    counts["chunk"], counts["failed"] = await embed_chunks(deps, kb, progress)
-    counts["entity"], failed = await embed_entities(deps, kb, merged, progress)
-    counts["failed"] += failed
 
-    community_state = await deps.graph.community_state(kb)
-    community_texts = {}
-    for community_id, state in community_state.items():
-        if state.output:
-            report = CommunityReport.model_validate_json(state.output)
-            community_texts[community_id] = f"{report.title}\n{report.summary}"
-    counts["community"], failed = await _embed_changed(
-        deps, kb, "community", community_texts, community_state, progress
+    async def communities() -> tuple[int, int]:
+        state = await deps.graph.community_state(kb)
+        texts = {
+            community_id: community_text(CommunityReport.model_validate_json(item.output))
+            for community_id, item in state.items()
+            if item.output
+        }
+        return await _embed_changed(deps, kb, "community", texts, state, progress)
+
+    # Different node kinds: the three never write the same nodes.
+    chunk, entity, community = await asyncio.gather(
+        embed_chunks(deps, kb, progress), embed_entities(deps, kb, merged, progress), communities()
     )
-    counts["failed"] += failed
-    return counts
+    return {
+        "chunk": chunk[0],
+        "entity": entity[0],
+        "community": community[0],
+        "failed": chunk[1] + entity[1] + community[1],
+    }
 
 
 async def embed_chunks(
-    deps: IngestionDeps, kb: str, progress: ProgressCallback, document_ids: Sequence[str] | None = None
+    deps: IngestionDeps,
+    kb: str,
+    progress: ProgressCallback,
+    document_ids: Sequence[str] | None = None,
+    *,
+    write_lock: asyncio.Lock | None = None,
 ) -> tuple[int, int]:
     """(embedded, failed) chunks that had no vector, of the kb or of `document_ids`. A chunk's vector
-    depends on its text alone, so the workflow runs this beside extraction; what fails is embedded again
-    by `embed_missing`."""
+    depends on its text alone, so the workflow runs this in the background of the other stages (each
+    batch written under `write_lock`); what fails is embedded again by `embed_missing`."""
     rows = await deps.graph.chunks_without_embedding(kb, document_ids)
-    embedded = await _embed(deps, kb, "chunk", rows, progress)
+    embedded = await _embed(deps, kb, "chunk", rows, progress, write_lock=write_lock)
     return len(embedded), len(rows) - len(embedded)
 
 
@@ -206,21 +266,37 @@ async def embed_entities(
     return await _embed_changed(deps, kb, "entity", entity_texts, await deps.graph.entity_state(kb), progress)
 
 
-async def _embed_changed(deps, kb, kind, texts: dict[str, str], state, progress) -> tuple[int, int]:
-    """(embedded, failed): only what was embedded gets its hash, so a failed batch is embedded next run."""
+async def _embed_changed(
+    deps, kb, kind, texts: dict[str, str], state, progress, *, nodes_written: asyncio.Event | None = None
+) -> tuple[int, int]:
+    """(embedded, failed): only what was embedded gets its hash, so a failed batch is embedded next run.
+    With `nodes_written`, the vectors are requested at once and stored once it is set."""
     hashes = {node_id: stable_hash(text, length=32) for node_id, text in texts.items()}
     stale = sorted(
         node_id
         for node_id, value in hashes.items()
         if node_id not in state or not state[node_id].embedded or state[node_id].embedding_hash != value
     )
-    embedded = await _embed(deps, kb, kind, [(node_id, texts[node_id]) for node_id in stale], progress)
+    rows = [(node_id, texts[node_id]) for node_id in stale]
+    embedded = await _embed(deps, kb, kind, rows, progress, nodes_written=nodes_written)
+    if nodes_written is not None:
+        await nodes_written.wait()  # also when nothing was stale: the hashes go on written nodes
     await deps.graph.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in embedded})
     return len(embedded), len(stale) - len(embedded)
 
 
-async def _embed(deps, kb, kind, rows: list[tuple[str, str]], progress) -> set[str]:
+async def _embed(
+    deps,
+    kb,
+    kind,
+    rows: list[tuple[str, str]],
+    progress,
+    *,
+    nodes_written: asyncio.Event | None = None,
+    write_lock: asyncio.Lock | None = None,
+) -> set[str]:
     """Embed in batches, several requests in flight (bounded like model calls); returns the ids embedded.
+    A batch's vectors are stored once `nodes_written` (if given) is set, under `write_lock` (if given).
 
     A batch whose request fails after the embedder's retries is left out, not fatal: the kb then stays
     stale, so the next run embeds it (everything else is reused).
@@ -241,9 +317,12 @@ async def _embed(deps, kb, kind, rows: list[tuple[str, str]], progress) -> set[s
                     "embedding %d %s texts failed after retries, left for the next run: %s", len(part), kind, exc
                 )
                 return
-        await deps.documents.set_embeddings(
-            kind, kb, [(node_id, vector) for (node_id, _), vector in zip(part, vectors, strict=True)]
-        )
+        if nodes_written is not None:
+            await nodes_written.wait()
+        async with write_lock or contextlib.nullcontext():
+            await deps.documents.set_embeddings(
+                kind, kb, [(node_id, vector) for (node_id, _), vector in zip(part, vectors, strict=True)]
+            )
         embedded.update(node_id for node_id, _ in part)
         done += len(part)
         await progress(Progress(stage=f"embed-{kind}", done=done, total=len(rows)))
@@ -255,7 +334,7 @@ async def _embed(deps, kb, kind, rows: list[tuple[str, str]], progress) -> set[s
 async def refresh_derived_layers(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> None:
     """Rebuild entities, communities, reports and embeddings after chunks changed (e.g. a delete)."""
     await deps.graph.mark_stale(kb, True)
-    merged, _ = await rebuild_entity_layer(deps, kb, progress)
+    merged, _ = await derive_entity_layer(deps, kb, progress)
     await rebuild_communities(deps, kb, merged, progress)
     if not (await embed_missing(deps, kb, merged, progress))["failed"]:
         await deps.graph.mark_stale(kb, False)

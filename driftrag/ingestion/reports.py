@@ -269,27 +269,31 @@ async def generate_reports(
     max_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
     concurrency: int = 8,
 ) -> list[CommunityReport]:
-    """Reports of all communities, level by level from the finest; sorted by (level, community id)."""
+    """Reports of all communities, each started as soon as its children's reports exist (a parent waits
+    for its own children only, not for the whole finer level); sorted by (level, community id)."""
     by_id = {c.id: c for c in communities}
     entity_map = {e.id: e for e in entities}
     relationship_map = {r.id: r for r in relationships}
-    reports: dict[str, CommunityReport] = {}
     limit = asyncio.Semaphore(max(1, concurrency))
+    tasks: dict[str, asyncio.Task[CommunityReport]] = {}
 
     async def one(community: Community) -> CommunityReport:
+        children = [by_id[k] for k in community.child_ids if k in by_id]
+        child_reports = {child.id: await tasks[child.id] for child in children}
         context = build_report_context(
-            community,
-            entity_map,
-            relationship_map,
-            chunks,
-            {k: reports[k] for k in community.child_ids if k in reports},
-            max_tokens,
-            children=[by_id[k] for k in community.child_ids if k in by_id],
+            community, entity_map, relationship_map, chunks, child_reports, max_tokens, children=children
         )
         async with limit:
             return await reporter.report(context)
 
+    # Created finest level first, so leaves queue for the concurrency limit before any parent; every task
+    # exists before the first one runs, so a parent always finds its children's.
     for level in report_levels(communities):
-        for report in await asyncio.gather(*(one(c) for c in level)):
-            reports[report.community_id] = report
-    return sorted(reports.values(), key=lambda r: (r.level, r.community_id))
+        for community in level:
+            tasks[community.id] = asyncio.create_task(one(community))
+    try:
+        reports = await asyncio.gather(*tasks.values())
+    finally:
+        for task in tasks.values():
+            task.cancel()  # a failure leaves no report running (a no-op on finished tasks)
+    return sorted(reports, key=lambda r: (r.level, r.community_id))

@@ -7,6 +7,7 @@ change, and progress events.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 from driftrag.ingestion.requests import Progress, ProgressCallback
@@ -24,20 +25,41 @@ from driftrag.store.protocols import GraphStorage
 
 
 class CheckpointingExtractor:
-    """Saves each outcome on its chunk as soon as it exists, so a killed run never repeats it."""
+    """Saves each outcome on its chunk as soon as it exists, so a killed run never repeats it.
+
+    The save is not waited for: the next chunk's model call starts at once, and outcomes that finish
+    while a save is under way are saved together in the next one. `flush` waits until every outcome
+    is saved (and raises what a save raised).
+    """
 
     def __init__(
         self, extractor: GraphExtractor, graph: GraphStorage, kb: str, total: int, progress: ProgressCallback
     ) -> None:
         self._extractor, self._graph, self._kb = extractor, graph, kb
         self._total, self._progress, self._done = total, progress, 0
+        self._unsaved: list[ExtractionOutcome] = []
+        self._saving: asyncio.Task[None] | None = None
 
     async def extract(self, chunk: Chunk, config: ExtractConfig) -> ExtractionOutcome:
         outcome = await self._extractor.extract(chunk, config)
-        await self._graph.save_extractions(self._kb, [outcome])
+        self._unsaved.append(outcome)
+        if self._saving is None or self._saving.done():
+            self._saving = asyncio.ensure_future(self._save())
         self._done += 1
         await self._progress(Progress(stage="extract", done=self._done, total=self._total, message=chunk.id))
         return outcome
+
+    async def _save(self) -> None:
+        while self._unsaved:
+            batch, self._unsaved = self._unsaved, []
+            await self._graph.save_extractions(self._kb, batch)
+
+    async def flush(self) -> None:
+        while self._saving is not None:
+            saving = self._saving
+            await saving
+            if self._saving is saving:
+                self._saving = None
 
 
 class ProgressSummarizer:

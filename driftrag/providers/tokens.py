@@ -16,6 +16,8 @@ from pathlib import Path
 import tiktoken
 
 ENCODING_NAME = "cl100k_base"
+# Texts whose token count is remembered (the most recently counted): a few thousand context blocks.
+COUNT_CACHE_SIZE = 4096
 
 
 @functools.cache
@@ -45,7 +47,10 @@ def decode(tokens: list[int]) -> str:
     return get_encoding().decode(tokens)
 
 
+@functools.lru_cache(maxsize=COUNT_CACHE_SIZE)
 def count_tokens(text: str) -> int:
+    """Tokens of `text`, memoised: context building counts the same chunk and entity blocks again and
+    again (every follow-up of a DRIFT query, every query of a session)."""
     return len(encode(text))
 
 

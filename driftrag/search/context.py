@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from driftrag.models.search import ChunkRow, CommunityRow, EntityRow, RelationshipRow, Source, community_source
-from driftrag.providers.tokens import tokenizer
+from driftrag.providers.tokens import count_tokens
 from driftrag.search.models import SearchContext
 from driftrag.search.ranking import GRAPH_WEIGHT, QUESTION_WEIGHT, Ranking, relevance_order
 
@@ -79,20 +79,12 @@ def assemble_context(
     sections: Sequence[ContextSection], budget_tokens: int, *, overflow_order: Sequence[str] = ()
 ) -> SearchContext:
     """Fill the sections within `budget_tokens` (see the module docstring for the rules)."""
-    tokenize = tokenizer()
-    counted: dict[str, int] = {}
-
-    def count(text: str) -> int:
-        if text not in counted:
-            counted[text] = len(tokenize(text))
-        return counted[text]
-
     fills = [
         _Fill(section, [(p, i, item) for p, part in enumerate(section.parts) for i, item in enumerate(part.items)])
         for section in sections
     ]
     headings = [f"## {part.heading}" for s in sections for part in s.parts if part.items]
-    available = max(budget_tokens - sum(count(h) + 1 for h in headings), 0)
+    available = max(budget_tokens - sum(count_tokens(h) + 1 for h in headings), 0)
     order = 0
 
     def fill(state: _Fill, room: int) -> int:
@@ -108,7 +100,7 @@ def assemble_context(
             for text in texts:
                 source = item.source.model_copy(update={"text": text})
                 block = render_item(source)
-                tokens = count(block) + 1  # + the blank line between items
+                tokens = count_tokens(block) + 1  # + the blank line between items
                 cost = tokens - (held.tokens if held is not None else 0)
                 if cost <= room:
                     state.taken[key] = _Taken(held.order if held is not None else order, source, block, tokens)
@@ -128,7 +120,7 @@ def assemble_context(
 
     while True:
         text, sources = _render(fills)
-        n_tokens = count(text)
+        n_tokens = count_tokens(text)
         if n_tokens <= budget_tokens:
             break
         last = max((t for s in fills for t in s.taken.values()), key=lambda t: t.order)

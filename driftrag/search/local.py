@@ -34,15 +34,22 @@ async def build_local_context(
     settings = deps.settings
     store = deps.stores.search
     kb = validate_kb_id(kb)
-    entities = await store.search_entities(kb, question_vector, settings.local_top_k_entities)
-    ids = [entity.id for entity in entities]
-    chunks, similar, communities, among, outside = await asyncio.gather(
-        store.entity_chunks(kb, ids, MAX_CANDIDATE_CHUNKS, order="mentions"),
-        store.search_chunks(kb, question_vector, QUESTION_DEPTH * settings.basic_top_k),
-        store.entity_communities(kb, ids, MAX_CANDIDATE_COMMUNITIES),
-        store.relationships_among(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
-        store.neighbour_relationships(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
+    # The question's chunk search needs only the vector: it runs beside the entity search.
+    similar_chunks = asyncio.ensure_future(
+        store.search_chunks(kb, question_vector, QUESTION_DEPTH * settings.basic_top_k)
     )
+    try:
+        entities = await store.search_entities(kb, question_vector, settings.local_top_k_entities)
+        ids = [entity.id for entity in entities]
+        chunks, similar, communities, among, outside = await asyncio.gather(
+            store.entity_chunks(kb, ids, MAX_CANDIDATE_CHUNKS, order="mentions"),
+            similar_chunks,
+            store.entity_communities(kb, ids, MAX_CANDIDATE_COMMUNITIES),
+            store.relationships_among(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
+            store.neighbour_relationships(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
+        )
+    finally:
+        similar_chunks.cancel()  # a no-op once done; an entity search that failed leaves nothing running
     return local_context(
         question,
         entities,

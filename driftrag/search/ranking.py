@@ -18,6 +18,7 @@ first ranking that holds the source, then its rank there. Measured on the Alice 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -75,10 +76,20 @@ _BM25_K1 = 1.2
 _BM25_B = 0.75
 # Words shorter than this carry little topic in any alphabetic language (articles, pronouns).
 _MIN_TERM_CHARS = 3
+# Source texts whose term counts are remembered (the most recently ranked).
+_BAG_CACHE_SIZE = 4096
 
 
 def _terms(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.casefold()) if len(w) >= _MIN_TERM_CHARS]
+
+
+@functools.lru_cache(maxsize=_BAG_CACHE_SIZE)
+def _bag(text: str) -> tuple[int, Counter[str]]:
+    """(number of terms, term counts) of a source text, memoised: every context of a query ranks the
+    sources gathered so far again. Callers only read the counter."""
+    terms = _terms(text)
+    return len(terms), Counter(terms)
 
 
 def lexical_ranking(question: str, sources: Sequence[Source]) -> list[str]:
@@ -88,17 +99,16 @@ def lexical_ranking(question: str, sources: Sequence[Source]) -> list[str]:
     gathered, which the vector searches of each step did not do with each other's results.
     """
     query = set(_terms(question))
-    documents = [_terms(source.text) for source in sources]
-    if not query or not documents:
+    if not query or not sources:
         return []
-    bags = [Counter(doc) for doc in documents]
-    n = len(documents)
-    df = Counter(term for bag in bags for term in bag if term in query)
+    bags = [_bag(source.text) for source in sources]
+    n = len(bags)
+    df = Counter(term for _, bag in bags for term in bag if term in query)
     idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in query}
-    average = sum(len(doc) for doc in documents) / n or 1.0
+    average = sum(length for length, _ in bags) / n or 1.0
     scores: dict[str, float] = {}
-    for source, doc, bag in zip(sources, documents, bags, strict=True):
-        norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * len(doc) / average)
+    for source, (length, bag) in zip(sources, bags, strict=True):
+        norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
         score = sum(idf[t] * bag[t] * (_BM25_K1 + 1) / (bag[t] + norm) for t in query if bag[t])
         if score > 0:
             scores[source.id] = max(score, scores.get(source.id, 0.0))

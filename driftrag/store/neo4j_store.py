@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import re
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, LiteralString, TypeVar
 
@@ -187,16 +188,31 @@ class Neo4jStore:
                 f"(DRIFTRAG_EMBEDDING_MODEL / DRIFTRAG_LLM_PROVIDER), or run `driftrag schema reset-vectors` "
                 "to drop the vector indexes and embeddings, then re-ingest to embed again."
             )
-        for statement in (*cy.CREATE_CONSTRAINTS, *cy.CREATE_LOOKUP_INDEXES):
+        # One read of what exists, then only the missing objects created (each CREATE is a schema
+        # transaction of its own; `IF NOT EXISTS` still makes a concurrent creation harmless).
+        indexes, constraints = await asyncio.gather(
+            self.read(cy.SHOW_DRIFTRAG_INDEX_STATES), self.read(cy.SHOW_DRIFTRAG_CONSTRAINT_NAMES)
+        )
+        present = {row["name"] for row in [*indexes, *constraints]}
+        missing = [
+            statement
+            for statement in (*cy.CREATE_CONSTRAINTS, *cy.CREATE_LOOKUP_INDEXES)
+            if _schema_object_name(statement) not in present
+        ]
+        for statement in missing:
             await self.write(statement)
-        for name, statement in cy.CREATE_VECTOR_INDEXES.items():
-            if name not in existing:
-                await self.write(statement, dimensions=embedding_dimension)
-        await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
+        missing_vectors = [name for name in cy.CREATE_VECTOR_INDEXES if name not in existing]
+        for name in missing_vectors:
+            await self.write(cy.CREATE_VECTOR_INDEXES[name], dimensions=embedding_dimension)
+        changed = bool(missing or missing_vectors) or any(row["state"] != "ONLINE" for row in indexes)
+        if changed:
+            await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
         migrated = await migrate_search_markers(self)
         if migrated:
             log.info("search markers written for knowledge bases %s", ", ".join(migrated))
-        return await self.vector_indexes()
+        if changed:
+            return await self.vector_indexes()
+        return sorted(existing.values(), key=lambda index: index.name)
 
     async def vector_indexes(self) -> list[VectorIndexInfo]:
         rows = await self.read(cy.SHOW_VECTOR_INDEXES, names=list(cy.VECTOR_INDEXES))
@@ -352,3 +368,14 @@ def _next_fetch(fetch: int, kept: int, k: int) -> int:
     index shared with bigger or nearer kbs keeps few per round: one wider round, not several)."""
     expected = fetch * k * 2 // kept if kept else fetch * _OVER_FETCH * _OVER_FETCH
     return max(fetch * _OVER_FETCH, expected)
+
+
+def _schema_object_name(statement: str) -> str:
+    """The name a `CREATE ... <name> IF NOT EXISTS` statement gives its constraint or index."""
+    match = _SCHEMA_NAME.search(statement)
+    if match is None:
+        raise ValueError(f"schema statement without a driftrag_ name: {statement[:80]}")
+    return match.group(0)
+
+
+_SCHEMA_NAME = re.compile(r"\bdriftrag_\w+")

@@ -6,8 +6,10 @@
         if isinstance(event, IngestProgress): print(event.progress)
     result: IngestionResult = await handler
 
-Stages: load -> store documents -> extract (checkpointed per chunk) -> entity layer (merge,
-summaries) -> communities and reports -> embeddings. Progress events stream (stage, done, total).
+Stages: load -> store documents -> extract (checkpointed per chunk; chunk vectors beside it) -> entity
+layer (merge, summaries) -> communities and reports (the entity layer written and its vectors made
+beside the reports, the community vectors beside the communities' write) -> the embeddings still
+missing. Progress events stream (stage, done, total).
 
 Two halves, which `DriftRAG.ingest` runs under different locks (`driftrag.store.locks`):
 `IngestStart(request=…, rebuild=False)` is the per-document half (documents, chunks, extraction
@@ -20,7 +22,9 @@ with `rebuild=True`, runs both.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Iterator
 
 from pydantic import Field
 from workflows import Context, Workflow, step
@@ -33,6 +37,18 @@ from driftrag.models.graph import ExtractConfig, MergeResult
 from driftrag.store.identifiers import validate_kb_id
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
+CHUNK_VECTORS_STAGE = "chunk embeddings (in the background)"
+
+
+@contextlib.contextmanager
+def _cancelled_on_error(background: asyncio.Future | None) -> Iterator[None]:
+    """A step that fails cancels the run's background work (the chunk vectors), which no step would await."""
+    try:
+        yield
+    except BaseException:
+        if background is not None:
+            background.cancel()
+        raise
 
 
 class IngestStart(StartEvent):
@@ -57,7 +73,10 @@ class ChunksExtracted(Event):
     documents: list[DocumentOutcome]
     extracted: int
     rebuild: bool = True
-    chunks_embedded: int = 0
+    # The chunk vectors of this run's documents, made in the background (awaited by the last step), and
+    # the lock their writes share with the entity layer's (both touch the chunk nodes).
+    chunk_vectors: asyncio.Future[int] | None = None
+    chunk_writes: asyncio.Lock | None = None
 
 
 class EntityLayerBuilt(Event):
@@ -65,7 +84,8 @@ class EntityLayerBuilt(Event):
     documents: list[DocumentOutcome]
     extracted: int
     rebuild: bool = True
-    chunks_embedded: int
+    chunk_vectors: asyncio.Future[int] | None = None
+    chunk_writes: asyncio.Lock | None = None
     merged: MergeResult | None
     summaries: int
 
@@ -75,12 +95,14 @@ class CommunitiesBuilt(Event):
     documents: list[DocumentOutcome]
     extracted: int
     rebuild: bool = True
-    chunks_embedded: int
+    chunk_vectors: asyncio.Future[int] | None = None
+    chunk_writes: asyncio.Lock | None = None
     merged: MergeResult | None
     summaries: int
     reports: int
     unknown_report_citations: int
     entities_embedded: int
+    communities_embedded: int
 
 
 class IngestionWorkflow(Workflow):
@@ -126,80 +148,102 @@ class IngestionWorkflow(Workflow):
         started = time.monotonic()
         config = await self._deps.graph.extract_config(ev.kb) or ExtractConfig()
         ids = [outcome.document_id for outcome in ev.documents]
+        chunk_writes = asyncio.Lock()
 
         async def chunk_vectors() -> int:
-            # Beside extraction: model calls (or the offline extractor on one core) leave room for it.
+            # In the background until the last step: model calls (or the offline extractor and the entity
+            # layer on one core) leave room for it, and nothing before the last step needs chunk vectors.
             # Only this run's documents: a worker of a split ingestion leaves the others' chunks alone.
             if not ids:
                 return 0
             chunk_started = time.monotonic()
-            embedded, _ = await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids)
-            self._time("chunk embeddings (beside extract)", chunk_started)
+            embedded, _ = await indexing.embed_chunks(
+                self._deps, ev.kb, self._progress(ctx), ids, write_lock=chunk_writes
+            )
+            self._time(CHUNK_VECTORS_STAGE, chunk_started)
             return embedded
 
-        extracted, chunks_embedded = await asyncio.gather(
-            indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx)), chunk_vectors()
-        )
-        if extracted:
-            await self._deps.graph.mark_stale(ev.kb, True)
+        background = asyncio.ensure_future(chunk_vectors())
+        try:
+            extracted = await indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx))
+            if extracted:
+                await self._deps.graph.mark_stale(ev.kb, True)
+        except BaseException:
+            background.cancel()
+            raise
         self._time("extract", started)
         return ChunksExtracted(
-            kb=ev.kb, documents=ev.documents, extracted=extracted, rebuild=ev.rebuild, chunks_embedded=chunks_embedded
+            kb=ev.kb,
+            documents=ev.documents,
+            extracted=extracted,
+            rebuild=ev.rebuild,
+            chunk_vectors=background,
+            chunk_writes=chunk_writes,
         )
 
     @step
     async def build_entity_layer(self, ctx: Context, ev: ChunksExtracted) -> EntityLayerBuilt:
         started = time.monotonic()
         merged, summaries = None, 0
-        if ev.rebuild and await self._deps.graph.is_stale(ev.kb):
-            merged, summaries = await indexing.rebuild_entity_layer(self._deps, ev.kb, self._progress(ctx))
+        with _cancelled_on_error(ev.chunk_vectors):
+            if ev.rebuild and await self._deps.graph.is_stale(ev.kb):
+                merged, summaries = await indexing.derive_entity_layer(self._deps, ev.kb, self._progress(ctx))
         self._time("entities", started)
         return EntityLayerBuilt(**ev.model_dump(), merged=merged, summaries=summaries)
 
     @step
     async def build_communities(self, ctx: Context, ev: EntityLayerBuilt) -> CommunitiesBuilt:
         started = time.monotonic()
-        reports = unknown = entities_embedded = 0
+        reports = unknown = entities_embedded = communities_embedded = 0
         if ev.merged is not None:
-            # Entity vectors need the summaries only: they are made while the reports are written.
-            entity_vectors = indexing.embed_entities(self._deps, ev.kb, ev.merged, self._progress(ctx))
-            reports, unknown, embedded = await indexing.rebuild_communities(
-                self._deps, ev.kb, ev.merged, self._progress(ctx), beside_reports=entity_vectors
-            )
-            entities_embedded = embedded[0] if embedded else 0
+            # The entity layer is written, and its vectors made, while the reports are generated; the
+            # community vectors are requested while the communities are written.
+            with _cancelled_on_error(ev.chunk_vectors):
+                reports, unknown, entity_vectors, community_vectors = await indexing.rebuild_communities(
+                    self._deps, ev.kb, ev.merged, self._progress(ctx), chunk_writes=ev.chunk_writes
+                )
+            entities_embedded, communities_embedded = entity_vectors[0], community_vectors[0]
         self._time("communities", started)
         return CommunitiesBuilt(
             **ev.model_dump(),
             reports=reports,
             unknown_report_citations=unknown,
             entities_embedded=entities_embedded,
+            communities_embedded=communities_embedded,
         )
 
     @step
     async def embed(self, ctx: Context, ev: CommunitiesBuilt) -> StopEvent:
         started = time.monotonic()
+        # First the background chunk vectors: what is missing after them is embedded again below.
+        chunks_embedded = await ev.chunk_vectors if ev.chunk_vectors is not None else 0
         embedded: dict[str, int] = {}
         if ev.merged is not None:
             embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
-            embedded["chunk"] += ev.chunks_embedded
+            embedded["chunk"] += chunks_embedded
             embedded["entity"] += ev.entities_embedded
+            embedded["community"] += ev.communities_embedded
             if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
                 await self._deps.graph.mark_stale(ev.kb, False)
-        elif not ev.rebuild:  # the per-document half: its chunk vectors, made beside extraction; retry what failed
+        elif not ev.rebuild:  # the per-document half: its chunk vectors (made in the background); retry what failed
             ids = [outcome.document_id for outcome in ev.documents]
             retried, failed = (
                 await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids) if ids else (0, 0)
             )
-            embedded = {"chunk": ev.chunks_embedded + retried, "failed": failed}
+            embedded = {"chunk": chunks_embedded + retried, "failed": failed}
         self._time("embeddings", started)
+        graph = self._deps.graph
+        counts, failed_chunks, stale = await asyncio.gather(
+            graph.counts(ev.kb), graph.failed_chunks(ev.kb), graph.is_stale(ev.kb)
+        )
         result = IngestionResult(
             kb=ev.kb,
             documents=ev.documents,
-            counts=await self._deps.graph.counts(ev.kb),
+            counts=counts,
             extracted_chunks=ev.extracted,
-            failed_chunks=await self._deps.graph.failed_chunks(ev.kb),
+            failed_chunks=failed_chunks,
             graph_rebuilt=ev.merged is not None,
-            stale=await self._deps.graph.is_stale(ev.kb),
+            stale=stale,
             summaries_generated=ev.summaries,
             reports_generated=ev.reports,
             unknown_report_citations=ev.unknown_report_citations,

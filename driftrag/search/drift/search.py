@@ -96,8 +96,10 @@ class DriftSearch:
     async def hyde(self) -> None:
         started = time.monotonic()
         # Unknown kb and disabled graph fail here, before any model call, with their own errors.
-        await self._retrying(self.run.ensure_available)
-        template = await self._retrying(lambda: self.search_store.top_rated_report(self.kb))
+        _, template = await asyncio.gather(
+            self._retrying(self.run.ensure_available),
+            self._retrying(lambda: self.search_store.top_rated_report(self.kb)),
+        )
         if template is None:
             self.hyde_text = self.question
             self.notes.append("no community reports in this knowledge base: HyDE used the question as is")
@@ -117,28 +119,31 @@ class DriftSearch:
             self.deps.embedder, [self.question, self.hyde_text]
         )
         self.asked.append(Asked(id="question", query=self.question, vector=self.question_vector))
-        # The question's own search (basic search's chunks, deeper) is in the pool from the start:
-        # DRIFT begins with what basic search finds, and the follow-ups add to it.
-        self.question_chunks = await self._retrying(
-            lambda: self.search_store.search_chunks(
-                self.kb, self.question_vector, QUESTION_DEPTH * self.settings.basic_top_k
-            )
-        )
-        self._remember(self.question_chunks)
-        self.rankings.append(Ranking("question", QUESTION_WEIGHT, [c.id for c in self.question_chunks]))
         self._time("hyde", started)
         await self.emit(DriftProgress(phase="hyde", message=f"hypothetical answer of {len(self.hyde_text)} chars"))
 
     async def find_communities(self) -> None:
+        """The searches of the two vectors, at once: the question's own chunk search (basic search's,
+        deeper: DRIFT begins with what basic search finds, and the follow-ups add to it), its nearest
+        entities, and the community reports nearest to the HyDE answer; then the graph neighbourhood."""
         started = time.monotonic()
         settings = self.settings
-        self.communities = await self._retrying(
-            lambda: self.search_store.search_communities(
-                self.kb, self._hyde_vector, settings.drift_top_k_communities, settings.drift_min_community_rating
-            )
+        store, kb = self.search_store, self.kb
+        self.question_chunks, self.communities, nearest = await asyncio.gather(
+            self._retrying(
+                lambda: store.search_chunks(kb, self.question_vector, QUESTION_DEPTH * settings.basic_top_k)
+            ),
+            self._retrying(
+                lambda: store.search_communities(
+                    kb, self._hyde_vector, settings.drift_top_k_communities, settings.drift_min_community_rating
+                )
+            ),
+            self._retrying(lambda: store.search_entities(kb, self.question_vector, settings.local_top_k_entities)),
         )
+        self._remember(self.question_chunks)
+        self.rankings.append(Ranking("question", QUESTION_WEIGHT, [c.id for c in self.question_chunks]))
         self._remember(self.communities)
-        self.neighbourhood = await self._retrying(self._neighbourhood)
+        self.neighbourhood = await self._retrying(lambda: self._neighbourhood(nearest))
         self._time("communities", started)
         await self.emit(
             DriftProgress(
@@ -267,15 +272,12 @@ class DriftSearch:
 
     # --- helpers -------------------------------------------------------------------------------------
 
-    async def _neighbourhood(self) -> list[Source]:
-        """The entities of the question (its nearest entities) and of the top communities (their members),
-        then the graph neighbours of both: what the follow-ups are built from, best first. They are not
-        sources of the answer; their names also tell which entities a follow-up targets."""
+    async def _neighbourhood(self, nearest: Sequence[Source]) -> list[Source]:
+        """The entities of the question (its `nearest` entities) and of the top communities (their
+        members), then the graph neighbours of both: what the follow-ups are built from, best first. They
+        are not sources of the answer; their names also tell which entities a follow-up targets."""
         store, kb = self.search_store, self.kb
-        nearest, members = await asyncio.gather(
-            store.search_entities(kb, self.question_vector, self.settings.local_top_k_entities),
-            store.community_entities(kb, [c.id for c in self.communities], NEIGHBOURHOOD_ENTITIES),
-        )
+        members = await store.community_entities(kb, [c.id for c in self.communities], NEIGHBOURHOOD_ENTITIES)
         seeds = unique_sources([*nearest, *(entity_source(row, origin="community") for row in members)])
         neighbours = await store.entity_neighbours(kb, [e.id for e in seeds], NEIGHBOURHOOD_ENTITIES)
         via = [seed.title for seed in seeds]

@@ -82,6 +82,13 @@ WITH collect({id: node.id, kb: node.kb, score: score}) AS hits
 RETURN size(hits) AS fetched, [hit IN hits WHERE hit.kb = $kb | {id: hit.id, score: hit.score}][0..$k] AS rows
 """
 
+# Names and states of every driftrag schema object: what `ensure_schema` need not create again.
+SHOW_DRIFTRAG_INDEX_STATES = """
+SHOW INDEXES YIELD name, state WHERE name STARTS WITH 'driftrag_' RETURN name, state
+"""
+SHOW_DRIFTRAG_CONSTRAINT_NAMES = """
+SHOW CONSTRAINTS YIELD name WHERE name STARTS WITH 'driftrag_' RETURN name
+"""
 SHOW_DRIFTRAG_CONSTRAINTS = """
 SHOW CONSTRAINTS YIELD name, type, labelsOrTypes, properties
 WHERE name STARTS WITH 'driftrag_'

@@ -7,12 +7,17 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import PrivateAttr
 
 from driftrag.errors import DriftRAGError
 from driftrag.ingestion import indexing
+from driftrag.ingestion.chunking import chunk_document
+from driftrag.ingestion.loading import document_from_text
 from driftrag.ingestion.merge import needs_summary
 from driftrag.ingestion.requests import TextInput, no_progress
 from tests.fakes.harbor_corpus import CORPUS, MONASTERY, DescriptiveChatModel
@@ -153,15 +158,17 @@ async def test_progress_events_stream_in_stage_order(ingestor: Ingestor, kb: str
     assert events
 
     all_stages = [event.stage for event in events]
-    # Vectors are made beside the model work that does not change their text: chunk vectors beside
-    # extraction, entity vectors beside the reports. Each such stage runs inside its partner's span.
-    for vectors, partner in (("embed-chunk", "extract"), ("embed-entity", "reports")):
+    # Vectors are made beside the model work that does not change their text: chunk vectors from the
+    # start of extraction on, in the background of every later stage; entity vectors beside the reports.
+    for vectors, partner, bounded in (("embed-chunk", "extract", False), ("embed-entity", "reports", True)):
         at = [i for i, stage in enumerate(all_stages) if stage == vectors]
         before = STAGE_ORDER[: STAGE_ORDER.index(partner)]
         after = STAGE_ORDER[STAGE_ORDER.index(vectors) + 1 :]
         assert at, vectors
         assert min(at) > max(i for i, stage in enumerate(all_stages) if stage in before), vectors
-        assert max(at) < min((i for i, stage in enumerate(all_stages) if stage in after), default=len(all_stages))
+        if bounded:
+            end = min((i for i, stage in enumerate(all_stages) if stage in after), default=len(all_stages))
+            assert max(at) < end, vectors
     stages = [stage for stage in all_stages if stage not in ("embed-chunk", "embed-entity")]
     blocks = [stage for i, stage in enumerate(stages) if i == 0 or stages[i - 1] != stage]
     assert len(blocks) == len(set(blocks)), f"a stage came back after another one: {blocks}"
@@ -178,6 +185,56 @@ async def test_progress_events_stream_in_stage_order(ingestor: Ingestor, kb: str
         assert [event.done for event in progress] == sorted(event.done for event in progress)
         assert progress[-1].done == progress[-1].total
     assert [e.done for e in events if e.stage == "documents"] == list(range(1, len(CORPUS) + 1))
+
+
+class _ChunkGatedEmbedder(BaseEmbedding):
+    """The test's embedder, except that chunk texts wait until `open` is set (by the first report)."""
+
+    inner: BaseEmbedding
+    chunk_texts: frozenset[str]
+    _open: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
+
+    def _get_query_embedding(self, query):
+        return self.inner._get_query_embedding(query)
+
+    def _get_text_embedding(self, text):
+        return self.inner._get_text_embedding(text)
+
+    async def _aget_query_embedding(self, query):
+        return await self.inner._aget_query_embedding(query)
+
+    async def _aget_text_embeddings(self, texts):
+        if set(texts) & self.chunk_texts:
+            await self._open.wait()
+        return await self.inner._aget_text_embeddings(texts)
+
+
+async def test_chunk_vectors_are_made_in_the_background_of_the_entity_layer_and_the_reports(
+    ingestor: Ingestor, kb: str
+) -> None:
+    # Chunk vectors hold the graph up nowhere: here none is made before the first report is asked for,
+    # and the run still ends with every vector stored and counted.
+    embedder = _ChunkGatedEmbedder(inner=ingestor.providers.embedder, chunk_texts=frozenset())
+    gated = Ingestor(ingestor.settings, ingestor.store, replace(ingestor.providers, embedder=embedder))
+    size, overlap = gated.deps(DescriptiveChatModel()).chunking()
+    documents = [document_from_text(item.text, kb, item.title) for item in texts_of()]
+    embedder.chunk_texts = frozenset(
+        chunk.text for d in documents for chunk in chunk_document(d, chunk_size=size, chunk_overlap=overlap)
+    )
+
+    class FirstReportOpens(DescriptiveChatModel):
+        async def chat(self, messages, **kwargs):
+            if self._task(messages) == "report":
+                embedder._open.set()
+            return await super().chat(messages, **kwargs)
+
+    run = await asyncio.wait_for(gated.run(kb, FirstReportOpens()), timeout=300)
+    chunks = await ingestor.graph.chunks(kb)
+    assert chunks and all(row["embedded"] for row in chunks)
+    assert run.result.embedded["chunk"] == len(chunks) and run.result.embedded["failed"] == 0
+    assert not run.result.stale
+    stages = [event.stage for event in run.events]
+    assert stages.index("reports") < stages.index("embed-chunk")
 
 
 # --- 3. idempotent re-ingest ---------------------------------------------------------------------------------

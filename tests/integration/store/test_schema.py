@@ -24,6 +24,29 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+async def test_schema_creates_only_what_is_missing(store: Neo4jStore, monkeypatch) -> None:
+    await store.ensure_schema(OFFLINE_DIMENSION)
+    before = await store.schema_objects()
+    await store.write("DROP INDEX driftrag_community_kb_level IF EXISTS")
+    writes: list[str] = []
+    write = store.write
+
+    async def recording_write(statement, **params):
+        writes.append(statement)
+        return await write(statement, **params)
+
+    monkeypatch.setattr(store, "write", recording_write)
+    await store.ensure_schema(OFFLINE_DIMENSION)
+    assert [w for w in writes if w.startswith("CREATE")] == [
+        "CREATE INDEX driftrag_community_kb_level IF NOT EXISTS FOR (n:__Community__) ON (n.kb, n.level)"
+    ]
+    assert await store.schema_objects() == before
+    writes.clear()
+    indexes = await store.ensure_schema(OFFLINE_DIMENSION)
+    assert writes == []  # everything there and online: nothing written, not even the wait
+    assert [index.name for index in indexes] == ["driftrag_chunk", "driftrag_community", "driftrag_entity"]
+
+
 async def test_schema_creation_is_idempotent(store: Neo4jStore) -> None:
     first_indexes = await store.ensure_schema(OFFLINE_DIMENSION)
     first_objects = await store.schema_objects()

@@ -1,3 +1,4 @@
+import asyncio
 import json
 
 import pytest
@@ -250,3 +251,56 @@ def test_parse_report_maps_handles_back_and_counts_miscopied_ones():
     assert report.citations.entity_ids == sorted([first, context.entities[1].id])
     assert report.citations.relationship_ids == [second]
     assert report.unknown_citations == 2
+
+
+class _GatedReporter:
+    """Reports at once, except the communities in `gated`, which wait for `release`; records each start."""
+
+    def __init__(self, gated: set[str]) -> None:
+        self.gated, self.release, self.started = gated, asyncio.Event(), []
+
+    async def report(self, context) -> CommunityReport:
+        community = context.community
+        self.started.append(community.id)
+        if community.id in self.gated:
+            await self.release.wait()
+        return _sub_report(community)
+
+
+async def test_a_parent_report_starts_once_its_own_children_are_done_not_the_whole_level():
+    entities, rels, (parent, big, small) = _world()
+    # A second branch: a slow leaf of the finer level under its own parent.
+    slow = Community(id="community-1-2", level=1, parent_id="community-0-1", entity_ids=[entities[7].id])
+    other = Community(id="community-0-1", level=0, child_ids=[slow.id], entity_ids=[entities[7].id])
+    reporter = _GatedReporter(gated={slow.id})
+    reporting = asyncio.create_task(
+        generate_reports([parent, big, small, slow, other], entities, rels, {}, reporter, max_tokens=4000)
+    )
+    for _ in range(50):
+        if parent.id in reporter.started:
+            break
+        await asyncio.sleep(0)
+    # The parent was asked after its children, while the slow leaf of the same level is still running;
+    # the slow leaf's parent waits for it.
+    assert parent.id in reporter.started and other.id not in reporter.started
+    assert reporter.started.index(parent.id) > max(reporter.started.index(big.id), reporter.started.index(small.id))
+    reporter.release.set()
+    reports = await reporting
+    assert reporter.started.index(other.id) > reporter.started.index(slow.id)
+    assert [r.community_id for r in reports] == [parent.id, other.id, big.id, small.id, slow.id]
+
+
+async def test_a_failing_report_cancels_the_others():
+    entities, rels, (parent, big, small) = _world()
+
+    class Failing(_GatedReporter):
+        async def report(self, context) -> CommunityReport:
+            if context.community.id == small.id:
+                raise RuntimeError("boom")
+            return await super().report(context)
+
+    reporter = Failing(gated={big.id})
+    with pytest.raises(RuntimeError, match="boom"):
+        await generate_reports([parent, big, small], entities, rels, {}, reporter, max_tokens=4000)
+    await asyncio.sleep(0)
+    assert parent.id not in reporter.started  # its children never both finished; nothing is left running

@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,22 @@ def test_unknown_embedding_model_needs_dimensions(tmp_path: Path) -> None:
         _settings(tmp_path, openai_api_key="k", embedding_model="bge-m3", embedding_dimensions=1024)
     )
     assert custom.embedding_dimension == 1024
+
+
+def test_openai_providers_import_the_client_modules_beside_the_run_not_in_its_first_request():
+    # A fresh interpreter: in this one another test may have imported them already.
+    script = (
+        "import sys, time\n"
+        "from driftrag.settings import Settings\n"
+        "from driftrag.providers.factory import build_providers\n"
+        "assert 'openai.resources' not in sys.modules\n"
+        "build_providers(Settings(openai_api_key='sk-test', llm_provider='openai', neo4j_uri='bolt://127.0.0.1:1'))\n"
+        "deadline = time.monotonic() + 60\n"
+        "while 'openai.resources.embeddings' not in sys.modules and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "print('openai.resources.embeddings' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DRIFTRAG_", "OPENAI_", "NEO4J_"))}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
