@@ -222,6 +222,13 @@ async def stats(stores: Stores, kb: str, runs: int) -> None:
 
 
 async def leiden(stores: Stores, settings: Settings, kb: str) -> None:
+    # The phases inside community detection (Leiden, splits, listing) are logged at debug level.
+    phases: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: phases.append(record.getMessage())  # type: ignore[method-assign]
+    communities_log = logging.getLogger("driftrag.ingestion.communities")
+    communities_log.addHandler(handler)
+    communities_log.setLevel(logging.DEBUG)
     started = time.perf_counter()
     community_graph = await read_community_graph(stores.graph, kb)
     read = time.perf_counter() - started
@@ -238,6 +245,7 @@ async def leiden(stores: Stores, settings: Settings, kb: str) -> None:
                 "edges": len(community_graph.edges),
                 "communities": len(communities),
                 "levels": len(levels),
+                "phases": phases,
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             }
         )

@@ -15,6 +15,7 @@ from driftrag.models.graph import (
     Chunk,
     Community,
     CommunityReport,
+    EntityChunkPage,
     ExtractConfig,
     ExtractionOutcome,
     FailedChunk,
@@ -23,6 +24,7 @@ from driftrag.models.graph import (
     KbSummary,
     MergedEntity,
     MergedRelationship,
+    RelationshipEdgePage,
     StoredState,
     stable_hash,
 )
@@ -233,28 +235,30 @@ class GraphStore:
         parents = [{"child_id": c.id, "parent_id": c.parent_id} for c in communities if c.parent_id]
         await self._write_batches(cy.MERGE_COMMUNITY_PARENTS, kb, parents)
 
-    async def relationship_edge_pages(
-        self, kb: str, page_size: int = 50_000
-    ) -> AsyncIterator[list[tuple[str, str, str, float]]]:
-        """The kb's relationships as pages of (id, source id, target id, weight), in id order."""
-        async for page in self._pages(cy.MATCH_RELATIONSHIP_EDGES_PAGE, validate_kb_id(kb), page_size):
-            yield [(rel_id, source, target, weight) for rel_id, source, target, weight in page]
+    async def relationship_edge_pages(self, kb: str, page_size: int = 50_000) -> AsyncIterator[RelationshipEdgePage]:
+        """The kb's relationships in id order, as column pages: ids, the internal node ids of their
+        source and target (see `entity_chunk_pages`), weights."""
+        async for ids, sources, targets, weights in self._pages(
+            cy.MATCH_RELATIONSHIP_EDGES_PAGE, validate_kb_id(kb), page_size
+        ):
+            yield RelationshipEdgePage(ids=ids, source_nodes=sources, target_nodes=targets, weights=weights)
 
-    async def entity_chunk_pages(self, kb: str, page_size: int = 50_000) -> AsyncIterator[list[tuple[str, list[str]]]]:
-        """The kb's entities as pages of (id, source chunk ids), in id order."""
-        async for page in self._pages(cy.MATCH_ENTITY_CHUNKS_PAGE, validate_kb_id(kb), page_size):
-            yield [(entity_id, chunk_ids) for entity_id, chunk_ids in page]
+    async def entity_chunk_pages(self, kb: str, page_size: int = 50_000) -> AsyncIterator[EntityChunkPage]:
+        """The kb's entities in id order, as column pages: ids, internal node ids, source chunk ids."""
+        async for ids, nodes, chunk_ids in self._pages(cy.MATCH_ENTITY_CHUNKS_PAGE, validate_kb_id(kb), page_size):
+            yield EntityChunkPage(ids=ids, nodes=nodes, chunk_ids=chunk_ids)
 
     async def _pages(self, statement, kb: str, page_size: int) -> AsyncIterator[list[list[Any]]]:
-        """Keyset paging over a statement whose one record holds `rows`, each starting with its id."""
+        """Keyset paging over a statement whose one record holds a list of columns, ids first."""
         after = ""
         while True:
-            rows = await self._store.read_value(statement, kb=kb, after=after, limit=page_size)
-            if rows:
-                yield rows
-            if len(rows) < page_size:
+            columns = await self._store.read_value(statement, kb=kb, after=after, limit=page_size)
+            ids = columns[0]
+            if ids:
+                yield columns
+            if len(ids) < page_size:
                 return
-            after = rows[-1][0]
+            after = ids[-1]
 
     # --- embeddings bookkeeping ----------------------------------------------------------------------
 

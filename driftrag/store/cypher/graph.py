@@ -180,20 +180,22 @@ MERGE (child)-[:IN_COMMUNITY]->(parent)
 # ordered by id (the `driftrag_related_kb_id` index and the (kb, id) key serve the order, so a page is
 # an index seek with no sort: `ORDER BY n.kb, n.id` spells the index order out for the planner), never
 # as one result. `$after` is the last id of the previous page ('' for the first). A page is one record
-# holding a list of [id, …] rows: the driver decodes one list about ten times faster than as many
-# records.
+# holding one list per column: the driver decodes a flat list of integers or floats many times faster
+# than a list of [id, …] rows, and a relationship's ends travel as the nodes' internal ids (integers,
+# mapped to entity ids once from the entity pages; stable while the kb lock is held) instead of two
+# strings per relationship.
 MATCH_RELATIONSHIP_EDGES_PAGE = """
 MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
 WHERE r.id > $after AND r.kb = $kb
 WITH r, s, t ORDER BY r.kb, r.id LIMIT $limit
-RETURN collect([r.id, s.id, t.id, coalesce(r.weight, 0.0)]) AS rows
+RETURN [collect(r.id), collect(id(s)), collect(id(t)), collect(coalesce(r.weight, 0.0))] AS columns
 """
 
 MATCH_ENTITY_CHUNKS_PAGE = """
 MATCH (e:__Entity__ {kb: $kb})
 WHERE e.id > $after
 WITH e ORDER BY e.kb, e.id LIMIT $limit
-RETURN collect([e.id, coalesce(e.source_chunk_ids, [])]) AS rows
+RETURN [collect(e.id), collect(id(e)), collect(coalesce(e.source_chunk_ids, []))] AS columns
 """
 
 # --- embeddings bookkeeping -----------------------------------------------------------------------------
