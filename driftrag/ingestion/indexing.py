@@ -18,6 +18,7 @@ from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.extraction import extract_all
+from driftrag.ingestion.incremental import can_update_incrementally, update_after_delete
 from driftrag.ingestion.loading import InputError, document_from_text, load_document
 from driftrag.ingestion.merge import (
     apply_summaries,
@@ -30,7 +31,14 @@ from driftrag.ingestion.merge import (
 from driftrag.ingestion.reports import generate_reports
 from driftrag.ingestion.requests import DocumentOutcome, IngestRequest, Progress, ProgressCallback
 from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSummarizer, ReusingReporter
-from driftrag.models.graph import CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
+from driftrag.models.graph import (
+    CommunityReport,
+    ExtractConfig,
+    ExtractionOutcome,
+    MergeResult,
+    SourceDocument,
+    stable_hash,
+)
 from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 
@@ -252,10 +260,18 @@ async def _embed(deps, kb, kind, rows: list[tuple[str, str]], progress) -> set[s
     return embedded
 
 
-async def refresh_derived_layers(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> None:
-    """Rebuild entities, communities, reports and embeddings after chunks changed (e.g. a delete)."""
+async def refresh_derived_layers(
+    deps: IngestionDeps, kb: str, progress: ProgressCallback, removed: Sequence[ExtractionOutcome] | None = None
+) -> None:
+    """Rebuild entities, communities, reports and embeddings after chunks changed (e.g. a delete).
+
+    `removed`: the checkpoints of the chunks just deleted, when that is the only change; the entity
+    layer is then updated for what they touched (`incremental`), where that equals a full rebuild."""
     await deps.graph.mark_stale(kb, True)
-    merged, _ = await rebuild_entity_layer(deps, kb, progress)
+    if removed is not None and can_update_incrementally(deps):
+        merged, _ = await update_after_delete(deps, kb, removed, progress)
+    else:
+        merged, _ = await rebuild_entity_layer(deps, kb, progress)
     await rebuild_communities(deps, kb, merged, progress)
     if not (await embed_missing(deps, kb, merged, progress))["failed"]:
         await deps.graph.mark_stale(kb, False)
@@ -265,7 +281,9 @@ async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progre
     """Remove a document's chunks; entities and relationships left without sources go with them."""
     if not any(row["id"] == document_id for row in await deps.graph.documents(validate_kb_id(kb))):
         raise InputError(f"document {document_id!r} not found in knowledge base {kb!r}; nothing deleted")
-    # Stale before the delete: a run killed in between still rebuilds the derived layers next time.
+    # Stale before the delete: a run killed in between still rebuilds the derived layers next time
+    # (fully: the deleted checkpoints an incremental update needs are gone with the chunks).
+    removed = await deps.graph.document_extractions(kb, document_id)
     await deps.graph.mark_stale(kb, True)
     await deps.graph.delete_document(kb, document_id)
-    await refresh_derived_layers(deps, kb, progress)
+    await refresh_derived_layers(deps, kb, progress, removed)
