@@ -256,6 +256,12 @@ async def delete_one(stores: Stores, settings: Settings, kb: str) -> None:
     documents = await stores.graph.documents(kb)
     document = documents[len(documents) // 2]
     deps = ingestion_deps(settings, stores, providers(), TimedChat())
+    # The phases (entity layer: read, merge, write, PMIs; communities and reports; embeddings) are logged.
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("  %(name)s: %(message)s"))
+    for name in ("driftrag.ingestion.indexing", "driftrag.ingestion.incremental"):
+        logging.getLogger(name).addHandler(handler)
+        logging.getLogger(name).setLevel(logging.INFO)
     started = time.perf_counter()
     await indexing.delete_document(deps, kb, document["id"], no_progress)
     seconds = time.perf_counter() - started

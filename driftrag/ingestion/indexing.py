@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
@@ -268,13 +269,26 @@ async def refresh_derived_layers(
     `removed`: the checkpoints of the chunks just deleted, when that is the only change; the entity
     layer is then updated for what they touched (`incremental`), where that equals a full rebuild."""
     await deps.graph.mark_stale(kb, True)
-    if removed is not None and can_update_incrementally(deps):
+    started = time.perf_counter()
+    incremental = removed is not None and can_update_incrementally(deps)
+    if incremental:
         merged, _ = await update_after_delete(deps, kb, removed, progress)
     else:
         merged, _ = await rebuild_entity_layer(deps, kb, progress)
+    layer_done = time.perf_counter()
     await rebuild_communities(deps, kb, merged, progress)
-    if not (await embed_missing(deps, kb, merged, progress))["failed"]:
+    communities_done = time.perf_counter()
+    failed = (await embed_missing(deps, kb, merged, progress))["failed"]
+    if not failed:
         await deps.graph.mark_stale(kb, False)
+    log.info(
+        "derived layers of %s: entity layer (%s) %.1f s, communities and reports %.1f s, embeddings %.1f s",
+        kb,
+        "incremental" if incremental else "full rebuild",
+        layer_done - started,
+        communities_done - layer_done,
+        time.perf_counter() - communities_done,
+    )
 
 
 async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progress: ProgressCallback) -> None:
