@@ -38,11 +38,19 @@ from driftrag.ingestion.merge import (
     merge_by_name,
     needs_summary,
     normalise_name,
+    relationship_id,
     summarize_all,
 )
 from driftrag.ingestion.requests import ProgressCallback
 from driftrag.ingestion.task_adapters import ProgressSummarizer
-from driftrag.models.graph import ExtractionOutcome, MergeResult, StoredEntityKey
+from driftrag.models.graph import (
+    GENERIC_RELATIONSHIP_TYPE,
+    ExtractionOutcome,
+    MergedEntity,
+    MergedRelationship,
+    MergeResult,
+    StoredEntityKey,
+)
 from driftrag.store.graph import descriptions_hash
 
 log = logging.getLogger(__name__)
@@ -66,8 +74,10 @@ def extracted_keys(outcomes: Iterable[ExtractionOutcome]) -> set[str]:
     return keys
 
 
-def widen_to_alias_groups(changed: set[str], stored: Sequence[StoredEntityKey]) -> set[str]:
-    """`changed` with every key of the alias groups it touches (step 1 of the module docstring)."""
+def widen_to_alias_groups(changed: set[str], stored: Sequence[StoredEntityKey], holder: dict[str, str]) -> set[str]:
+    """`changed` with every key of the alias groups it touches (step 1 of the module docstring). A
+    group whose head is not a one-word name of the kb (`holder`) folds nothing, before or after a
+    delete, so it is not widened: its multi-word names only change with their own chunks."""
     multiword_by_head: dict[str, set[str]] = defaultdict(set)
     for entity in stored:
         head = head_word(entity.normalised_name)
@@ -75,9 +85,10 @@ def widen_to_alias_groups(changed: set[str], stored: Sequence[StoredEntityKey]) 
             multiword_by_head[head].add(entity.normalised_name)
     heads = {key if " " not in key else head_word(key) for key in changed}
     widened = set(changed)
-    for head in heads - {None}:
-        widened.add(head)
-        widened |= multiword_by_head.get(head, set())
+    for head in heads:
+        if head is not None and head in holder:
+            widened.add(head)
+            widened |= multiword_by_head.get(head, set())
     return widened
 
 
@@ -101,7 +112,7 @@ async def update_after_delete(
     removed_chunks = {outcome.chunk_id for outcome in removed}
     stored = await graph.entity_keys(kb)
     holder = _stored_plan(stored)
-    affected_keys = widen_to_alias_groups(extracted_keys(removed), stored)
+    affected_keys = widen_to_alias_groups(extracted_keys(removed), stored, holder)
     old_entities = {entity_id(holder[key]) for key in affected_keys if key in holder}
     chunks = {c for e in stored if e.id in old_entities for c in e.source_chunk_ids} - removed_chunks
     outcomes = await graph.chunk_extractions(kb, sorted(chunks))
@@ -120,19 +131,23 @@ async def update_after_delete(
     new_ids = {entity_id(resolved) for key in affected_keys if (resolved := plan.resolve(key)) is not None}
     entities = [entity for entity in folded.entities if entity.id in new_ids]
     written = {entity.id for entity in entities}
-    relationships = [r for r in folded.relationships if r.source_id in written or r.target_id in written]
+    derived = [r for r in folded.relationships if r.source_id in written or r.target_id in written]
+    old_relationships = await graph.relationships_of(kb, sorted(old_entities))
+    touched = _touched_relationships(removed, holder) | _regrouped_relationships(derived, entities, stored)
+    # The other relationships of the re-merged entities (a hub's thousands) have the same chunks,
+    # descriptions and weight as stored; only their PMI may change, which step 5 rewrites.
+    relationships = [r for r in derived if r.id in touched or r.id not in old_relationships]
     merged = MergeResult(entities=entities, relationships=relationships)
     merge_done = time.perf_counter()
 
     names = {entity.id: entity.name for entity in stored} | {entity.id: entity.name for entity in entities}
     merged, generated = await _summarise(deps, kb, merged, names, progress)
-    old_relationships = await graph.relationships_of(kb, sorted(old_entities))
     await graph.update_entity_layer(
         kb,
         merged.entities,
         merged.relationships,
         sorted(old_entities - written),
-        sorted(old_relationships - {r.id for r in merged.relationships}),
+        sorted(old_relationships - {r.id for r in derived}),
     )
     write_done = time.perf_counter()
     rescored = await graph.refresh_pmi(kb, total_chunks)
@@ -151,6 +166,32 @@ async def update_after_delete(
         time.perf_counter() - write_done,
     )
     return layer, generated
+
+
+def _touched_relationships(removed: Sequence[ExtractionOutcome], holder: dict[str, str]) -> set[str]:
+    """Ids, as stored, of the relationships the removed checkpoints contributed to."""
+    ids = set()
+    for outcome in removed:
+        if outcome.failed:
+            continue
+        for rel in outcome.relationships:
+            source, target = normalise_name(rel.source), normalise_name(rel.target)
+            if source not in holder or target not in holder:
+                continue
+            source_id, target_id = entity_id(holder[source]), entity_id(holder[target])
+            if rel.type == GENERIC_RELATIONSHIP_TYPE and target_id < source_id:
+                source_id, target_id = target_id, source_id
+            ids.add(relationship_id(source_id, target_id, rel.type))
+    return ids
+
+
+def _regrouped_relationships(
+    relationships: Sequence[MergedRelationship], entities: Sequence[MergedEntity], stored: Sequence[StoredEntityKey]
+) -> set[str]:
+    """Relationships with an end whose set of folded names changed: theirs may now merge others."""
+    before = {e.id: {normalise_name(alias) for alias in e.aliases} for e in stored}
+    changed = {e.id for e in entities if {normalise_name(alias) for alias in e.aliases} != before.get(e.id)}
+    return {r.id for r in relationships if r.source_id in changed or r.target_id in changed}
 
 
 async def _summarise(

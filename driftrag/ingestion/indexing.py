@@ -297,7 +297,8 @@ async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progre
         raise InputError(f"document {document_id!r} not found in knowledge base {kb!r}; nothing deleted")
     # Stale before the delete: a run killed in between still rebuilds the derived layers next time
     # (fully: the deleted checkpoints an incremental update needs are gone with the chunks).
-    removed = await deps.graph.document_extractions(kb, document_id)
+    # An incremental update starts from a layer derived from every checkpoint: not from a stale kb.
+    removed = None if await deps.graph.is_stale(kb) else await deps.graph.document_extractions(kb, document_id)
     await deps.graph.mark_stale(kb, True)
     await deps.graph.delete_document(kb, document_id)
     await refresh_derived_layers(deps, kb, progress, removed)

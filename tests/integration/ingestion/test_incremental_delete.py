@@ -4,7 +4,7 @@ Two kbs get the same documents; one document is deleted from each, through `dele
 incremental update of what the deleted chunks touched) and through a delete followed by the full
 rebuild from every checkpoint. Everything derived must be equal: entities, relationships, their
 source chunks, weights, PMIs, descriptions, summaries, aliases, communities and reports. The corpus
-has one-word names that fold into a multi-word one ("Voss", "Lantern") and one made ambiguous by a
+has a one-word name that folds into a multi-word one ("Lantern") and one made ambiguous by a
 document ("Reef" with "Grey Reef" and "Salt Reef"), so deletes change alias groups.
 """
 
@@ -19,12 +19,15 @@ from driftrag.store.graph import GraphStore
 from tests.fakes.harbor_corpus import CORPUS, DescriptiveChatModel
 from tests.integration.ingestion.conftest import Ingestor, texts_of
 
+# The scripted extraction takes capitalised spans of two or more words, so "The Lantern" gives the
+# one-word key "lantern" (a leading article is dropped), which folds into "Amber Lantern"; "The Reef"
+# stays apart while both "Grey Reef" and "Salt Reef" exist, and folds into "Grey Reef" without salt.txt.
 EXTRA = {
     "aliases.txt": (
-        "Voss walked to the Lantern at dawn. The Reef was quiet, and Voss said the Lantern needed paint. "
-        "Widow Brannoch asked Voss about the Reef."
+        "The Lantern left Harbor Town at dawn. The Reef was quiet beside the Grey Reef. "
+        "Widow Brannoch said The Lantern needed paint."
     ),
-    "salt.txt": "The Salt Reef lies north of Harbor Town. Jonas Pell charted the Reef and the Salt Reef twice.",
+    "salt.txt": "The Salt Reef lies north of Harbor Town. Jonas Pell charted The Reef and the Salt Reef twice.",
 }
 
 
@@ -62,6 +65,10 @@ async def test_incremental_delete_equals_a_full_rebuild(ingestor: Ingestor, kb: 
 
         incremental, full = await _derived(ingestor.graph, kb), await _derived(ingestor.graph, full_kb)
         assert incremental["entities"] != before["entities"]
+        if deleted != "monastery.txt":  # these deletes change which names fold together
+            assert {e["id"]: e["aliases"] for e in incremental["entities"] if e["aliases"]} != {
+                e["id"]: e["aliases"] for e in before["entities"] if e["aliases"]
+            }
         for part in ("entities", "relationships", "mentions", "communities", "counts"):
             assert incremental[part] == full[part], part
         assert not await ingestor.graph.is_stale(kb)
