@@ -9,8 +9,9 @@ them the alias groups they belong to. So this update:
    multi-word key of the kb with that head (`aliases.plan_aliases` decides a group from its members
    and their types alone, so a complete group folds as it does in the whole kb);
 2. re-merges those keys from the checkpoints of every remaining chunk that lists them (the source
-   chunks of the stored entities holding them), in chunk id order as the full rebuild reads them, so
-   descriptions, display names, types and weights come out the same;
+   chunks of the stored entities holding them; of each, only the items naming them), in chunk id
+   order as the full rebuild reads them, so descriptions, display names, types and weights come out
+   the same;
 3. folds aliases with the kb's plan: the widened groups' own plan, and for every other name of the
    merge the entity the store already folded it into;
 4. summarises what changed (reusing summaries by description hash), writes the re-merged entities
@@ -119,7 +120,7 @@ async def update_after_delete(
     total_chunks = await graph.extracted_chunk_count(kb)
     read_done = time.perf_counter()
 
-    partial = merge_by_name(outcomes)
+    partial = merge_by_name([_restricted(outcome, affected_keys) for outcome in outcomes])
     present = {entity.normalised_name: entity.type for entity in partial.entities}
     group_plan = plan_aliases({key: type_ for key, type_ in present.items() if key in affected_keys})
     canonical = {key: group_plan.canonical[key] for key in group_plan.canonical}
@@ -166,6 +167,19 @@ async def update_after_delete(
         time.perf_counter() - write_done,
     )
     return layer, generated
+
+
+def _restricted(outcome: ExtractionOutcome, keys: set[str]) -> ExtractionOutcome:
+    """The outcome with only the entities of `keys` and the relationships with an end among them: all
+    that the merge of those keys reads (a hub's chunks also list thousands of names that are not re-merged)."""
+    return outcome.model_copy(
+        update={
+            "entities": [e for e in outcome.entities if normalise_name(e.name) in keys],
+            "relationships": [
+                r for r in outcome.relationships if normalise_name(r.source) in keys or normalise_name(r.target) in keys
+            ],
+        }
+    )
 
 
 def _touched_relationships(removed: Sequence[ExtractionOutcome], holder: dict[str, str]) -> set[str]:
