@@ -249,6 +249,13 @@ async def stats(stores: Stores, kb: str, runs: int) -> None:
 
 
 async def leiden(stores: Stores, settings: Settings, kb: str) -> None:
+    # The phases inside community detection (Leiden, splits, listing) are logged at debug level.
+    phases: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: phases.append(record.getMessage())  # type: ignore[method-assign]
+    communities_log = logging.getLogger("driftrag.ingestion.communities")
+    communities_log.addHandler(handler)
+    communities_log.setLevel(logging.DEBUG)
     started = time.perf_counter()
     community_graph = await read_community_graph(stores.graph, kb)
     read = time.perf_counter() - started
@@ -265,6 +272,9 @@ async def leiden(stores: Stores, settings: Settings, kb: str) -> None:
                 "edges": len(community_graph.edges),
                 "communities": len(communities),
                 "levels": len(levels),
+                "phases": phases,
+                # This process's CPU time: what the machine's load does not inflate (the server's is apart).
+                "cpu_s": round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 1),
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             }
         )
@@ -275,6 +285,12 @@ async def delete_one(stores: Stores, settings: Settings, kb: str) -> None:
     documents = await stores.graph.documents(kb)
     document = documents[len(documents) // 2]
     deps = ingestion_deps(settings, stores, providers(), TimedChat())
+    # The phases (entity layer: read, merge, write, PMIs; communities and reports; embeddings) are logged.
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("  %(name)s: %(message)s"))
+    for name in ("driftrag.ingestion.indexing", "driftrag.ingestion.incremental"):
+        logging.getLogger(name).addHandler(handler)
+        logging.getLogger(name).setLevel(logging.INFO)
     started = time.perf_counter()
     await indexing.delete_document(deps, kb, document["id"], no_progress)
     seconds = time.perf_counter() - started

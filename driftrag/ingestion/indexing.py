@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
@@ -19,6 +20,7 @@ from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.extraction import extract_all
+from driftrag.ingestion.incremental import can_update_incrementally, update_after_delete
 from driftrag.ingestion.loading import InputError, document_from_text, load_document
 from driftrag.ingestion.merge import (
     apply_summaries,
@@ -31,7 +33,14 @@ from driftrag.ingestion.merge import (
 from driftrag.ingestion.reports import generate_reports
 from driftrag.ingestion.requests import DocumentOutcome, IngestRequest, Progress, ProgressCallback
 from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSummarizer, ReusingReporter
-from driftrag.models.graph import CommunityReport, ExtractConfig, MergeResult, SourceDocument, stable_hash
+from driftrag.models.graph import (
+    CommunityReport,
+    ExtractConfig,
+    ExtractionOutcome,
+    MergeResult,
+    SourceDocument,
+    stable_hash,
+)
 from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 
@@ -139,6 +148,7 @@ async def rebuild_communities(
     progress: ProgressCallback,
     *,
     chunk_writes: asyncio.Lock | None = None,
+    write_entities: bool = True,
 ) -> tuple[int, int, tuple[int, int], tuple[int, int]]:
     """Cluster, then report bottom-up; a community whose context is unchanged keeps its report.
 
@@ -147,7 +157,8 @@ async def rebuild_communities(
     written, and stored once they are. Returns (reports generated, citations of those reports to
     handles their context did not show, (entities embedded, failed), (communities embedded, failed)).
     `chunk_writes` is held while the entity layer is written (its mentions lock chunk nodes), when chunk
-    vectors are written at the same time under it.
+    vectors are written at the same time under it. `write_entities=False`: the layer is already
+    stored (an incremental update wrote what changed), only its vectors are made.
     """
     settings = deps.settings
     communities = await asyncio.to_thread(
@@ -172,8 +183,9 @@ async def rebuild_communities(
 
     async def entity_layer() -> tuple[int, int]:
         # Written before anything of the communities is (their memberships need the entities).
-        async with chunk_writes or contextlib.nullcontext():
-            await write_entity_layer(deps, kb, merged)
+        if write_entities:
+            async with chunk_writes or contextlib.nullcontext():
+                await write_entity_layer(deps, kb, merged)
         return await embed_entities(deps, kb, merged, progress)
 
     reports, entities_embedded = await _together(reporting, entity_layer())
@@ -331,20 +343,44 @@ async def _embed(
     return embedded
 
 
-async def refresh_derived_layers(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> None:
-    """Rebuild entities, communities, reports and embeddings after chunks changed (e.g. a delete)."""
+async def refresh_derived_layers(
+    deps: IngestionDeps, kb: str, progress: ProgressCallback, removed: Sequence[ExtractionOutcome] | None = None
+) -> None:
+    """Rebuild entities, communities, reports and embeddings after chunks changed (e.g. a delete).
+
+    `removed`: the checkpoints of the chunks just deleted, when that is the only change; the entity
+    layer is then updated for what they touched (`incremental`), where that equals a full rebuild."""
     await deps.graph.mark_stale(kb, True)
-    merged, _ = await derive_entity_layer(deps, kb, progress)
-    await rebuild_communities(deps, kb, merged, progress)
-    if not (await embed_missing(deps, kb, merged, progress))["failed"]:
+    started = time.perf_counter()
+    incremental = removed is not None and can_update_incrementally(deps)
+    if incremental:  # writes what changed itself
+        merged, _ = await update_after_delete(deps, kb, removed, progress)
+    else:
+        merged, _ = await derive_entity_layer(deps, kb, progress)
+    layer_done = time.perf_counter()
+    await rebuild_communities(deps, kb, merged, progress, write_entities=not incremental)
+    communities_done = time.perf_counter()
+    failed = (await embed_missing(deps, kb, merged, progress))["failed"]
+    if not failed:
         await deps.graph.mark_stale(kb, False)
+    log.info(
+        "derived layers of %s: entity layer (%s) %.1f s, communities and reports %.1f s, embeddings %.1f s",
+        kb,
+        "incremental" if incremental else "full rebuild",
+        layer_done - started,
+        communities_done - layer_done,
+        time.perf_counter() - communities_done,
+    )
 
 
 async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progress: ProgressCallback) -> None:
     """Remove a document's chunks; entities and relationships left without sources go with them."""
     if not any(row["id"] == document_id for row in await deps.graph.documents(validate_kb_id(kb))):
         raise InputError(f"document {document_id!r} not found in knowledge base {kb!r}; nothing deleted")
-    # Stale before the delete: a run killed in between still rebuilds the derived layers next time.
+    # Stale before the delete: a run killed in between still rebuilds the derived layers next time
+    # (fully: the deleted checkpoints an incremental update needs are gone with the chunks).
+    # An incremental update starts from a layer derived from every checkpoint: not from a stale kb.
+    removed = None if await deps.graph.is_stale(kb) else await deps.graph.document_extractions(kb, document_id)
     await deps.graph.mark_stale(kb, True)
     await deps.graph.delete_document(kb, document_id)
-    await refresh_derived_layers(deps, kb, progress)
+    await refresh_derived_layers(deps, kb, progress, removed)

@@ -32,7 +32,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from driftrag.ingestion.aliases import plan_aliases
+from driftrag.ingestion.aliases import AliasPlan, plan_aliases
 from driftrag.ingestion.tasks import DescriptionSummarizer
 from driftrag.models.graph import (
     GENERIC_RELATIONSHIP_TYPE,
@@ -150,10 +150,10 @@ def extracted_chunk_count(outcomes: Sequence[ExtractionOutcome]) -> int:
 
 def merge_extractions(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
     """Merge the successful outcomes (failed or skipped ones contribute nothing), aliases folded."""
-    return fold_aliases(_merge_by_name(outcomes), extracted_chunk_count(outcomes))
+    return fold_aliases(merge_by_name(outcomes), extracted_chunk_count(outcomes))
 
 
-def _merge_by_name(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
+def merge_by_name(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
     """One entity per normalised name, one relationship per (source, target, type)."""
     forms: dict[str, Counter[str]] = defaultdict(Counter)
     types: dict[str, Counter[str]] = defaultdict(Counter)
@@ -242,20 +242,24 @@ def _merge_by_name(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
     )
 
 
-def fold_aliases(merged: MergeResult, total_chunks: int) -> MergeResult:
+def fold_aliases(merged: MergeResult, total_chunks: int, plan: AliasPlan | None = None) -> MergeResult:
     """Apply `aliases.plan_aliases` to a merge: forms of address go with their relationships, and each
     one-word alias is folded into its multi-word name (chunks united, descriptions appended, its
     display name added to `aliases`); relationships are re-keyed on the folded ids, those between a
     name and its alias dropped, duplicates merged as in `merge_extractions`, and every PMI recomputed
-    from the folded chunk sets (`total_chunks` = N)."""
-    plan = plan_aliases({entity.normalised_name: entity.type for entity in merged.entities})
+    from the folded chunk sets (`total_chunks` = N).
+
+    `plan` (default: the plan of the merge's own names) is given by an incremental update, whose merge
+    holds part of the kb: a name it folds into may then be missing from the merge; such a folded
+    entity and the PMI of its relationships are not computed (the caller keeps the stored ones)."""
+    if plan is None:
+        plan = plan_aliases({entity.normalised_name: entity.type for entity in merged.entities})
     if not plan.canonical and not plan.address:
         return merged
-    id_by_key = {entity.normalised_name: entity.id for entity in merged.entities}
     new_id: dict[str, str | None] = {}
     for entity in merged.entities:
         key = plan.resolve(entity.normalised_name)
-        new_id[entity.id] = None if key is None else id_by_key[key]
+        new_id[entity.id] = None if key is None else entity_id(key)
     warnings: Counter[str] = Counter()
     folded: dict[str, MergedEntity] = {}
     # Multi-word names first, so each alias finds its target already there.
@@ -265,7 +269,7 @@ def fold_aliases(merged: MergeResult, total_chunks: int) -> MergeResult:
             warnings["entities that are only a form of address"] += 1
         elif target == entity.id:
             folded[target] = entity
-        else:
+        elif target in folded:
             base = folded[target]
             descriptions = list(base.descriptions)
             _append_unique(descriptions, entity.descriptions)
@@ -312,6 +316,8 @@ def fold_aliases(merged: MergeResult, total_chunks: int) -> MergeResult:
                 "pmi": pmi(
                     len(rel.source_chunk_ids), chunk_counts[rel.source_id], chunk_counts[rel.target_id], total_chunks
                 )
+                if rel.source_id in chunk_counts and rel.target_id in chunk_counts
+                else None
             }
         )
         for rel in relationships.values()

@@ -197,6 +197,33 @@ class MergeResult(_Model):
     warnings: list[str] = Field(default_factory=list)
 
 
+class StoredEntityKey(_Model):
+    """What an incremental update of the entity layer reads of every stored entity."""
+
+    id: str
+    normalised_name: str
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    source_chunk_ids: list[str] = Field(default_factory=list)
+
+
+# Pages of the stored graph read for community detection: columns (one list per field) as the driver
+# decoded them; pydantic checks each element once, which costs little beside the read.
+
+
+class EntityChunkPage(_Model):
+    ids: list[str]
+    nodes: list[int] = Field(description="Internal node ids, matching `RelationshipEdgePage`'s ends.")
+    chunk_ids: list[list[str]]
+
+
+class RelationshipEdgePage(_Model):
+    ids: list[str]
+    source_nodes: list[int]
+    target_nodes: list[int]
+    weights: list[float]
+
+
 # --- communities and reports -----------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from driftrag.models.graph import (
     Chunk,
     Community,
     CommunityReport,
+    EntityChunkPage,
     ExtractConfig,
     ExtractionOutcome,
     FailedChunk,
@@ -23,7 +24,11 @@ from driftrag.models.graph import (
     KbSummary,
     MergedEntity,
     MergedRelationship,
+    MergeResult,
+    RelationshipEdgePage,
+    StoredEntityKey,
     StoredState,
+    pmi,
     stable_hash,
 )
 from driftrag.store.cypher import graph as cy
@@ -34,6 +39,10 @@ from driftrag.store.neo4j_store import Neo4jStore
 # Rows per write transaction: large enough that a million-relationship load is not dominated by round
 # trips, small enough to keep one transaction well inside the default 1 GiB heap.
 _BATCH = 2000
+# Rows per PMI write: one small property each.
+_PMI_BATCH = 10_000
+# What a checkpoint that was neither failed nor skipped holds (see `cy.COUNT_EXTRACTED_CHUNKS`).
+_NOT_SKIPPED = '"skipped_reason":null'
 
 
 def descriptions_hash(descriptions: Sequence[str]) -> str:
@@ -244,20 +253,148 @@ class GraphStore:
         parents = [{"child_id": c.id, "parent_id": c.parent_id} for c in communities if c.parent_id]
         await self._write_batches(cy.MERGE_COMMUNITY_PARENTS, kb, parents)
 
-    async def relationship_edge_pages(
-        self, kb: str, page_size: int = 50_000
-    ) -> AsyncIterator[list[tuple[str, str, str, float]]]:
-        """The kb's relationships as pages of (id, source id, target id, weight), in id order."""
-        async for page in self._pages(cy.MATCH_RELATIONSHIP_EDGES_PAGE, validate_kb_id(kb), page_size):
-            yield [(rel_id, source, target, weight) for rel_id, source, target, weight in page]
+    async def relationship_edge_pages(self, kb: str, page_size: int = 50_000) -> AsyncIterator[RelationshipEdgePage]:
+        """The kb's relationships in id order, as column pages: ids, the internal node ids of their
+        source and target (see `entity_chunk_pages`), weights."""
+        async for ids, sources, targets, weights in self._pages(
+            cy.MATCH_RELATIONSHIP_EDGES_PAGE, validate_kb_id(kb), page_size
+        ):
+            yield RelationshipEdgePage(ids=ids, source_nodes=sources, target_nodes=targets, weights=weights)
 
-    async def entity_chunk_pages(self, kb: str, page_size: int = 50_000) -> AsyncIterator[list[tuple[str, list[str]]]]:
-        """The kb's entities as pages of (id, source chunk ids), in id order."""
-        async for page in self._pages(cy.MATCH_ENTITY_CHUNKS_PAGE, validate_kb_id(kb), page_size):
-            yield [(entity_id, chunk_ids) for entity_id, chunk_ids in page]
+    async def entity_chunk_pages(self, kb: str, page_size: int = 50_000) -> AsyncIterator[EntityChunkPage]:
+        """The kb's entities in id order, as column pages: ids, internal node ids, source chunk ids."""
+        async for ids, nodes, chunk_ids in self._pages(cy.MATCH_ENTITY_CHUNKS_PAGE, validate_kb_id(kb), page_size):
+            yield EntityChunkPage(ids=ids, nodes=nodes, chunk_ids=chunk_ids)
 
     async def _pages(self, statement, kb: str, page_size: int) -> AsyncIterator[list[list[Any]]]:
-        """Keyset paging over a statement whose one record holds `rows`, each starting with its id."""
+        """Keyset paging over a statement whose one record holds a list of columns, ids first."""
+        after = ""
+        while True:
+            columns = await self._store.read_value(statement, kb=kb, after=after, limit=page_size)
+            ids = columns[0]
+            if ids:
+                yield columns
+            if len(ids) < page_size:
+                return
+            after = ids[-1]
+
+    # --- incremental update of the entity layer (see ingestion.incremental) ---------------------------
+
+    async def document_extractions(self, kb: str, document_id: str) -> list[ExtractionOutcome]:
+        """The checkpointed outcomes of a document's chunks (read before the chunks are deleted)."""
+        rows = await self._store.read(cy.MATCH_DOCUMENT_EXTRACTIONS, kb=validate_kb_id(kb), document_id=document_id)
+        return [ExtractionOutcome.model_validate_json(row["extraction"]) for row in rows]
+
+    async def chunk_extractions(self, kb: str, chunk_ids: Sequence[str]) -> list[ExtractionOutcome]:
+        """The checkpointed outcomes of these chunks, in chunk id order (the order `extractions` reads)."""
+        validate_kb_id(kb)
+        ids = sorted(set(chunk_ids))
+        outcomes = []
+        for start in range(0, len(ids), _BATCH):
+            rows = await self._store.read(cy.MATCH_CHUNK_EXTRACTIONS, kb=kb, ids=ids[start : start + _BATCH])
+            outcomes += [ExtractionOutcome.model_validate_json(row["extraction"]) for row in rows]
+        return outcomes
+
+    async def extracted_chunk_count(self, kb: str) -> int:
+        """N of the PMI, counted in the store (`merge.extracted_chunk_count` of every checkpoint)."""
+        rows = await self._store.read(cy.COUNT_EXTRACTED_CHUNKS, kb=validate_kb_id(kb), not_skipped=_NOT_SKIPPED)
+        return int(rows[0]["n"])
+
+    async def entity_keys(self, kb: str, page_size: int = 50_000) -> list[StoredEntityKey]:
+        """Every entity's id, merge key, display name, aliases and source chunks, read in pages."""
+        keys = []
+        async for ids, normalised, names, aliases, chunks in self._pages(
+            cy.MATCH_ENTITY_KEYS_PAGE, validate_kb_id(kb), page_size
+        ):
+            keys += [
+                StoredEntityKey(id=i, normalised_name=k, name=n, aliases=a, source_chunk_ids=c)
+                for i, k, n, a, c in zip(ids, normalised, names, aliases, chunks, strict=True)
+            ]
+        return keys
+
+    async def relationships_of(self, kb: str, entity_ids: Sequence[str]) -> set[str]:
+        """Ids of the relationships with an end among these entities."""
+        validate_kb_id(kb)
+        ids, found = sorted(set(entity_ids)), set()
+        for start in range(0, len(ids), _BATCH):
+            found.update(
+                await self._store.read_value(cy.MATCH_RELATIONSHIPS_OF_ENTITIES, kb=kb, ids=ids[start : start + _BATCH])
+            )
+        return found
+
+    async def relationship_state_of(self, kb: str, relationship_ids: Sequence[str]) -> dict[str, StoredState]:
+        """`relationship_state` of these relationships only."""
+        validate_kb_id(kb)
+        ids, state = sorted(set(relationship_ids)), {}
+        for start in range(0, len(ids), _BATCH):
+            for row in await self._store.read(cy.MATCH_RELATIONSHIP_STATE_OF, kb=kb, ids=ids[start : start + _BATCH]):
+                state[row["id"]] = StoredState(id=row["id"], input_hash=row["descriptions_hash"], output=row["summary"])
+        return state
+
+    async def update_entity_layer(
+        self,
+        kb: str,
+        entities: Sequence[MergedEntity],
+        relationships: Sequence[MergedRelationship],
+        removed_entity_ids: Sequence[str],
+        removed_relationship_ids: Sequence[str],
+    ) -> None:
+        """Write these entities and relationships, delete the removed ones, and drop the `MENTIONS` of
+        the written entities that their source chunks no longer list; nothing else is touched."""
+        validate_kb_id(kb)
+        removed_rel = [{"id": i} for i in sorted(removed_relationship_ids)]
+        await self._write_batches(cy.DELETE_RELATIONSHIPS_BY_ID, kb, removed_rel)
+        await self._write_batches(cy.DELETE_ENTITIES_BY_ID, kb, [{"id": i} for i in sorted(removed_entity_ids)])
+        await self.upsert_entities(kb, entities)
+        await self._write_batches(cy.DELETE_STALE_MENTIONS_OF, kb, [{"id": e.id} for e in entities])
+        await self.upsert_relationships(kb, relationships)
+
+    async def refresh_pmi(self, kb: str, total_chunks: int, page_size: int = 50_000) -> int:
+        """Recompute every relationship's PMI from the stored chunk lists and N, write those that differ;
+        returns how many were written. N enters every PMI, so a delete changes all of them."""
+        validate_kb_id(kb)
+        changed = []
+        async for ids, pair, source, target, stored in self._pages(cy.MATCH_PMI_INPUTS_PAGE, kb, page_size):
+            for rel_id, n_ab, n_a, n_b, old in zip(ids, pair, source, target, stored, strict=True):
+                value = pmi(n_ab, n_a, n_b, total_chunks)
+                if value != old:
+                    changed.append({"id": rel_id, "pmi": value})
+        for start in range(0, len(changed), _PMI_BATCH):
+            await self._store.write(cy.SET_RELATIONSHIP_PMI, kb=kb, rows=changed[start : start + _PMI_BATCH])
+        return len(changed)
+
+    async def entity_layer(self, kb: str, page_size: int = 20_000) -> MergeResult:
+        """The stored entities and relationships as the merge that wrote them, read in keyset pages."""
+        validate_kb_id(kb)
+        entities = []
+        async for page in self._row_pages(cy.MATCH_ENTITIES_PAGE, kb, page_size):
+            entities += [
+                MergedEntity(
+                    id=i, name=n, normalised_name=k, type=t, descriptions=d, summary=s, source_chunk_ids=c, aliases=a
+                )
+                for i, n, k, t, d, s, c, a in page
+            ]
+        relationships = []
+        async for page in self._row_pages(cy.MATCH_RELATIONSHIPS_PAGE, kb, page_size):
+            relationships += [
+                MergedRelationship(
+                    id=i,
+                    source_id=src,
+                    target_id=tgt,
+                    type=t,
+                    original_types=o,
+                    descriptions=d,
+                    weight=w,
+                    source_chunk_ids=c,
+                    summary=s,
+                    pmi=p,
+                )
+                for i, src, tgt, t, o, d, w, c, s, p in page
+            ]
+        return MergeResult(entities=entities, relationships=relationships)
+
+    async def _row_pages(self, statement, kb: str, page_size: int) -> AsyncIterator[list[list[Any]]]:
+        """Keyset paging over a statement whose one record holds a list of rows, each starting with its id."""
         after = ""
         while True:
             rows = await self._store.read_value(statement, kb=kb, after=after, limit=page_size)

@@ -211,20 +211,118 @@ MERGE (child)-[:IN_COMMUNITY]->(parent)
 # ordered by id (the `driftrag_related_kb_id` index and the (kb, id) key serve the order, so a page is
 # an index seek with no sort: `ORDER BY n.kb, n.id` spells the index order out for the planner), never
 # as one result. `$after` is the last id of the previous page ('' for the first). A page is one record
-# holding a list of [id, …] rows: the driver decodes one list about ten times faster than as many
-# records.
+# holding one list per column: the driver decodes a flat list of integers or floats many times faster
+# than a list of [id, …] rows, and a relationship's ends travel as the nodes' internal ids (integers,
+# mapped to entity ids once from the entity pages; stable while the kb lock is held) instead of two
+# strings per relationship.
 MATCH_RELATIONSHIP_EDGES_PAGE = """
 MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
 WHERE r.id > $after AND r.kb = $kb
 WITH r, s, t ORDER BY r.kb, r.id LIMIT $limit
-RETURN collect([r.id, s.id, t.id, coalesce(r.weight, 0.0)]) AS rows
+RETURN [collect(r.id), collect(id(s)), collect(id(t)), collect(coalesce(r.weight, 0.0))] AS columns
 """
 
 MATCH_ENTITY_CHUNKS_PAGE = """
 MATCH (e:__Entity__ {kb: $kb})
 WHERE e.id > $after
 WITH e ORDER BY e.kb, e.id LIMIT $limit
-RETURN collect([e.id, coalesce(e.source_chunk_ids, [])]) AS rows
+RETURN [collect(e.id), collect(id(e)), collect(coalesce(e.source_chunk_ids, []))] AS columns
+"""
+
+# --- incremental update of the entity layer (see ingestion.incremental) ------------------------------
+
+MATCH_DOCUMENT_EXTRACTIONS = """
+MATCH (c:__Chunk__ {kb: $kb, document_id: $document_id})
+WHERE c.extraction_status = 'ok'
+RETURN c.extraction AS extraction
+ORDER BY c.id
+"""
+
+MATCH_CHUNK_EXTRACTIONS = """
+UNWIND $ids AS id
+MATCH (c:__Chunk__ {kb: $kb, id: id})
+WHERE c.extraction_status = 'ok'
+RETURN c.id AS id, c.extraction AS extraction
+ORDER BY c.id
+"""
+
+# N of the PMI: checkpoints that are neither failed nor skipped. `save_extractions` stores the outcome
+# as pydantic's compact JSON, which always holds the field; inside a string a quote is escaped, so the
+# marker cannot match text.
+COUNT_EXTRACTED_CHUNKS = """
+MATCH (c:__Chunk__ {kb: $kb})
+WHERE c.extraction_status = 'ok' AND c.extraction CONTAINS $not_skipped
+RETURN count(c) AS n
+"""
+
+MATCH_ENTITY_KEYS_PAGE = """
+MATCH (e:__Entity__ {kb: $kb})
+WHERE e.id > $after
+WITH e ORDER BY e.kb, e.id LIMIT $limit
+RETURN [collect(e.id), collect(e.normalised_name), collect(e.name), collect(coalesce(e.aliases, [])),
+        collect(coalesce(e.source_chunk_ids, []))] AS columns
+"""
+
+MATCH_RELATIONSHIPS_OF_ENTITIES = """
+UNWIND $ids AS id
+MATCH (:__Entity__ {kb: $kb, id: id})-[r:RELATED]-(:__Entity__)
+RETURN collect(DISTINCT r.id) AS ids
+"""
+
+MATCH_RELATIONSHIP_STATE_OF = """
+UNWIND $ids AS id
+MATCH (:__Entity__ {kb: $kb})-[r:RELATED {id: id}]->(:__Entity__)
+RETURN r.id AS id, r.descriptions_hash AS descriptions_hash, r.summary AS summary
+"""
+
+DELETE_ENTITIES_BY_ID = """
+UNWIND $rows AS row
+MATCH (e:__Entity__ {kb: $kb, id: row.id})
+DETACH DELETE e
+"""
+
+DELETE_STALE_MENTIONS_OF = """
+UNWIND $rows AS row
+MATCH (c:__Chunk__)-[m:MENTIONS]->(e:__Entity__ {kb: $kb, id: row.id})
+WHERE NOT c.id IN e.source_chunk_ids
+DELETE m
+"""
+
+DELETE_RELATIONSHIPS_BY_ID = """
+UNWIND $rows AS row
+MATCH (:__Entity__ {kb: $kb})-[r:RELATED {id: row.id}]->(:__Entity__)
+DELETE r
+"""
+
+# The PMI's inputs of every relationship, in keyset pages of columns (as for community detection).
+MATCH_PMI_INPUTS_PAGE = """
+MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
+WHERE r.id > $after AND r.kb = $kb
+WITH r, s, t ORDER BY r.kb, r.id LIMIT $limit
+RETURN [collect(r.id), collect(size(r.source_chunk_ids)), collect(size(s.source_chunk_ids)),
+        collect(size(t.source_chunk_ids)), collect(r.pmi)] AS columns
+"""
+
+SET_RELATIONSHIP_PMI = """
+UNWIND $rows AS row
+MATCH (:__Entity__ {kb: $kb})-[r:RELATED {id: row.id}]->(:__Entity__)
+SET r.pmi = row.pmi
+"""
+
+MATCH_ENTITIES_PAGE = """
+MATCH (e:__Entity__ {kb: $kb})
+WHERE e.id > $after
+WITH e ORDER BY e.kb, e.id LIMIT $limit
+RETURN collect([e.id, e.name, e.normalised_name, e.type, e.descriptions, e.summary,
+                coalesce(e.source_chunk_ids, []), coalesce(e.aliases, [])]) AS rows
+"""
+
+MATCH_RELATIONSHIPS_PAGE = """
+MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
+WHERE r.id > $after AND r.kb = $kb
+WITH r, s, t ORDER BY r.kb, r.id LIMIT $limit
+RETURN collect([r.id, s.id, t.id, r.type, coalesce(r.original_types, []), r.descriptions, r.weight,
+                coalesce(r.source_chunk_ids, []), r.summary, r.pmi]) AS rows
 """
 
 # --- embeddings bookkeeping -----------------------------------------------------------------------------

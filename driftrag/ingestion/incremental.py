@@ -1,0 +1,237 @@
+"""Update the entity layer after chunks were deleted, re-merging only what those chunks touched.
+
+The full rebuild (`indexing.derive_entity_layer`, written by `rebuild_communities`) reads every
+checkpoint and rewrites every entity and relationship. After a delete, only the names the deleted chunks extracted can change, and with
+them the alias groups they belong to. So this update:
+
+1. takes the merge keys (normalised names) of the deleted chunks' extractions, and widens them to
+   whole alias groups: for each key, its head word (a one-word key is its own head) and every
+   multi-word key of the kb with that head (`aliases.plan_aliases` decides a group from its members
+   and their types alone, so a complete group folds as it does in the whole kb);
+2. re-merges those keys from the checkpoints of every remaining chunk that lists them (the source
+   chunks of the stored entities holding them; of each, only the items naming them), in chunk id
+   order as the full rebuild reads them, so descriptions, display names, types and weights come out
+   the same;
+3. folds aliases with the kb's plan: the widened groups' own plan, and for every other name of the
+   merge the entity the store already folded it into;
+4. summarises what changed (reusing summaries by description hash), writes the re-merged entities
+   and the relationships with an end among them, and deletes those that are no longer derived;
+5. recomputes every relationship's PMI, as the number of extracted chunks N enters all of them.
+
+When it cannot stay equal to a full rebuild it is not used: with a graph refiner (the offline mode),
+whose thresholds and PMI-normalised weights look at the whole merge and at N, every relationship's
+weight may change, so a delete falls back to the full rebuild.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from driftrag.ingestion.aliases import AliasPlan, head_word, is_form_of_address, plan_aliases
+from driftrag.ingestion.deps import IngestionDeps
+from driftrag.ingestion.merge import (
+    apply_summaries,
+    entity_id,
+    fold_aliases,
+    merge_by_name,
+    needs_summary,
+    normalise_name,
+    relationship_id,
+    summarize_all,
+)
+from driftrag.ingestion.requests import ProgressCallback
+from driftrag.ingestion.task_adapters import ProgressSummarizer
+from driftrag.models.graph import (
+    GENERIC_RELATIONSHIP_TYPE,
+    ExtractionOutcome,
+    MergedEntity,
+    MergedRelationship,
+    MergeResult,
+    StoredEntityKey,
+)
+from driftrag.store.graph import descriptions_hash
+
+log = logging.getLogger(__name__)
+
+
+def can_update_incrementally(deps: IngestionDeps) -> bool:
+    """Whether `update_after_delete` gives what a full rebuild gives (module docstring)."""
+    return deps.tasks.refiner is None
+
+
+def extracted_keys(outcomes: Iterable[ExtractionOutcome]) -> set[str]:
+    """The merge keys of every entity and relationship end the successful outcomes list."""
+    keys: set[str] = set()
+    for outcome in outcomes:
+        if outcome.failed:
+            continue
+        keys.update(normalise_name(entity.name) for entity in outcome.entities)
+        for rel in outcome.relationships:
+            keys.update((normalise_name(rel.source), normalise_name(rel.target)))
+    keys.discard("")
+    return keys
+
+
+def widen_to_alias_groups(changed: set[str], stored: Sequence[StoredEntityKey], holder: dict[str, str]) -> set[str]:
+    """`changed` with every key of the alias groups it touches (step 1 of the module docstring). A
+    group whose head is not a one-word name of the kb (`holder`) folds nothing, before or after a
+    delete, so it is not widened: its multi-word names only change with their own chunks."""
+    multiword_by_head: dict[str, set[str]] = defaultdict(set)
+    for entity in stored:
+        head = head_word(entity.normalised_name)
+        if head is not None:
+            multiword_by_head[head].add(entity.normalised_name)
+    heads = {key if " " not in key else head_word(key) for key in changed}
+    widened = set(changed)
+    for head in heads:
+        if head is not None and head in holder:
+            widened.add(head)
+            widened |= multiword_by_head.get(head, set())
+    return widened
+
+
+def _stored_plan(stored: Sequence[StoredEntityKey]) -> dict[str, str]:
+    """key -> the key of the stored entity holding it (its own, or the name it was folded into)."""
+    holder = {}
+    for entity in stored:
+        holder[entity.normalised_name] = entity.normalised_name
+        for alias in entity.aliases:
+            holder.setdefault(normalise_name(alias), entity.normalised_name)
+    return holder
+
+
+async def update_after_delete(
+    deps: IngestionDeps, kb: str, removed: Sequence[ExtractionOutcome], progress: ProgressCallback
+) -> tuple[MergeResult, int]:
+    """Update the stored entity layer for chunks already deleted whose checkpoints were `removed`;
+    returns the whole layer as stored afterwards and the number of summaries generated."""
+    started = time.perf_counter()
+    graph = deps.graph
+    removed_chunks = {outcome.chunk_id for outcome in removed}
+    stored = await graph.entity_keys(kb)
+    holder = _stored_plan(stored)
+    affected_keys = widen_to_alias_groups(extracted_keys(removed), stored, holder)
+    old_entities = {entity_id(holder[key]) for key in affected_keys if key in holder}
+    chunks = {c for e in stored if e.id in old_entities for c in e.source_chunk_ids} - removed_chunks
+    outcomes = await graph.chunk_extractions(kb, sorted(chunks))
+    total_chunks = await graph.extracted_chunk_count(kb)
+    read_done = time.perf_counter()
+
+    partial = merge_by_name([_restricted(outcome, affected_keys) for outcome in outcomes])
+    present = {entity.normalised_name: entity.type for entity in partial.entities}
+    group_plan = plan_aliases({key: type_ for key, type_ in present.items() if key in affected_keys})
+    canonical = {key: group_plan.canonical[key] for key in group_plan.canonical}
+    for key in present:
+        if key not in affected_keys and holder.get(key, key) != key:
+            canonical[key] = holder[key]
+    plan = AliasPlan(canonical=canonical, address=frozenset(key for key in present if is_form_of_address(key)))
+    folded = fold_aliases(partial, total_chunks, plan)
+    new_ids = {entity_id(resolved) for key in affected_keys if (resolved := plan.resolve(key)) is not None}
+    entities = [entity for entity in folded.entities if entity.id in new_ids]
+    written = {entity.id for entity in entities}
+    derived = [r for r in folded.relationships if r.source_id in written or r.target_id in written]
+    old_relationships = await graph.relationships_of(kb, sorted(old_entities))
+    touched = _touched_relationships(removed, holder) | _regrouped_relationships(derived, entities, stored)
+    # The other relationships of the re-merged entities (a hub's thousands) have the same chunks,
+    # descriptions and weight as stored; only their PMI may change, which step 5 rewrites.
+    relationships = [r for r in derived if r.id in touched or r.id not in old_relationships]
+    merged = MergeResult(entities=entities, relationships=relationships)
+    merge_done = time.perf_counter()
+
+    names = {entity.id: entity.name for entity in stored} | {entity.id: entity.name for entity in entities}
+    merged, generated = await _summarise(deps, kb, merged, names, progress)
+    await graph.update_entity_layer(
+        kb,
+        merged.entities,
+        merged.relationships,
+        sorted(old_entities - written),
+        sorted(old_relationships - {r.id for r in derived}),
+    )
+    write_done = time.perf_counter()
+    rescored = await graph.refresh_pmi(kb, total_chunks)
+    layer = await graph.entity_layer(kb)
+    log.info(
+        "incremental entity layer: %d keys re-merged from %d chunks (read %.1f s, merge %.1f s, "
+        "summaries and write %.1f s: %d entities, %d relationships), %d PMIs rewritten and layer read %.1f s",
+        len(affected_keys),
+        len(outcomes),
+        read_done - started,
+        merge_done - read_done,
+        write_done - merge_done,
+        len(merged.entities),
+        len(merged.relationships),
+        rescored,
+        time.perf_counter() - write_done,
+    )
+    return layer, generated
+
+
+def _restricted(outcome: ExtractionOutcome, keys: set[str]) -> ExtractionOutcome:
+    """The outcome with only the entities of `keys` and the relationships with an end among them: all
+    that the merge of those keys reads (a hub's chunks also list thousands of names that are not re-merged)."""
+    return outcome.model_copy(
+        update={
+            "entities": [e for e in outcome.entities if normalise_name(e.name) in keys],
+            "relationships": [
+                r for r in outcome.relationships if normalise_name(r.source) in keys or normalise_name(r.target) in keys
+            ],
+        }
+    )
+
+
+def _touched_relationships(removed: Sequence[ExtractionOutcome], holder: dict[str, str]) -> set[str]:
+    """Ids, as stored, of the relationships the removed checkpoints contributed to."""
+    ids = set()
+    for outcome in removed:
+        if outcome.failed:
+            continue
+        for rel in outcome.relationships:
+            source, target = normalise_name(rel.source), normalise_name(rel.target)
+            if source not in holder or target not in holder:
+                continue
+            source_id, target_id = entity_id(holder[source]), entity_id(holder[target])
+            if rel.type == GENERIC_RELATIONSHIP_TYPE and target_id < source_id:
+                source_id, target_id = target_id, source_id
+            ids.add(relationship_id(source_id, target_id, rel.type))
+    return ids
+
+
+def _regrouped_relationships(
+    relationships: Sequence[MergedRelationship], entities: Sequence[MergedEntity], stored: Sequence[StoredEntityKey]
+) -> set[str]:
+    """Relationships with an end whose set of folded names changed: theirs may now merge others."""
+    before = {e.id: {normalise_name(alias) for alias in e.aliases} for e in stored}
+    changed = {e.id for e in entities if {normalise_name(alias) for alias in e.aliases} != before.get(e.id)}
+    return {r.id for r in relationships if r.source_id in changed or r.target_id in changed}
+
+
+async def _summarise(
+    deps: IngestionDeps, kb: str, merged: MergeResult, names: dict[str, str], progress: ProgressCallback
+) -> tuple[MergeResult, int]:
+    """As the full rebuild: reuse a stored summary whose descriptions are unchanged, else summarise.
+    Relationship items are named `source -> target` with the stored names of ends not re-merged."""
+    known = {
+        **await deps.graph.entity_state(kb),
+        **await deps.graph.relationship_state_of(kb, [r.id for r in merged.relationships]),
+    }
+    items = [(e.id, e.name, e.descriptions) for e in merged.entities]
+    items += [
+        (r.id, f"{names.get(r.source_id, r.source_id)} -> {names.get(r.target_id, r.target_id)}", r.descriptions)
+        for r in merged.relationships
+    ]
+    summaries: dict[str, str] = {}
+    to_generate = []
+    for key, name, descriptions in items:
+        if not needs_summary(descriptions):
+            continue
+        state = known.get(key)
+        if state is not None and state.input_hash == descriptions_hash(descriptions) and state.output:
+            summaries[key] = state.output
+        else:
+            to_generate.append((key, name, descriptions))
+    summarizer = ProgressSummarizer(deps.tasks.summarizer, len(to_generate), progress)
+    summaries |= await summarize_all(to_generate, summarizer, concurrency=deps.settings.llm_concurrency)
+    return apply_summaries(merged, summaries), len(to_generate)
