@@ -1,8 +1,8 @@
 """Update the entity layer after chunks were deleted, re-merging only what those chunks touched.
 
 The full rebuild (`indexing.derive_entity_layer`, written by `rebuild_communities`) reads every
-checkpoint and rewrites every entity and relationship. After a delete, only the names the deleted chunks extracted can change, and with
-them the alias groups they belong to. So this update:
+checkpoint and rewrites every entity and relationship. After a delete, only the names the deleted
+chunks extracted can change, and with them the alias groups they belong to. So this update:
 
 1. takes the merge keys (normalised names) of the deleted chunks' extractions, and widens them to
    whole alias groups: for each key, its head word (a one-word key is its own head) and every
