@@ -35,24 +35,35 @@ RETURN c.id AS id, c.title AS title, coalesce(c.summary, '') AS summary, c.full_
 # Ties: the larger community, then the smaller id, so the choice never depends on storage order.
 # The best-rated few by their small properties first (a report's text is read for those only);
 # MATCH_TOP_RATED_COMMUNITY, the whole read, is the fallback when none of them has a report.
-# Two ordered seeks on `driftrag_community_kb_rating`: the $limit-th best rating is the floor (the
-# index yields ratings best first, `ORDER BY kb, rating` both descending so the planner takes the
-# index order: kb is fixed), then only the communities at or above it are sorted with the tie-breaks.
-# PROFILE on 100,000 communities: about 3,000 db hits, against about 300,000 for a sort of them all.
+# Ordered seeks on `driftrag_community_rating_order` (kb, rating, size): the first $limit entries by
+# rating and size, best first (`ORDER BY` on all three, descending, so the planner takes the index
+# order: kb is fixed), end at an edge; the answer is among the entries above the edge and those equal
+# to it (the ties left for the id to break). Ratings are often whole numbers, so thousands of a large
+# kb's communities share the best one: PROFILE on 100,000 communities, about 150 db hits, against
+# 300,000 for sorting them all and a few thousand for a seek on the rating alone.
 MATCH_TOP_RATED_CANDIDATES = """
 MATCH (top:__Community__)
-WHERE top.kb = $kb AND top.rating IS NOT NULL
-WITH top.rating AS rating
-ORDER BY top.kb DESC, top.rating DESC
+WHERE top.kb = $kb AND top.rating IS NOT NULL AND top.size IS NOT NULL
+WITH top.rating AS rating, top.size AS size
+ORDER BY top.kb DESC, top.rating DESC, top.size DESC
 LIMIT $limit
-WITH min(rating) AS floor
-MATCH (c:__Community__) USING INDEX c:__Community__(kb, rating)
-WHERE c.kb = $kb AND c.rating >= floor AND c.id IS NOT NULL
-WITH c, coalesce(c.size, 0) AS size
-ORDER BY c.rating DESC, size DESC, c.id ASC
+WITH collect([rating, size])[-1] AS edge
+CALL (edge) {
+  MATCH (c:__Community__) USING INDEX c:__Community__(kb, rating, size)
+  WHERE c.kb = $kb AND c.rating > edge[0] AND c.size IS NOT NULL
+  RETURN c
+  UNION
+  MATCH (c:__Community__) USING INDEX c:__Community__(kb, rating, size)
+  WHERE c.kb = $kb AND c.rating = edge[0] AND c.size >= edge[1]
+  RETURN c
+}
+WITH c
+WHERE c.id IS NOT NULL
+WITH c
+ORDER BY c.rating DESC, c.size DESC, c.id ASC
 LIMIT $limit
 RETURN c.id AS id, c.title AS title, coalesce(c.summary, '') AS summary, c.full_content AS full_content,
-       c.rating AS rating, c.level AS level, size
+       c.rating AS rating, c.level AS level, c.size AS size
 ORDER BY rating DESC, size DESC, id ASC
 """
 

@@ -5,17 +5,21 @@ from __future__ import annotations
 import random
 import uuid
 
+import pytest
+
 from driftrag.models.graph import Community, CommunityReport
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
 from driftrag.store.search import SearchStore
 
 
-async def _write_communities(store: Neo4jStore, kb: str, seed: int, n: int, ratings: list[float]) -> None:
+async def _write_communities(
+    store: Neo4jStore, kb: str, seed: int, n: int, ratings: list[float], largest: int = 6
+) -> None:
     rnd = random.Random(seed)
     communities, reports = [], {}
     for i in range(n):
-        members = [f"e{j}" for j in range(rnd.randint(1, 6))]
+        members = [f"e{j}" for j in range(rnd.randint(1, largest))]
         community = Community(id=f"community-0-{i}", level=0, entity_ids=members)
         communities.append(community)
         if rnd.random() < 0.8:  # some communities have no report (and so no rating)
@@ -25,12 +29,13 @@ async def _write_communities(store: Neo4jStore, kb: str, seed: int, n: int, rati
     await GraphStore(store).replace_communities(kb, communities, reports, {}, {})
 
 
-async def test_top_rated_report_breaks_ties_by_size_then_id_and_stays_in_its_kb(store: Neo4jStore) -> None:
+@pytest.mark.parametrize("largest", [6, 1], ids=["sizes-vary", "all-one-size"])
+async def test_top_rated_report_breaks_ties_by_size_then_id_and_stays_in_its_kb(store: Neo4jStore, largest) -> None:
     await store.ensure_schema(384)
     kb, other = f"test-top-{uuid.uuid4().hex[:6]}", f"test-top-{uuid.uuid4().hex[:6]}"
     # Few distinct ratings, so the best one is shared by many communities (more than the candidates
-    # read) and the choice rests on the tie-breaks.
-    await _write_communities(store, kb, seed=7, n=120, ratings=[2.0, 6.5, 9.0])
+    # read) and the choice rests on the tie-breaks; with one size for all, on the id alone.
+    await _write_communities(store, kb, seed=7, n=120, ratings=[2.0, 6.5, 9.0], largest=largest)
     await _write_communities(store, other, seed=8, n=30, ratings=[9.5, 10.0])
     try:
         communities = await GraphStore(store).communities(kb)
