@@ -54,13 +54,19 @@ class GraphSearchRequest(_Model):
         return query
 
 
+_SOURCE_IDS = (
+    "Only chunks that exist and are enabled, in stored order, at most `graph_search_max_source_ids` (10 by "
+    "default); a longer list is cut and listed in `truncation.fields` with the number of ids stored."
+)
+
+
 class GraphSearchEntity(_Model):
     id: str
     name: str
     type: str | None
     description: str
     attributes: list[str] = Field(description="The entity's descriptions, one per extraction.")
-    source_chunk_ids: list[str] = Field(description="Only chunks that exist and are enabled.")
+    source_chunk_ids: list[str] = Field(description=_SOURCE_IDS)
     is_seed: bool
     seed_rank: int | None = Field(description="1 = best-ranked seed; None for neighbours.")
     match: Literal["exact", "substring", "neighbour"]
@@ -75,7 +81,7 @@ class GraphSearchRelationship(_Model):
     type: str | None
     description: str
     weight: float
-    source_chunk_ids: list[str] = Field(description="Only chunks that exist and are enabled.")
+    source_chunk_ids: list[str] = Field(description=_SOURCE_IDS)
 
 
 class TruncatedField(_Model):
@@ -124,9 +130,10 @@ class GraphSearchResponse(_Model):
 class FieldCutter:
     """Cuts long texts and lists to the configured bounds and records each cut."""
 
-    def __init__(self, max_chars: int, max_items: int) -> None:
+    def __init__(self, max_chars: int, max_items: int, max_sources: int | None = None) -> None:
         self.max_chars = max_chars
         self.max_items = max_items
+        self.max_sources = max_items if max_sources is None else max_sources
         self.fields: list[TruncatedField] = []
 
     def _record(self, owner_id: str, field: str, original: int, returned: int) -> None:
@@ -140,12 +147,19 @@ class FieldCutter:
         self._record(owner_id, field, len(value), self.max_chars)
         return value[: self.max_chars]
 
-    def items(self, owner_id: str, field: str, values: list[str], original: int | None = None) -> list[str]:
-        """At most max_items of `values`; a cut is recorded with `original` (default: len(values))."""
-        if len(values) <= self.max_items:
+    def items(
+        self, owner_id: str, field: str, values: list[str], original: int | None = None, cap: int | None = None
+    ) -> list[str]:
+        """At most `cap` (default max_items) of `values`; a cut is recorded with `original` (default: len(values))."""
+        cap = self.max_items if cap is None else cap
+        if len(values) <= cap:
             return list(values)
-        self._record(owner_id, field, max(original or 0, len(values)), self.max_items)
-        return list(values[: self.max_items])
+        self._record(owner_id, field, max(original or 0, len(values)), cap)
+        return list(values[:cap])
+
+    def sources(self, owner_id: str, values: list[str], stored: int | None) -> list[str]:
+        """A `source_chunk_ids` list: at most max_sources ids; a cut gives the number of ids stored."""
+        return self.items(owner_id, "source_chunk_ids", values, stored, cap=self.max_sources)
 
     def texts(self, owner_id: str, field: str, values: list[str]) -> list[str]:
         """A list of texts: at most max_items items, each at most max_chars characters."""
@@ -164,9 +178,7 @@ def _entity(row: dict[str, Any], cutter: FieldCutter, *, query: str, seed_rank: 
         "type": row["type"],
         "description": cutter.text(row["id"], "description", row["description"]),
         "attributes": cutter.texts(row["id"], "attributes", row["attributes"]),
-        "source_chunk_ids": cutter.items(
-            row["id"], "source_chunk_ids", row["source_chunk_ids"], row.get("stored_chunk_ids")
-        ),
+        "source_chunk_ids": cutter.sources(row["id"], row["source_chunk_ids"], row.get("stored_chunk_ids")),
         "is_seed": is_seed,
         "seed_rank": seed_rank,
         "match": match,
@@ -184,9 +196,7 @@ def _relationship(row: dict[str, Any], cutter: FieldCutter, names: dict[str, str
         "type": row["type"],
         "description": cutter.text(row["id"], "description", row["description"]),
         "weight": row["weight"],
-        "source_chunk_ids": cutter.items(
-            row["id"], "source_chunk_ids", row["source_chunk_ids"], row.get("stored_chunk_ids")
-        ),
+        "source_chunk_ids": cutter.sources(row["id"], row["source_chunk_ids"], row.get("stored_chunk_ids")),
     }
 
 
@@ -294,10 +304,14 @@ async def graph_search(
         request.query,
         max_seeds=seeds_cap,
         max_rows=rows_cap,
-        max_list_items=settings.graph_search_max_list_items,
+        max_source_ids=settings.graph_search_max_source_ids,
         count_cap=settings.graph_search_count_cap,
     )
-    cutter = FieldCutter(settings.graph_search_max_field_chars, settings.graph_search_max_list_items)
+    cutter = FieldCutter(
+        settings.graph_search_max_field_chars,
+        settings.graph_search_max_list_items,
+        settings.graph_search_max_source_ids,
+    )
     # Thousands of dicts and lists, no cycle: collections here walk the whole answer and free nothing.
     with collector_paused():
         response = build_response(request, result, cutter)
