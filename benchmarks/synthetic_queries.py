@@ -24,6 +24,8 @@ regenerated from them, nothing is read to find them. Operations:
   the time inside the model's calls is measured and subtracted (the double is synchronous, so its calls
   never overlap on the event loop): the remainder is the non-model time;
 - stats (`GraphStore.counts`);
+- the query-side operations run after the set-up is frozen out of the cyclic collector's reach, as
+  `driftrag serve` does once started (`--no-freeze`: not);
 - Leiden (`--only leiden`, in a child process so its peak RSS is Leiden's): the paged read of the
   stored graph and hierarchical Leiden with its splits, time and peak RSS;
 - deleting one document (`--only delete`, changes the kb: run it last): the delete and the rebuild of the
@@ -52,6 +54,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.synthetic_kb import DIMENSION, SyntheticGraph, entity_name
+from driftrag.collector import freeze_startup_objects
 from driftrag.composition import ingestion_deps, query_deps
 from driftrag.ingestion import indexing
 from driftrag.ingestion.communities import detect_graph_communities, read_community_graph
@@ -352,6 +355,8 @@ async def run(args: argparse.Namespace) -> None:
             if args.only == "leiden":
                 return
         graph = SyntheticGraph(args.relationships, args.seed)
+        if not args.no_freeze:
+            freeze_startup_objects()  # as `driftrag serve` does once started
         if args.graph_runs and args.only in (None, "graph"):
             await graph_searches(stores, settings, args.kb, graph, args.graph_runs)
         if args.only in (None, "local"):
@@ -371,6 +376,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--runs", type=int, default=20, help="local contexts and stats; DRIFT runs half as many")
     parser.add_argument("--graph-runs", type=int, default=3, help="passes over the graph-search queries")
+    parser.add_argument(
+        "--no-freeze",
+        action="store_true",
+        help="leave the objects of the set-up in the cyclic collector's reach (the server freezes them once started)",
+    )
     parser.add_argument("--leiden-runs", type=int, default=3)
     parser.add_argument("--only", choices=["graph", "leiden", "delete", "local", "drift", "leiden-child"], default=None)
     parser.add_argument("--neo4j-uri", default=None)

@@ -24,3 +24,16 @@ def collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def freeze_startup_objects() -> int:
+    """Move every object alive now out of the cyclic collector's reach; returns how many were moved.
+
+    Called once a server has started: its modules, app and clients (a quarter of a million objects with
+    the model and workflow libraries) live as long as the process, yet each full collection walked them
+    all, an occasional 100-150 ms pause inside whatever request was running. Garbage found first is
+    collected; frozen objects are still freed by reference counting when they go.
+    """
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
