@@ -9,7 +9,9 @@
 `--relationships` and `--seed` must be the generator's: the entity names (exact names, hubs) are
 regenerated from them, nothing is read to find them. Operations:
 
-- graph search: 10 exact names, one-letter queries, and the names of the 5 biggest hubs; each response
+- graph search: 10 exact names, one-letter queries, and the names of the 5 biggest hubs, with the CPU
+  time per query of this process and of the local Neo4j (from /proc: on a shared machine the wall
+  figures follow the load, the CPU figures much less) and the answer's JSON size; each response
   is checked against the caps (seeds <= max_seeds, rows <= max_rows, a hub's rows_total above what is
   returned and `results_truncated` set, counts flagged as lower bounds beyond the counting cap), and
   the check is printed (`--only graph` runs these alone);
@@ -22,6 +24,8 @@ regenerated from them, nothing is read to find them. Operations:
   the time inside the model's calls is measured and subtracted (the double is synchronous, so its calls
   never overlap on the event loop): the remainder is the non-model time;
 - stats (`GraphStore.counts`);
+- the query-side operations run after the set-up is frozen out of the cyclic collector's reach, as
+  `driftrag serve` does once started (`--no-freeze`: not);
 - Leiden (`--only leiden`, in a child process so its peak RSS is Leiden's): the paged read of the
   stored graph and hierarchical Leiden with its splits, time and peak RSS;
 - deleting one document (`--only delete`, changes the kb: run it last): the delete and the rebuild of the
@@ -37,6 +41,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import resource
 import statistics
 import subprocess
@@ -49,10 +54,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.synthetic_kb import DIMENSION, SyntheticGraph, entity_name
+from driftrag.collector import freeze_startup_objects
 from driftrag.composition import ingestion_deps, query_deps
 from driftrag.ingestion import indexing
 from driftrag.ingestion.communities import detect_graph_communities, read_community_graph
 from driftrag.ingestion.requests import no_progress
+from driftrag.local_neo4j import LocalNeo4j
 from driftrag.models.search import Source
 from driftrag.providers.factory import Providers
 from driftrag.providers.usage import UsageTracker
@@ -76,6 +83,15 @@ DRIFT_QUESTIONS = [
 
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of a process so far (0 without a pid or on a system without /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def line(name: str, seconds: list[float]) -> str:
@@ -133,16 +149,26 @@ async def graph_searches(stores: Stores, settings: Settings, kb: str, graph: Syn
     for query in ONE_LETTER[:1] + groups["graph search: hub names (5 biggest)"][:1]:  # warm-up
         await graph_search(stores.graph_search, settings, kb, query)
     checks: dict[str, str] = {}
+    neo4j = LocalNeo4j(settings).status().pid  # None for a server this machine did not start
     for name, queries in groups.items():
-        times = []
+        times, firsts = [], {}
+        cpu_before, neo4j_before = time.process_time(), cpu_seconds(neo4j)
         for _ in range(runs):
             for query in queries:
                 started = time.perf_counter()
                 response = await graph_search(stores.graph_search, settings, kb, query)
                 times.append(time.perf_counter() - started)
-                if query not in checks:
-                    checks[query] = cap_check(query, response, settings)
+                firsts.setdefault(query, response)
+        cpu_ms = (time.process_time() - cpu_before) * 1000 / len(times)
+        neo4j_ms = (cpu_seconds(neo4j) - neo4j_before) * 1000 / len(times)
+        checks.update((query, cap_check(query, response, settings)) for query, response in firsts.items())
+        sizes = [len(response.model_dump_json()) for response in firsts.values()]
         print(line(name, times), flush=True)
+        print(
+            f"{'':<44} CPU per query: this process {cpu_ms:6.1f} ms, Neo4j {neo4j_ms:6.1f} ms"
+            f"{'' if neo4j else ' (not local)'}; answer {statistics.median(sizes) / 1e6:.2f} MB JSON (median)",
+            flush=True,
+        )
     print("caps and truncation markers (first run of each query):")
     print("\n".join(checks.values()))
 
@@ -329,6 +355,8 @@ async def run(args: argparse.Namespace) -> None:
             if args.only == "leiden":
                 return
         graph = SyntheticGraph(args.relationships, args.seed)
+        if not args.no_freeze:
+            freeze_startup_objects()  # as `driftrag serve` does once started
         if args.graph_runs and args.only in (None, "graph"):
             await graph_searches(stores, settings, args.kb, graph, args.graph_runs)
         if args.only in (None, "local"):
@@ -348,6 +376,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--runs", type=int, default=20, help="local contexts and stats; DRIFT runs half as many")
     parser.add_argument("--graph-runs", type=int, default=3, help="passes over the graph-search queries")
+    parser.add_argument(
+        "--no-freeze",
+        action="store_true",
+        help="leave the objects of the set-up in the cyclic collector's reach (the server freezes them once started)",
+    )
     parser.add_argument("--leiden-runs", type=int, default=3)
     parser.add_argument("--only", choices=["graph", "leiden", "delete", "local", "drift", "leiden-child"], default=None)
     parser.add_argument("--neo4j-uri", default=None)

@@ -173,6 +173,12 @@ class Settings(BaseSettings):
     graph_search_max_list_items: int = Field(
         default=50, ge=1, description="Longer attribute lists are cut (with their original length)."
     )
+    graph_search_max_source_ids: int = Field(
+        default=10,
+        ge=1,
+        # Up to 63 are read from the stored 64-id head of a source list (markers.py); more read the whole list.
+        description="Source chunk ids shown per entity or relationship; a longer list is cut (with the ids stored).",
+    )
     graph_search_count_cap: int = Field(
         default=1000,
         ge=1,

@@ -46,6 +46,7 @@ from driftrag.api.models import (
     SystemInfo,
 )
 from driftrag.api.sse import opened
+from driftrag.collector import freeze_startup_objects
 from driftrag.errors import (
     BackendUnavailableError,
     InvalidIdentifierError,
@@ -536,14 +537,21 @@ async def switch_graph(kb: ManageKb, body: GraphSwitchBody, backend: BackendDep)
 # --- the application ---------------------------------------------------------------------------------------
 
 
-def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True) -> FastAPI:
-    """The API over `rag`. No I/O here; with `manage_lifecycle` the lifespan connects and closes `rag`."""
+def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True, owns_process: bool = False) -> FastAPI:
+    """The API over `rag`. No I/O here; with `manage_lifecycle` the lifespan connects and closes `rag`.
+
+    `owns_process` (the server's own worker processes): once started, everything alive is frozen out of
+    the cyclic collector's reach (`freeze_startup_objects`), which an app embedded in another process
+    (tests, notebooks) must not do to its host.
+    """
     backend = Backend(rag)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if manage_lifecycle:
             await backend.start()
+        if owns_process:
+            freeze_startup_objects()  # full collections no longer walk what lives as long as the server
         try:
             yield
         finally:

@@ -68,7 +68,7 @@ class AppFactory:
         # A lost Neo4j is logged once by the store's health state; the driver would add lines per connection.
         logging.getLogger("neo4j").setLevel(logging.CRITICAL)
         logging.getLogger("driftrag.store.health").setLevel(logging.WARNING)
-        return create_app(DriftRAG(self.settings), self.keys)
+        return create_app(DriftRAG(self.settings), self.keys, owns_process=True)
 
 
 def serve(

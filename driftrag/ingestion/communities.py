@@ -21,18 +21,17 @@ whatever numbering Leiden uses internally.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
 import graspologic_native as gn
 import numpy as np
 
+from driftrag.collector import collector_paused
 from driftrag.models.graph import Community, MergedEntity, MergedRelationship
 from driftrag.store.protocols import GraphStorage
 
@@ -41,20 +40,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_CLUSTER_SIZE = 10
 DEFAULT_SEED = 0xDEECE66D
 _MAX_RESOLUTION_DOUBLINGS = 10
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector. On a million-relationship graph the work below makes
-    millions of lists, sets and tuples that all live until it ends: each full collection walks them
-    all and frees nothing (no reference cycle is made), which cost as much as the work itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def community_edges(entity_ids: set[str], relationships: Sequence[MergedRelationship]) -> list[tuple[str, str, float]]:
@@ -116,7 +101,7 @@ async def read_community_graph(graph: GraphStorage, kb: str, *, page_size: int =
         targets.append(np.asarray(page.target_nodes, dtype=np.int64))
         weights.append(np.asarray(page.weights, dtype=np.float64))
     empty_int, empty_float = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    with _collector_paused():
+    with collector_paused():
         return _graph_from_columns(
             entity_ids,
             np.asarray(nodes, dtype=np.int64),
@@ -186,7 +171,7 @@ def detect_graph_communities(
     resolution: float = 1.0,
 ) -> list[Community]:
     """`detect_communities` on a `CommunityGraph`."""
-    with _collector_paused():
+    with collector_paused():
         return _detect(graph, max_cluster_size, seed, resolution)
 
 

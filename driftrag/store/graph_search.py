@@ -60,7 +60,7 @@ class GraphSearchStore:
         *,
         max_seeds: int,
         max_rows: int,
-        max_list_items: int = 50,
+        max_source_ids: int = 10,
         count_cap: int = 1000,
     ) -> dict[str, Any]:
         """Seeds matching `query` and their valid one-hop neighbourhoods, capped.
@@ -69,8 +69,8 @@ class GraphSearchStore:
         the first `max_seeds` seeds: one per valid relationship of a seed, or one for a seed without any),
         `groups`: per kept seed in rank order, `seed` and its `pairs` of `relationship` and
         `neighbour_id`, at most `max_rows` pairs in all, and `neighbours`, each neighbour once. Source ids
-        are already filtered to valid chunks: at most `max_list_items + 1` of them per list (the first
-        valid ones in stored order, so a caller showing `max_list_items` knows whether it cuts), with
+        are already filtered to valid chunks: at most `max_source_ids + 1` of them per list (the first
+        valid ones in stored order, so a caller showing `max_source_ids` knows whether it cuts), with
         `stored_chunk_ids`, the list's stored length.
 
         The two counts are exact up to `max(count_cap, max_seeds)` and `max(count_cap, max_rows)`;
@@ -80,8 +80,8 @@ class GraphSearchStore:
         Raises KnowledgeBaseNotFoundError, GraphDisabledError or BackendUnavailableError (also for a kb
         whose search markers the schema setup has not written yet).
         """
-        if max_seeds < 1 or max_rows < 1 or max_list_items < 1 or count_cap < 1:
-            raise ValueError("max_seeds, max_rows, max_list_items and count_cap must be at least 1")
+        if max_seeds < 1 or max_rows < 1 or max_source_ids < 1 or count_cap < 1:
+            raise ValueError("max_seeds, max_rows, max_source_ids and count_cap must be at least 1")
         status = await self._status(kb)
         if not status["graph_enabled"]:
             raise GraphDisabledError(
@@ -102,7 +102,7 @@ class GraphSearchStore:
             needle=query,
             max_seeds=max_seeds,
             max_rows=max_rows,
-            list_cap=max_list_items + 1,
+            list_cap=max_source_ids + 1,
             candidate_limit=max(count_cap, max_seeds),
             row_limit=max(count_cap, max_rows),
         )

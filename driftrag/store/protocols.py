@@ -163,7 +163,7 @@ class GraphSearchStorage(Protocol):
         *,
         max_seeds: int,
         max_rows: int,
-        max_list_items: int = ...,
+        max_source_ids: int = ...,
         count_cap: int = ...,
     ) -> dict[str, Any]: ...
     async def set_chunks_enabled(self, kb: str, chunk_ids: Iterable[str], enabled: bool) -> int: ...

@@ -65,6 +65,7 @@ ENVIRONMENT = {
     "DRIFTRAG_GRAPH_SEARCH_MAX_ROWS": ("graph_search_max_rows", "500"),
     "DRIFTRAG_GRAPH_SEARCH_MAX_FIELD_CHARS": ("graph_search_max_field_chars", "300"),
     "DRIFTRAG_GRAPH_SEARCH_MAX_LIST_ITEMS": ("graph_search_max_list_items", "10"),
+    "DRIFTRAG_GRAPH_SEARCH_MAX_SOURCE_IDS": ("graph_search_max_source_ids", "5"),
     "DRIFTRAG_GRAPH_SEARCH_COUNT_CAP": ("graph_search_count_cap", "500"),
     "DRIFTRAG_DRIFT_TOP_K_COMMUNITIES": ("drift_top_k_communities", "3"),
     "DRIFTRAG_DRIFT_MIN_COMMUNITY_RATING": ("drift_min_community_rating", "5"),

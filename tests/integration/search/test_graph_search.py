@@ -349,20 +349,23 @@ async def test_long_fields_are_cut_with_markers(
     descriptions = ["d" * 50, "short", "e" * 21]
     wordy = entity("Wordy", "chunk-1a", "chunk-1b", "chunk-2a", descriptions=descriptions)
     await write_graph(store, kb, [wordy])
-    settings = neo4j_settings.model_copy(update={"graph_search_max_field_chars": 20, "graph_search_max_list_items": 2})
+    # Source ids have their own cap, separate from the attribute lists'.
+    settings = neo4j_settings.model_copy(
+        update={"graph_search_max_field_chars": 20, "graph_search_max_list_items": 2, "graph_search_max_source_ids": 1}
+    )
 
     response = await graph_search(GraphSearchStore(store), settings, kb, "Wordy")
 
     [found] = response.entities
     assert found.description == "d" * 20
     assert found.attributes == ["d" * 20, "short"]
-    assert found.source_chunk_ids == ["chunk-1a", "chunk-1b"]
+    assert found.source_chunk_ids == ["chunk-1a"]
     markers = [(f.owner_id, f.field, f.original_length, f.returned_length) for f in response.truncation.fields]
     assert markers == [
         (wordy.id, "description", 50, 20),
         (wordy.id, "attributes", 3, 2),
         (wordy.id, "attributes[0]", 50, 20),
-        (wordy.id, "source_chunk_ids", 3, 2),
+        (wordy.id, "source_chunk_ids", 3, 1),
     ]
     assert response.truncation.fields_truncated and not response.truncation.results_truncated
 

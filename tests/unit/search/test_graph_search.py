@@ -82,6 +82,18 @@ def test_field_cutter_records_each_cut() -> None:
     ]
 
 
+def test_source_ids_have_their_own_cap_and_report_the_stored_count() -> None:
+    cutter = FieldCutter(max_chars=5, max_items=3, max_sources=2)
+    # Three valid ids shown of 40 stored: the cut gives the stored count.
+    assert cutter.sources("e1", ["c1", "c2", "c3"], stored=40) == ["c1", "c2"]
+    # Fewer valid ids than stored, all shown: nothing was cut from what the store could show.
+    assert cutter.sources("e2", ["c1"], stored=5) == ["c1"]
+    assert cutter.items("e1", "attributes", ["a", "b", "c"]) == ["a", "b", "c"]
+    assert [(f.owner_id, f.field, f.original_length, f.returned_length) for f in cutter.fields] == [
+        ("e1", "source_chunk_ids", 40, 2)
+    ]
+
+
 def test_build_response_dedups_and_keeps_seed_ranks() -> None:
     alice, rabbit, hatter = entity_row("e-a", "Alice"), entity_row("e-r", "Rabbit"), entity_row("e-h", "Hatter")
     shared = relationship_row("r-1", alice, rabbit)
