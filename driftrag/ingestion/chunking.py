@@ -5,6 +5,7 @@ Token counts use the one tokenizer (`driftrag.providers.tokens`, tiktoken `cl100
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -75,9 +76,7 @@ def _windows(text: str, size: int, overlap: int) -> Iterator[tuple[int, int, int
         return
     raw = text.encode("utf-8")
     # Byte offset where each token starts (plus the end), then the char index of each byte boundary.
-    byte_at = [0]
-    for token in tokens:
-        byte_at.append(byte_at[-1] + len(encoding.decode_single_token_bytes(token)))
+    byte_at = [0, *itertools.accumulate(map(len, encoding.decode_tokens_bytes(tokens)))]
     char_at = _char_index_of_bytes(text)
     n = len(tokens)
     start = 0
@@ -124,6 +123,8 @@ def _is_whitespace_break(raw: bytes, at: int) -> bool:
 
 def _char_index_of_bytes(text: str) -> list[int]:
     """For each byte offset of the UTF-8 text, the char index starting there (-1 inside a char)."""
+    if text.isascii():  # one byte per char: the common case, without a loop over the text
+        return list(range(len(text) + 1))
     index = []
     for i, char in enumerate(text):
         width = len(char.encode("utf-8"))

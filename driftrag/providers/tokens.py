@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,11 +19,19 @@ import tiktoken
 ENCODING_NAME = "cl100k_base"
 # Texts whose token count is remembered (the most recently counted): a few thousand context blocks.
 COUNT_CACHE_SIZE = 4096
+# The first load sets an environment variable for its duration: a load in a thread (ingestion starts one
+# early) and one on the event loop must not interleave, or the second could see it removed and download.
+_LOAD_LOCK = threading.Lock()
 
 
 @functools.cache
 def get_encoding() -> tiktoken.Encoding:
     """The cl100k encoding (memoised: every caller shares one instance)."""
+    with _LOAD_LOCK:
+        return _load_encoding()
+
+
+def _load_encoding() -> tiktoken.Encoding:
     if "TIKTOKEN_CACHE_DIR" in os.environ or "DATA_GYM_CACHE_DIR" in os.environ:
         return tiktoken.get_encoding(ENCODING_NAME)
     # Located without importing llama-index-core (its import costs over a second).

@@ -3,7 +3,7 @@ import itertools
 import pytest
 
 from driftrag.errors import ConfigurationError
-from driftrag.ingestion.chunking import chunk_document, skip_reason
+from driftrag.ingestion.chunking import _char_index_of_bytes, chunk_document, skip_reason
 from driftrag.ingestion.loading import document_from_text
 from driftrag.providers.tokens import count_tokens
 
@@ -78,3 +78,12 @@ def test_image_only_chunk_is_kept_but_not_extractable():
 def test_bad_sizes_are_refused():
     with pytest.raises(ConfigurationError):
         chunk_document(_doc(WORDS), chunk_size=100, chunk_overlap=60)
+
+
+@pytest.mark.parametrize("text", ["", "plain ascii text\n\nand more", "héllo wörld", "日本語 and text", "emoji 🙂 end"])
+def test_byte_offsets_map_to_the_char_starting_there(text: str) -> None:
+    index = _char_index_of_bytes(text)
+    expected = []
+    for position, char in enumerate(text):
+        expected += [position] + [-1] * (len(char.encode("utf-8")) - 1)
+    assert index == [*expected, len(text)]
