@@ -8,6 +8,7 @@ later step (DRIFT keeps one call for its reduce) and released just before that s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -100,8 +101,10 @@ class BudgetedChat:
         )
 
     async def _spend(self, messages: list[dict[str, str]], call: Callable[[], Awaitable[ChatReply]]) -> ChatReply:
-        estimate = self._budget.count_prompt_tokens(messages)
-        # Reserved before the await: concurrent callers can never overshoot together.
+        # Counted in a thread (the encoder releases the GIL): a prompt of several thousand tokens would
+        # otherwise hold the event loop, and the other searches of a DRIFT round, for milliseconds each.
+        estimate = await asyncio.to_thread(self._budget.count_prompt_tokens, messages)
+        # Reserved before the call's await: concurrent callers can never overshoot together.
         self._budget.admit(estimate)
         result = await call()
         if getattr(result, "cached", False):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from dataclasses import dataclass
 
 import pytest
@@ -72,3 +74,20 @@ async def test_cache_hits_cost_nothing_and_reported_tokens_replace_the_estimate(
     assert budget.calls == 0 and budget.cache_hits == 1 and budget.prompt_tokens == 0
     await BudgetedChat(CountingChat(Reply(prompt_tokens=77)), budget).chat(messages(5))
     assert budget.calls == 1 and budget.prompt_tokens == 77
+
+
+async def test_prompts_are_counted_off_the_event_loop_and_reserved_before_the_call() -> None:
+    # Counting a long prompt holds whoever counts it: not the loop, where a DRIFT round's other searches run.
+    counted_on: list[int] = []
+
+    def count(text: str) -> list[int]:
+        counted_on.append(threading.get_ident())
+        return [0] * len(text.split())
+
+    budget = QueryBudget(max_calls=3, max_prompt_tokens=30, _count_tokens=count)
+    budgeted = BudgetedChat(CountingChat(), budget)
+    await asyncio.gather(budgeted.chat(messages(10)), budgeted.chat(messages(10)))
+    assert counted_on and threading.get_ident() not in counted_on
+    # Two concurrent calls reserved 2 x 14 of 30 tokens: a third of the same size is refused unsent.
+    with pytest.raises(BudgetExhausted):
+        await budgeted.chat(messages(10))
