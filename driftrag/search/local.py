@@ -20,6 +20,7 @@ from driftrag.search.models import SearchContext
 from driftrag.search.ranking import QUESTION_DEPTH
 from driftrag.search.run import QueryRun
 from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.search import SeenRows
 
 # Candidates read per kind: more than any budget of a few thousand tokens can hold, bounded anyway.
 MAX_CANDIDATE_CHUNKS = 50
@@ -28,18 +29,19 @@ MAX_CANDIDATE_RELATIONSHIPS = 100
 
 
 async def build_local_context(
-    deps: QueryDeps, kb: str, question: str, question_vector: Sequence[float]
+    deps: QueryDeps, kb: str, question: str, question_vector: Sequence[float], *, seen: SeenRows | None = None
 ) -> SearchContext:
-    """The local context of `question`, whose embedding is `question_vector` (module docstring)."""
+    """The local context of `question`, whose embedding is `question_vector` (module docstring). `seen`:
+    the vector-search candidates the query has read so far (a DRIFT query's follow-ups share them)."""
     settings = deps.settings
     store = deps.stores.search
     kb = validate_kb_id(kb)
     # The question's chunk search needs only the vector: it runs beside the entity search.
     similar_chunks = asyncio.ensure_future(
-        store.search_chunks(kb, question_vector, QUESTION_DEPTH * settings.basic_top_k)
+        store.search_chunks(kb, question_vector, QUESTION_DEPTH * settings.basic_top_k, seen=seen)
     )
     try:
-        entities = await store.search_entities(kb, question_vector, settings.local_top_k_entities)
+        entities = await store.search_entities(kb, question_vector, settings.local_top_k_entities, seen=seen)
         ids = [entity.id for entity in entities]
         chunks, similar, communities, among, outside = await asyncio.gather(
             store.entity_chunks(kb, ids, MAX_CANDIDATE_CHUNKS, order="mentions"),

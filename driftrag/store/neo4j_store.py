@@ -240,6 +240,8 @@ class Neo4jStore:
         vector: Sequence[float],
         k: int,
         details: LiteralString | None = None,
+        *,
+        checked: dict[str, dict[str, Any] | None] | None = None,
         **params: Any,
     ) -> list[tuple[dict[str, Any], float]]:
         """Top-k nodes of one kb by cosine similarity, best first, as (row, score).
@@ -249,7 +251,8 @@ class Neo4jStore:
         (enabled chunks, valid entities…), read best first in slices until k are found; it widens (x4, or
         to twice what the share kept so far says k needs, x16 when none was kept) while fewer than k
         remain and the index has more, up to `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of
-        every vector search.
+        every vector search. `checked` holds the `details` rows (None: no row) of ids already read, by
+        an earlier search of the same query with the same statement and parameters; it is filled in.
         """
         if index not in cy.VECTOR_INDEXES:
             raise ConfigurationError(f"unknown vector index {index!r}")
@@ -258,7 +261,7 @@ class Neo4jStore:
             return []
         query = [float(x) for x in vector]
         fetch = min(k * _OVER_FETCH, _MAX_VECTOR_FETCH)
-        checked: dict[str, dict[str, Any] | None] = {}
+        checked = {} if checked is None else checked
         while True:
             rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=query, k=fetch, fetch=fetch)
             hits, fetched = rows[0]["rows"], rows[0]["fetched"]

@@ -37,6 +37,7 @@ from driftrag.models.search import ChunkRow, CommunityRow, EntityRow, Relationsh
 
 if TYPE_CHECKING:
     from driftrag.store.neo4j_store import Neo4jStore, ServerInfo, VectorIndexInfo
+    from driftrag.store.search import SeenRows
     from driftrag.store.views import GraphView
 
 NodeKind = Literal["chunk", "entity", "community"]
@@ -130,9 +131,15 @@ class GraphStorage(Protocol):
 class SearchStorage(Protocol):
     """The reads of the query modes: vector searches and the graph around entities (enabled chunks only)."""
 
-    async def search_chunks(self, kb: str, vector: Sequence[float], k: int) -> list[Source]: ...
-    async def search_entities(self, kb: str, vector: Sequence[float], k: int) -> list[Source]: ...
-    async def search_communities(self, kb: str, vector: Sequence[float], k: int, min_rating: float) -> list[Source]: ...
+    async def search_chunks(
+        self, kb: str, vector: Sequence[float], k: int, *, seen: SeenRows | None = None
+    ) -> list[Source]: ...
+    async def search_entities(
+        self, kb: str, vector: Sequence[float], k: int, *, seen: SeenRows | None = None
+    ) -> list[Source]: ...
+    async def search_communities(
+        self, kb: str, vector: Sequence[float], k: int, min_rating: float, *, seen: SeenRows | None = None
+    ) -> list[Source]: ...
     async def top_rated_report(self, kb: str) -> Source | None: ...
     async def entity_chunks(
         self, kb: str, entity_ids: Sequence[str], limit: int, *, order: Literal["mentions", "rank"] = "mentions"

@@ -45,6 +45,21 @@ _MAX_NAME_CHARS = 200
 _MAX_NAMES = 64
 
 
+class SeenRows:
+    """The rows of vector-search candidates read so far by one query, per statement and parameters.
+
+    A DRIFT query runs a dozen vector searches over the same kb, and they keep finding the same few
+    chunks and entities: each one's details (text, title, validity) are read once per query, not once
+    per search. A query takes seconds; what it reads then is its view of the kb.
+    """
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str, tuple[tuple[str, Any], ...]], dict[str, dict[str, Any] | None]] = {}
+
+    def of(self, kb: str, statement: str, params: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+        return self._rows.setdefault((kb, statement, tuple(sorted(params.items()))), {})
+
+
 class SearchStore:
     """The reads of the query modes for one store; every method validates the kb id first."""
 
@@ -53,17 +68,25 @@ class SearchStore:
 
     # --- vector searches ------------------------------------------------------------------------------
 
-    async def search_chunks(self, kb: str, vector: Sequence[float], k: int) -> list[Source]:
+    async def search_chunks(
+        self, kb: str, vector: Sequence[float], k: int, *, seen: SeenRows | None = None
+    ) -> list[Source]:
         """Top-k enabled chunks by similarity, best first."""
-        hits = await self._valid_vector_hits(schema_cy.CHUNK_VECTOR_INDEX, kb, vector, k, cy.MATCH_ENABLED_CHUNKS)
+        hits = await self._valid_vector_hits(
+            schema_cy.CHUNK_VECTOR_INDEX, kb, vector, k, cy.MATCH_ENABLED_CHUNKS, seen=seen
+        )
         return [
             Source(id=row["id"], kind="chunk", title=row["title"], text=row["text"], score=score, origin="vector")
             for row, score in hits
         ]
 
-    async def search_entities(self, kb: str, vector: Sequence[float], k: int) -> list[Source]:
+    async def search_entities(
+        self, kb: str, vector: Sequence[float], k: int, *, seen: SeenRows | None = None
+    ) -> list[Source]:
         """Top-k entities by similarity of `name: summary`, skipping entities no enabled chunk mentions."""
-        hits = await self._valid_vector_hits(schema_cy.ENTITY_VECTOR_INDEX, kb, vector, k, cy.MATCH_VALID_ENTITIES)
+        hits = await self._valid_vector_hits(
+            schema_cy.ENTITY_VECTOR_INDEX, kb, vector, k, cy.MATCH_VALID_ENTITIES, seen=seen
+        )
         return [
             Source(
                 id=row["id"],
@@ -76,10 +99,18 @@ class SearchStore:
             for row, score in hits
         ]
 
-    async def search_communities(self, kb: str, vector: Sequence[float], k: int, min_rating: float) -> list[Source]:
+    async def search_communities(
+        self, kb: str, vector: Sequence[float], k: int, min_rating: float, *, seen: SeenRows | None = None
+    ) -> list[Source]:
         """Top-k community reports rated above `min_rating`, by similarity; `rating` carries the rating."""
         hits = await self._valid_vector_hits(
-            schema_cy.COMMUNITY_VECTOR_INDEX, kb, vector, k, cy.MATCH_RATED_COMMUNITIES, min_rating=float(min_rating)
+            schema_cy.COMMUNITY_VECTOR_INDEX,
+            kb,
+            vector,
+            k,
+            cy.MATCH_RATED_COMMUNITIES,
+            seen=seen,
+            min_rating=float(min_rating),
         )
         return [community_source(CommunityRow.model_validate(row), score=score, origin="vector") for row, score in hits]
 
@@ -93,9 +124,18 @@ class SearchStore:
         return community_source(CommunityRow.model_validate(rows[0]), origin="top-rated") if rows else None
 
     async def _valid_vector_hits(
-        self, index: str, kb: str, vector: Sequence[float], k: int, details: LiteralString, **params: Any
+        self,
+        index: str,
+        kb: str,
+        vector: Sequence[float],
+        k: int,
+        details: LiteralString,
+        *,
+        seen: SeenRows | None,
+        **params: Any,
     ) -> list[tuple[dict[str, Any], float]]:
-        return await self._store.vector_hits(index, kb, vector, k, details, **params)
+        checked = seen.of(kb, details, params) if seen is not None else None
+        return await self._store.vector_hits(index, kb, vector, k, details, checked=checked, **params)
 
     # --- local context ------------------------------------------------------------------------------------
 

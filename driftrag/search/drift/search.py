@@ -38,6 +38,7 @@ from driftrag.search.ranking import (
     relevance_order,
 )
 from driftrag.search.streaming import AnswerStream
+from driftrag.store.search import SeenRows
 
 T = TypeVar("T")
 ProgressSink = Callable[[DriftProgress], Awaitable[None]]
@@ -86,6 +87,8 @@ class DriftSearch:
         self.seconds_by_phase: dict[str, float] = {}
         self._hyde_vector: list[float] = []
         self._vectors: dict[str, list[float]] = {}
+        # The candidates of every vector search of the query, read once (the follow-ups find the same ones).
+        self._seen = SeenRows()
         settings = self.settings
         answers_reduced = 1 + settings.drift_max_depth * settings.drift_followups_per_round
         reserve = answers_reduced * settings.answer_max_tokens + _REDUCE_PROMPT_OVERHEAD_TOKENS
@@ -131,14 +134,22 @@ class DriftSearch:
         store, kb = self.search_store, self.kb
         self.question_chunks, self.communities, nearest = await asyncio.gather(
             self._retrying(
-                lambda: store.search_chunks(kb, self.question_vector, QUESTION_DEPTH * settings.basic_top_k)
+                lambda: store.search_chunks(
+                    kb, self.question_vector, QUESTION_DEPTH * settings.basic_top_k, seen=self._seen
+                )
             ),
             self._retrying(
                 lambda: store.search_communities(
-                    kb, self._hyde_vector, settings.drift_top_k_communities, settings.drift_min_community_rating
+                    kb,
+                    self._hyde_vector,
+                    settings.drift_top_k_communities,
+                    settings.drift_min_community_rating,
+                    seen=self._seen,
                 )
             ),
-            self._retrying(lambda: store.search_entities(kb, self.question_vector, settings.local_top_k_entities)),
+            self._retrying(
+                lambda: store.search_entities(kb, self.question_vector, settings.local_top_k_entities, seen=self._seen)
+            ),
         )
         self._remember(self.question_chunks)
         self.rankings.append(Ranking("question", QUESTION_WEIGHT, [c.id for c in self.question_chunks]))
@@ -331,7 +342,9 @@ class DriftSearch:
 
     async def _local_answer(self, follow_up: FollowUp) -> SearchResult:
         """A local search of the follow-up, from its batch-embedded vector, answered within this run."""
-        context = await build_local_context(self.deps, self.kb, follow_up.query, self._vectors[follow_up.query])
+        context = await build_local_context(
+            self.deps, self.kb, follow_up.query, self._vectors[follow_up.query], seen=self._seen
+        )
         return await self.run.answer(
             context,
             question=follow_up.query,

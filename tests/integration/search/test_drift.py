@@ -14,8 +14,10 @@ from driftrag.search.drift.followups import normalise_query
 from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.drift.search import DriftSearch
 from driftrag.settings import Settings
+from driftrag.store.cypher import search as search_cy
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
+from driftrag.store.neo4j_store import Neo4jStore
 from driftrag.store.protocols import Stores
 from driftrag.workflows.drift import DriftProgressEvent, DriftStart, DriftWorkflow
 from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
@@ -249,3 +251,30 @@ async def test_the_first_follow_ups_reach_the_neighbours_of_the_top_communities(
     # Dedup by target entity: no two searched follow-ups target the same neighbourhood entity set.
     targets = [a.targets for a in search.asked if a.id != "question"]
     assert all(t for t in targets) and len(set(targets)) == len(targets)
+
+
+async def test_a_query_reads_the_details_of_each_vector_candidate_once(
+    search_settings, module_store, search_providers, graph_kb
+) -> None:
+    # A DRIFT query's vector searches keep finding the same chunks and entities: their details (text,
+    # validity) are read once per query. One worker: no two searches of the query run at once here.
+    details = {search_cy.MATCH_ENABLED_CHUNKS: "chunk", search_cy.MATCH_VALID_ENTITIES: "entity"}
+    reads: list[tuple[str, str]] = []
+
+    class RecordingStore(Neo4jStore):
+        async def read(self, query, **params):
+            if query in details:
+                reads.extend((details[query], node_id) for node_id in params["ids"])
+            return await super().read(query, **params)
+
+    store = RecordingStore(search_settings, module_store.driver)
+    deps = query_deps(
+        search_settings.model_copy(update={"drift_num_workers": 1}),
+        Stores.neo4j(store),
+        search_providers,
+        ScriptedChatModel(),
+    )
+    result, _ = await run_drift(deps, graph_kb)
+    assert len([a for a in result.intermediate if a.depth >= 1]) >= 3
+    assert {kind for kind, _ in reads} == {"chunk", "entity"}
+    assert len(reads) == len(set(reads)), sorted(r for r in reads if reads.count(r) > 1)
