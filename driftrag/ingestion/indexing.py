@@ -41,6 +41,7 @@ from driftrag.models.graph import (
     SourceDocument,
     stable_hash,
 )
+from driftrag.providers.tokens import get_encoding
 from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 
@@ -56,6 +57,12 @@ async def load_documents(request: IngestRequest, max_file_mb: float) -> list[Sou
     documents = [await asyncio.to_thread(load_document, path, kb, max_bytes=max_bytes) for path in request.paths]
     documents += [document_from_text(item.text, kb, item.title) for item in request.texts]
     return documents
+
+
+async def load_tokenizer() -> None:
+    """Load the chunker's tokenizer in a thread: its first load reads and indexes the encoding file, which
+    would otherwise stall the event loop inside the first chunking."""
+    await asyncio.to_thread(get_encoding)
 
 
 def _source(document: SourceDocument) -> str:

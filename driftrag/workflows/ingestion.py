@@ -132,10 +132,15 @@ class IngestionWorkflow(Workflow):
             await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
             return DocumentsStored(kb=validate_kb_id(ev.kb), documents=[])
         kb = ev.request.kb
-        documents = await indexing.load_documents(ev.request, self._deps.settings.max_file_mb)
-        await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
-        if ev.extract_config is not None:
-            await self._deps.graph.set_extract_config(kb, ev.extract_config)
+        # The tokenizer loads in a thread (up to a second, the first time) while the schema is checked.
+        tokenizer = asyncio.ensure_future(indexing.load_tokenizer())
+        try:
+            documents = await indexing.load_documents(ev.request, self._deps.settings.max_file_mb)
+            await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
+            if ev.extract_config is not None:
+                await self._deps.graph.set_extract_config(kb, ev.extract_config)
+        finally:
+            await tokenizer
         outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
         if any(outcome.status != "unchanged" for outcome in outcomes):
             await self._deps.graph.mark_stale(kb, True)
