@@ -27,7 +27,10 @@ def test_the_collector_comes_back_after_an_error() -> None:
 
 def test_startup_objects_are_frozen_out_of_the_collectors_reach() -> None:
     try:
-        assert freeze_startup_objects() == gc.get_freeze_count() > 0
+        frozen = freeze_startup_objects()
+        # Frozen objects still go when their last reference does (other threads of this process run
+        # on), so the count can only have dropped since, never grown.
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()  # this test process goes on making and dropping objects
     assert gc.get_freeze_count() == 0
