@@ -60,6 +60,9 @@ from driftrag.store.graph import descriptions_hash
 
 log = logging.getLogger(__name__)
 
+# Checkpoints read per round trip by the update (chunk id order is kept across batches).
+_EXTRACTION_BATCH = 2000
+
 
 @dataclass
 class DeletedChunks:
@@ -161,12 +164,21 @@ async def update_after_delete(
     holder = _stored_plan(stored)
     affected_keys = widen_to_alias_groups(extracted_keys(removed), stored, holder)
     old_entities = {entity_id(holder[key]) for key in affected_keys if key in holder}
-    chunks = {c for e in stored if e.id in old_entities for c in e.source_chunk_ids} - removed_chunks
-    outcomes = await graph.chunk_extractions(kb, sorted(chunks))
+    sources = await graph.entities_by_id(kb, sorted(old_entities))
+    chunks = {c for e in sources for c in e.source_chunk_ids} - removed_chunks
+    del sources
+    # Read in batches and cut down at once: a hub's chunks are most of the kb's, and their whole
+    # checkpoints (every name they list) would be millions of models.
+    outcomes = []
+    ordered = sorted(chunks)
+    for start in range(0, len(ordered), _EXTRACTION_BATCH):
+        batch = await graph.chunk_extractions(kb, ordered[start : start + _EXTRACTION_BATCH])
+        outcomes += [_restricted(outcome, affected_keys) for outcome in batch]
+        del batch
     total_chunks = await graph.extracted_chunk_count(kb)
     read_done = time.perf_counter()
 
-    partial = merge_by_name([_restricted(outcome, affected_keys) for outcome in outcomes])
+    partial = merge_by_name(outcomes)
     present = {entity.normalised_name: entity.type for entity in partial.entities}
     group_plan = plan_aliases({key: type_ for key, type_ in present.items() if key in affected_keys})
     canonical = {key: group_plan.canonical[key] for key in group_plan.canonical}

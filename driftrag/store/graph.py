@@ -368,14 +368,15 @@ class GraphStore:
         return int(rows[0]["n"])
 
     async def entity_keys(self, kb: str, page_size: int = 50_000) -> list[StoredEntityKey]:
-        """Every entity's id, merge key, display name, aliases and source chunks, read in pages."""
+        """Every entity's id, merge key, display name and aliases, read in pages (no source lists: a
+        million-relationship kb's are millions of ids; `entities_by_id` reads those of a few)."""
         keys = []
-        async for ids, normalised, names, aliases, chunks in self._pages(
+        async for ids, normalised, names, aliases in self._pages(
             cy.MATCH_ENTITY_KEYS_PAGE, validate_kb_id(kb), page_size
         ):
             keys += [
-                StoredEntityKey(id=i, normalised_name=k, name=n, aliases=a, source_chunk_ids=c)
-                for i, k, n, a, c in zip(ids, normalised, names, aliases, chunks, strict=True)
+                StoredEntityKey(id=i, normalised_name=k, name=n, aliases=a)
+                for i, k, n, a in zip(ids, normalised, names, aliases, strict=True)
             ]
         return keys
 

@@ -280,8 +280,7 @@ MATCH_ENTITY_KEYS_PAGE = """
 MATCH (e:__Entity__ {kb: $kb})
 WHERE e.id > $after
 WITH e ORDER BY e.kb, e.id LIMIT $limit
-RETURN [collect(e.id), collect(e.normalised_name), collect(e.name), collect(coalesce(e.aliases, [])),
-        collect(coalesce(e.source_chunk_ids, []))] AS columns
+RETURN [collect(e.id), collect(e.normalised_name), collect(e.name), collect(coalesce(e.aliases, []))] AS columns
 """
 
 MATCH_RELATIONSHIPS_OF_ENTITIES = """
