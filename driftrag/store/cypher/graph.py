@@ -315,12 +315,15 @@ DELETE r
 """
 
 # The PMI's inputs of every relationship, in keyset pages of columns (as for community detection).
+# The list lengths come from the `source_count` markers every write keeps (markers.py): reading a
+# hub's list of tens of thousands of ids once per relationship made a page of 50k take 12 s.
 MATCH_PMI_INPUTS_PAGE = """
 MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
 WHERE r.id > $after AND r.kb = $kb
 WITH r, s, t ORDER BY r.kb, r.id LIMIT $limit
-RETURN [collect(r.id), collect(size(r.source_chunk_ids)), collect(size(s.source_chunk_ids)),
-        collect(size(t.source_chunk_ids)), collect(r.pmi)] AS columns
+RETURN [collect(r.id), collect(coalesce(r.source_count, size(r.source_chunk_ids))),
+        collect(coalesce(s.source_count, size(s.source_chunk_ids))),
+        collect(coalesce(t.source_count, size(t.source_chunk_ids))), collect(r.pmi)] AS columns
 """
 
 SET_RELATIONSHIP_PMI = """
