@@ -276,7 +276,7 @@ async def _summarise(
     """As the full rebuild: reuse a stored summary whose descriptions are unchanged, else summarise.
     Relationship items are named `source -> target` with the stored names of ends not re-merged."""
     known = {
-        **await deps.graph.entity_state(kb),
+        **await deps.graph.entity_state_of(kb, [e.id for e in merged.entities]),
         **await deps.graph.relationship_state_of(kb, [r.id for r in merged.relationships]),
     }
     items = [(e.id, e.name, e.descriptions) for e in merged.entities]
