@@ -164,9 +164,8 @@ async def update_after_delete(
     holder = _stored_plan(stored)
     affected_keys = widen_to_alias_groups(extracted_keys(removed), stored, holder)
     old_entities = {entity_id(holder[key]) for key in affected_keys if key in holder}
-    sources = await graph.entities_by_id(kb, sorted(old_entities))
-    chunks = {c for e in sources for c in e.source_chunk_ids} - removed_chunks
-    del sources
+    previous_sources = {e.id: e.source_chunk_ids for e in await graph.entities_by_id(kb, sorted(old_entities))}
+    chunks = {c for ids in previous_sources.values() for c in ids} - removed_chunks
     # Read in batches and cut down at once: a hub's chunks are most of the kb's, and their whole
     # checkpoints (every name they list) would be millions of models.
     outcomes = []
@@ -204,7 +203,12 @@ async def update_after_delete(
     removed_entities = old_entities - written
     removed_relationships = old_relationships - {r.id for r in derived}
     await graph.update_entity_layer(
-        kb, merged.entities, merged.relationships, sorted(removed_entities), sorted(removed_relationships)
+        kb,
+        merged.entities,
+        merged.relationships,
+        sorted(removed_entities),
+        sorted(removed_relationships),
+        previous_sources,
     )
     write_done = time.perf_counter()
     rescored = await graph.refresh_pmi(kb, total_chunks)

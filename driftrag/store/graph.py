@@ -8,7 +8,7 @@ rebuilds reuse summaries, reports and embeddings whose inputs did not change (ha
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from driftrag.models.graph import (
@@ -406,15 +406,27 @@ class GraphStore:
         relationships: Sequence[MergedRelationship],
         removed_entity_ids: Sequence[str],
         removed_relationship_ids: Sequence[str],
+        previous_sources: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Write these entities and relationships, delete the removed ones, and drop the `MENTIONS` of
-        the written entities that their source chunks no longer list; nothing else is touched."""
+        the written entities that their source chunks no longer list; nothing else is touched.
+        `previous_sources`: the stored source chunks of written entities before the update; theirs are
+        dropped by pair (a hub's tens of thousands of mentions checked against its list is quadratic)."""
         validate_kb_id(kb)
         removed_rel = [{"id": i} for i in sorted(removed_relationship_ids)]
         await self._write_batches(cy.DELETE_RELATIONSHIPS_BY_ID, kb, removed_rel)
         await self._write_batches(cy.DELETE_ENTITIES_BY_ID, kb, [{"id": i} for i in sorted(removed_entity_ids)])
         await self.upsert_entities(kb, entities)
-        await self._write_batches(cy.DELETE_STALE_MENTIONS_OF, kb, [{"id": e.id} for e in entities])
+        previous = previous_sources or {}
+        stale = [
+            {"entity_id": e.id, "chunk_id": chunk_id}
+            for e in entities
+            if e.id in previous
+            for chunk_id in sorted(set(previous[e.id]) - set(e.source_chunk_ids))
+        ]
+        await self._write_batches(cy.DELETE_MENTIONS_BY_PAIR, kb, stale)
+        others = [{"id": e.id} for e in entities if e.id not in previous]
+        await self._write_batches(cy.DELETE_STALE_MENTIONS_OF, kb, others)
         await self.upsert_relationships(kb, relationships)
 
     async def refresh_pmi(self, kb: str, total_chunks: int, page_size: int = 50_000) -> int:

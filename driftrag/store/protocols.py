@@ -9,7 +9,7 @@ a store class.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -105,6 +105,7 @@ class GraphStorage(Protocol):
         relationships: Sequence[MergedRelationship],
         removed_entity_ids: Sequence[str],
         removed_relationship_ids: Sequence[str],
+        previous_sources: Mapping[str, Sequence[str]] | None = None,
     ) -> None: ...
     async def refresh_pmi(self, kb: str, total_chunks: int, page_size: int = ...) -> int: ...
     async def entity_layer(self, kb: str, page_size: int = ...) -> MergeResult: ...

@@ -308,6 +308,12 @@ WHERE NOT c.id IN e.source_chunk_ids
 DELETE m
 """
 
+DELETE_MENTIONS_BY_PAIR = """
+UNWIND $rows AS row
+MATCH (c:__Chunk__ {kb: $kb, id: row.chunk_id})-[m:MENTIONS]->(e:__Entity__ {kb: $kb, id: row.entity_id})
+DELETE m
+"""
+
 DELETE_RELATIONSHIPS_BY_ID = """
 UNWIND $rows AS row
 MATCH (:__Entity__ {kb: $kb})-[r:RELATED {id: row.id}]->(:__Entity__)
