@@ -28,8 +28,9 @@ regenerated from them, nothing is read to find them. Operations:
   `driftrag serve` does once started (`--no-freeze`: not);
 - Leiden (`--only leiden`, in a child process so its peak RSS is Leiden's): the paged read of the
   stored graph and hierarchical Leiden with its splits, time and peak RSS;
-- deleting one document (`--only delete`, changes the kb: run it last): the delete and the rebuild of the
-  derived layers with the scripted double and hashing embedder.
+- deleting documents (`--only delete [--delete-runs N]`, changes the kb: run it last): each delete
+  and the refresh of the derived layers with the scripted double and hashing embedder, its time and
+  this process's peak RSS, then p50/p95.
 
 Nothing is asserted on time; figures are medians (p50) and p95 of `--runs` runs per query.
 """
@@ -307,21 +308,48 @@ async def leiden(stores: Stores, settings: Settings, kb: str) -> None:
     )
 
 
-async def delete_one(stores: Stores, settings: Settings, kb: str) -> None:
-    documents = await stores.graph.documents(kb)
-    document = documents[len(documents) // 2]
+def _rss_mib() -> tuple[float, float]:
+    """(current, peak) resident memory of this process, MiB."""
+    current = 0.0
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            current = int(line.split()[1]) / 1024
+    return current, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def delete_documents(stores: Stores, settings: Settings, kb: str, runs: int) -> None:
+    """Delete `runs` documents one after another (each the middle one of those left), each followed by
+    the refresh of the derived layers; time and peak RSS of each, then p50/p95."""
     deps = ingestion_deps(settings, stores, providers(), TimedChat())
     # The phases (entity layer: read, merge, write, PMIs; communities and reports; embeddings) are logged.
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("  %(name)s: %(message)s"))
-    for name in ("driftrag.ingestion.indexing", "driftrag.ingestion.incremental"):
+    for name in (
+        "driftrag.ingestion.indexing",
+        "driftrag.ingestion.incremental",
+        "driftrag.ingestion.community_refresh",
+    ):
         logging.getLogger(name).addHandler(handler)
         logging.getLogger(name).setLevel(logging.INFO)
-    started = time.perf_counter()
-    await indexing.delete_document(deps, kb, document["id"], no_progress)
-    seconds = time.perf_counter() - started
-    print(f"delete one document ({document['title']}, of {len(documents)}) and rebuild: {seconds:.1f} s")
-    print(await stores.graph.counts(kb))
+    seconds = []
+    for _ in range(runs):
+        documents = await stores.graph.documents(kb)
+        document = documents[len(documents) // 2]
+        stale = await stores.graph.is_stale(kb)
+        started = time.perf_counter()
+        await indexing.delete_document(deps, kb, document["id"], no_progress)
+        seconds.append(time.perf_counter() - started)
+        current, peak = _rss_mib()
+        print(
+            f"delete one document ({document['title']}, of {len(documents)}; kb stale before: {stale}) and "
+            f"refresh: {seconds[-1]:.1f} s, RSS now {current:.0f} MiB, peak so far {peak:.0f} MiB, "
+            f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+        )
+        print(f"  {await stores.graph.counts(kb)}")
+    print(
+        f"delete one document: p50 {statistics.median(seconds):.1f} s, p95 {pct(seconds, 95):.1f} s "
+        f"over {len(seconds)}; peak RSS {_rss_mib()[1]:.0f} MiB"
+    )
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -333,7 +361,7 @@ async def run(args: argparse.Namespace) -> None:
             await leiden(stores, settings, args.kb)
             return
         if args.only == "delete":
-            await delete_one(stores, settings, args.kb)
+            await delete_documents(stores, settings, args.kb, args.delete_runs)
             return
         if args.only in (None, "leiden"):  # not for "graph": only the graph searches run
             results = []
@@ -382,6 +410,7 @@ def main() -> None:
         help="leave the objects of the set-up in the cyclic collector's reach (the server freezes them once started)",
     )
     parser.add_argument("--leiden-runs", type=int, default=3)
+    parser.add_argument("--delete-runs", type=int, default=1, help="documents deleted one after another")
     parser.add_argument("--only", choices=["graph", "leiden", "delete", "local", "drift", "leiden-child"], default=None)
     parser.add_argument("--neo4j-uri", default=None)
     parser.add_argument("--drift-embedder", choices=["random", "hashing"], default="random")

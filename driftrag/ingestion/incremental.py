@@ -18,6 +18,9 @@ chunks extracted can change, and with them the alias groups they belong to. So t
    and the relationships with an end among them, and deletes those that are no longer derived;
 5. recomputes every relationship's PMI, as the number of extracted chunks N enters all of them.
 
+It returns what it changed (`LayerChange`), never the whole layer: the kb-wide steps after it
+(communities, reports, vectors: `community_refresh`) read the store in pages and batches.
+
 When it cannot stay equal to a full rebuild it is not used: with a graph refiner (the offline mode),
 whose thresholds and PMI-normalised weights look at the whole merge and at N, every relationship's
 weight may change, so a delete falls back to the full rebuild.
@@ -29,6 +32,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from driftrag.ingestion.aliases import AliasPlan, head_word, is_form_of_address, plan_aliases
 from driftrag.ingestion.deps import IngestionDeps
@@ -55,6 +59,39 @@ from driftrag.models.graph import (
 from driftrag.store.graph import descriptions_hash
 
 log = logging.getLogger(__name__)
+
+# Checkpoints read per round trip by the update (chunk id order is kept across batches).
+_EXTRACTION_BATCH = 2000
+
+
+@dataclass
+class DeletedChunks:
+    """What a delete knows before it removes a document's chunks: their checkpoints, the stored entity
+    keys (read once, for the marker refresh and the update), and whether the communities were current."""
+
+    removed: Sequence[ExtractionOutcome]
+    stored: Sequence[StoredEntityKey]
+    communities_current: bool
+
+
+@dataclass
+class LayerChange:
+    """What an incremental update wrote: the entities (as written), the ids of the relationships
+    written, and the ids of those deleted."""
+
+    entities: list[MergedEntity]
+    relationship_ids: set[str]
+    removed_entity_ids: set[str]
+    removed_relationship_ids: set[str]
+    generated: int = 0
+
+    @property
+    def touched_entity_ids(self) -> set[str]:
+        return {entity.id for entity in self.entities} | self.removed_entity_ids
+
+    @property
+    def touched_relationship_ids(self) -> set[str]:
+        return self.relationship_ids | self.removed_relationship_ids
 
 
 def can_update_incrementally(deps: IngestionDeps) -> bool:
@@ -93,6 +130,18 @@ def widen_to_alias_groups(changed: set[str], stored: Sequence[StoredEntityKey], 
     return widened
 
 
+def listing_removed_chunks(
+    removed: Sequence[ExtractionOutcome], stored: Sequence[StoredEntityKey]
+) -> tuple[list[str], list[str]]:
+    """The ids of the stored entities and relationships that list the removed chunks as sources (their
+    search markers are what a delete of those chunks can change). An entity lists a chunk only when
+    the chunk's extraction names one of its keys, and a relationship's id follows from the keys of its
+    ends, so the checkpoints tell both without a walk over the kb."""
+    holder = _stored_plan(stored)
+    entities = {entity_id(holder[key]) for key in extracted_keys(removed) if key in holder}
+    return sorted(entities), sorted(_touched_relationships(removed, holder))
+
+
 def _stored_plan(stored: Sequence[StoredEntityKey]) -> dict[str, str]:
     """key -> the key of the stored entity holding it (its own, or the name it was folded into)."""
     holder = {}
@@ -104,23 +153,31 @@ def _stored_plan(stored: Sequence[StoredEntityKey]) -> dict[str, str]:
 
 
 async def update_after_delete(
-    deps: IngestionDeps, kb: str, removed: Sequence[ExtractionOutcome], progress: ProgressCallback
-) -> tuple[MergeResult, int]:
-    """Update the stored entity layer for chunks already deleted whose checkpoints were `removed`;
-    returns the whole layer as stored afterwards and the number of summaries generated."""
+    deps: IngestionDeps, kb: str, deleted: DeletedChunks, progress: ProgressCallback
+) -> LayerChange:
+    """Update the stored entity layer for chunks already deleted (`deleted`: their checkpoints and the
+    entity keys stored before); returns what was written and deleted. Marks the entity layer current."""
     started = time.perf_counter()
     graph = deps.graph
+    removed, stored = deleted.removed, deleted.stored
     removed_chunks = {outcome.chunk_id for outcome in removed}
-    stored = await graph.entity_keys(kb)
     holder = _stored_plan(stored)
     affected_keys = widen_to_alias_groups(extracted_keys(removed), stored, holder)
     old_entities = {entity_id(holder[key]) for key in affected_keys if key in holder}
-    chunks = {c for e in stored if e.id in old_entities for c in e.source_chunk_ids} - removed_chunks
-    outcomes = await graph.chunk_extractions(kb, sorted(chunks))
+    previous_sources = {e.id: e.source_chunk_ids for e in await graph.entities_by_id(kb, sorted(old_entities))}
+    chunks = {c for ids in previous_sources.values() for c in ids} - removed_chunks
+    # Read in batches and cut down at once: a hub's chunks are most of the kb's, and their whole
+    # checkpoints (every name they list) would be millions of models.
+    outcomes = []
+    ordered = sorted(chunks)
+    for start in range(0, len(ordered), _EXTRACTION_BATCH):
+        batch = await graph.chunk_extractions(kb, ordered[start : start + _EXTRACTION_BATCH])
+        outcomes += [_restricted(outcome, affected_keys) for outcome in batch]
+        del batch
     total_chunks = await graph.extracted_chunk_count(kb)
     read_done = time.perf_counter()
 
-    partial = merge_by_name([_restricted(outcome, affected_keys) for outcome in outcomes])
+    partial = merge_by_name(outcomes)
     present = {entity.normalised_name: entity.type for entity in partial.entities}
     group_plan = plan_aliases({key: type_ for key, type_ in present.items() if key in affected_keys})
     canonical = {key: group_plan.canonical[key] for key in group_plan.canonical}
@@ -143,19 +200,22 @@ async def update_after_delete(
 
     names = {entity.id: entity.name for entity in stored} | {entity.id: entity.name for entity in entities}
     merged, generated = await _summarise(deps, kb, merged, names, progress)
+    removed_entities = old_entities - written
+    removed_relationships = old_relationships - {r.id for r in derived}
     await graph.update_entity_layer(
         kb,
         merged.entities,
         merged.relationships,
-        sorted(old_entities - written),
-        sorted(old_relationships - {r.id for r in derived}),
+        sorted(removed_entities),
+        sorted(removed_relationships),
+        previous_sources,
     )
     write_done = time.perf_counter()
     rescored = await graph.refresh_pmi(kb, total_chunks)
-    layer = await graph.entity_layer(kb)
+    await graph.mark_entity_layer_current(kb)
     log.info(
         "incremental entity layer: %d keys re-merged from %d chunks (read %.1f s, merge %.1f s, "
-        "summaries and write %.1f s: %d entities, %d relationships), %d PMIs rewritten and layer read %.1f s",
+        "summaries and write %.1f s: %d entities, %d relationships), %d PMIs rewritten %.1f s",
         len(affected_keys),
         len(outcomes),
         read_done - started,
@@ -166,7 +226,13 @@ async def update_after_delete(
         rescored,
         time.perf_counter() - write_done,
     )
-    return layer, generated
+    return LayerChange(
+        entities=list(merged.entities),
+        relationship_ids={r.id for r in merged.relationships},
+        removed_entity_ids=removed_entities,
+        removed_relationship_ids=removed_relationships,
+        generated=generated,
+    )
 
 
 def _restricted(outcome: ExtractionOutcome, keys: set[str]) -> ExtractionOutcome:
@@ -214,7 +280,7 @@ async def _summarise(
     """As the full rebuild: reuse a stored summary whose descriptions are unchanged, else summarise.
     Relationship items are named `source -> target` with the stored names of ends not re-merged."""
     known = {
-        **await deps.graph.entity_state(kb),
+        **await deps.graph.entity_state_of(kb, [e.id for e in merged.entities]),
         **await deps.graph.relationship_state_of(kb, [r.id for r in merged.relationships]),
     }
     items = [(e.id, e.name, e.descriptions) for e in merged.entities]

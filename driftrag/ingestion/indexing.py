@@ -18,9 +18,17 @@ from typing import TypeVar
 
 from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
+from driftrag.ingestion.community_refresh import refresh_communities
 from driftrag.ingestion.deps import IngestionDeps
+from driftrag.ingestion.embedding import community_text, embed_changed, embed_rows
 from driftrag.ingestion.extraction import extract_all
-from driftrag.ingestion.incremental import can_update_incrementally, update_after_delete
+from driftrag.ingestion.incremental import (
+    DeletedChunks,
+    LayerChange,
+    can_update_incrementally,
+    listing_removed_chunks,
+    update_after_delete,
+)
 from driftrag.ingestion.loading import InputError, document_from_text, load_document
 from driftrag.ingestion.merge import (
     apply_summaries,
@@ -36,10 +44,8 @@ from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSum
 from driftrag.models.graph import (
     CommunityReport,
     ExtractConfig,
-    ExtractionOutcome,
     MergeResult,
     SourceDocument,
-    stable_hash,
 )
 from driftrag.providers.tokens import get_encoding
 from driftrag.store.graph import descriptions_hash
@@ -155,7 +161,6 @@ async def rebuild_communities(
     progress: ProgressCallback,
     *,
     chunk_writes: asyncio.Lock | None = None,
-    write_entities: bool = True,
 ) -> tuple[int, int, tuple[int, int], tuple[int, int]]:
     """Cluster, then report bottom-up; a community whose context is unchanged keeps its report.
 
@@ -164,8 +169,7 @@ async def rebuild_communities(
     written, and stored once they are. Returns (reports generated, citations of those reports to
     handles their context did not show, (entities embedded, failed), (communities embedded, failed)).
     `chunk_writes` is held while the entity layer is written (its mentions lock chunk nodes), when chunk
-    vectors are written at the same time under it. `write_entities=False`: the layer is already
-    stored (an incremental update wrote what changed), only its vectors are made.
+    vectors are written at the same time under it.
     """
     settings = deps.settings
     communities = await asyncio.to_thread(
@@ -190,9 +194,8 @@ async def rebuild_communities(
 
     async def entity_layer() -> tuple[int, int]:
         # Written before anything of the communities is (their memberships need the entities).
-        if write_entities:
-            async with chunk_writes or contextlib.nullcontext():
-                await write_entity_layer(deps, kb, merged)
+        async with chunk_writes or contextlib.nullcontext():
+            await write_entity_layer(deps, kb, merged)
         return await embed_entities(deps, kb, merged, progress)
 
     reports, entities_embedded = await _together(reporting, entity_layer())
@@ -210,7 +213,7 @@ async def rebuild_communities(
 
     texts = {report.community_id: community_text(report) for report in reports}
     _, communities_embedded = await _together(
-        communities_written(), _embed_changed(deps, kb, "community", texts, known, progress, nodes_written=written)
+        communities_written(), embed_changed(deps, kb, "community", texts, known, progress, nodes_written=written)
     )
     return reporter.generated, reporter.unknown_citations, entities_embedded, communities_embedded
 
@@ -228,11 +231,6 @@ async def _together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
     return a, b
 
 
-def community_text(report: CommunityReport) -> str:
-    """What a community's vector is made from."""
-    return f"{report.title}\n{report.summary}"
-
-
 async def embed_missing(
     deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
 ) -> dict[str, int]:
@@ -245,7 +243,7 @@ async def embed_missing(
             for community_id, item in state.items()
             if item.output
         }
-        return await _embed_changed(deps, kb, "community", texts, state, progress)
+        return await embed_changed(deps, kb, "community", texts, state, progress)
 
     # Different node kinds: the three never write the same nodes.
     chunk, entity, community = await asyncio.gather(
@@ -271,113 +269,70 @@ async def embed_chunks(
     depends on its text alone, so the workflow runs this in the background of the other stages (each
     batch written under `write_lock`); what fails is embedded again by `embed_missing`."""
     rows = await deps.graph.chunks_without_embedding(kb, document_ids)
-    embedded = await _embed(deps, kb, "chunk", rows, progress, write_lock=write_lock)
+    embedded = await embed_rows(deps, kb, "chunk", rows, progress, write_lock=write_lock)
     return len(embedded), len(rows) - len(embedded)
 
 
 async def embed_entities(
-    deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
+    deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback, *, all_entities: bool = True
 ) -> tuple[int, int]:
-    """(embedded, failed) entities whose text (`name: summary`) changed since their vector was made."""
+    """(embedded, failed) entities whose text (`name: summary`) changed since their vector was made;
+    `all_entities=False`: `merged` holds only some of the kb's entities (their state alone is read)."""
     entity_texts = {
         e.id: f"{e.name}: {e.summary or (e.descriptions[0] if e.descriptions else '')}" for e in merged.entities
     }
-    return await _embed_changed(deps, kb, "entity", entity_texts, await deps.graph.entity_state(kb), progress)
-
-
-async def _embed_changed(
-    deps, kb, kind, texts: dict[str, str], state, progress, *, nodes_written: asyncio.Event | None = None
-) -> tuple[int, int]:
-    """(embedded, failed): only what was embedded gets its hash, so a failed batch is embedded next run.
-    With `nodes_written`, the vectors are requested at once and stored once it is set."""
-    hashes = {node_id: stable_hash(text, length=32) for node_id, text in texts.items()}
-    stale = sorted(
-        node_id
-        for node_id, value in hashes.items()
-        if node_id not in state or not state[node_id].embedded or state[node_id].embedding_hash != value
+    state = (
+        await deps.graph.entity_state(kb)
+        if all_entities
+        else await deps.graph.entity_state_of(kb, sorted(entity_texts))
     )
-    rows = [(node_id, texts[node_id]) for node_id in stale]
-    embedded = await _embed(deps, kb, kind, rows, progress, nodes_written=nodes_written)
-    if nodes_written is not None:
-        await nodes_written.wait()  # also when nothing was stale: the hashes go on written nodes
-    await deps.graph.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in embedded})
-    return len(embedded), len(stale) - len(embedded)
-
-
-async def _embed(
-    deps,
-    kb,
-    kind,
-    rows: list[tuple[str, str]],
-    progress,
-    *,
-    nodes_written: asyncio.Event | None = None,
-    write_lock: asyncio.Lock | None = None,
-) -> set[str]:
-    """Embed in batches, several requests in flight (bounded like model calls); returns the ids embedded.
-    A batch's vectors are stored once `nodes_written` (if given) is set, under `write_lock` (if given).
-
-    A batch whose request fails after the embedder's retries is left out, not fatal: the kb then stays
-    stale, so the next run embeds it (everything else is reused).
-    """
-    batch = deps.settings.embed_batch_size
-    parts = [rows[start : start + batch] for start in range(0, len(rows), batch)]
-    limit = asyncio.Semaphore(deps.settings.llm_concurrency)
-    done = 0
-    embedded: set[str] = set()
-
-    async def one(part: list[tuple[str, str]]) -> None:
-        nonlocal done
-        async with limit:
-            try:
-                vectors = await deps.embedder.aget_text_embedding_batch([text for _, text in part])
-            except Exception as exc:  # the provider boundary: any failure of the request
-                log.warning(
-                    "embedding %d %s texts failed after retries, left for the next run: %s", len(part), kind, exc
-                )
-                return
-        if nodes_written is not None:
-            await nodes_written.wait()
-        async with write_lock or contextlib.nullcontext():
-            await deps.documents.set_embeddings(
-                kind, kb, [(node_id, vector) for (node_id, _), vector in zip(part, vectors, strict=True)]
-            )
-        embedded.update(node_id for node_id, _ in part)
-        done += len(part)
-        await progress(Progress(stage=f"embed-{kind}", done=done, total=len(rows)))
-
-    await asyncio.gather(*(one(part) for part in parts))
-    return embedded
+    return await embed_changed(deps, kb, "entity", entity_texts, state, progress)
 
 
 async def refresh_derived_layers(
-    deps: IngestionDeps, kb: str, progress: ProgressCallback, removed: Sequence[ExtractionOutcome] | None = None
+    deps: IngestionDeps, kb: str, progress: ProgressCallback, deleted: DeletedChunks | None = None
 ) -> None:
     """Rebuild entities, communities, reports and embeddings after chunks changed (e.g. a delete).
 
-    `removed`: the checkpoints of the chunks just deleted, when that is the only change; the entity
-    layer is then updated for what they touched (`incremental`), where that equals a full rebuild."""
+    `deleted`: what a delete read before removing its chunks, when that is the only change. Where that
+    equals a full rebuild, the entity layer is then updated for what they touched and the kb-wide
+    steps after it page through the store (`community_refresh`), never holding the whole layer."""
     await deps.graph.mark_stale(kb, True)
     started = time.perf_counter()
-    incremental = removed is not None and can_update_incrementally(deps)
-    if incremental:  # writes what changed itself
-        merged, _ = await update_after_delete(deps, kb, removed, progress)
+    if deleted is not None and can_update_incrementally(deps):
+        change = await update_after_delete(deps, kb, deleted, progress)
+        layer_done = time.perf_counter()
+        refreshed = await refresh_communities(deps, kb, change, progress, keep_unchanged=deleted.communities_current)
+        communities_done = time.perf_counter()
+        failed = refreshed.embedded[1] + (await embed_after_update(deps, kb, change, progress))
+        mode = "incremental"
     else:
         merged, _ = await derive_entity_layer(deps, kb, progress)
-    layer_done = time.perf_counter()
-    await rebuild_communities(deps, kb, merged, progress, write_entities=not incremental)
-    communities_done = time.perf_counter()
-    failed = (await embed_missing(deps, kb, merged, progress))["failed"]
+        layer_done = time.perf_counter()
+        await rebuild_communities(deps, kb, merged, progress)
+        communities_done = time.perf_counter()
+        failed = (await embed_missing(deps, kb, merged, progress))["failed"]
+        mode = "full rebuild"
     if not failed:
         await deps.graph.mark_stale(kb, False)
     log.info(
         "derived layers of %s: entity layer (%s) %.1f s, communities and reports %.1f s, embeddings %.1f s",
         kb,
-        "incremental" if incremental else "full rebuild",
+        mode,
         layer_done - started,
         communities_done - layer_done,
         time.perf_counter() - communities_done,
     )
+
+
+async def embed_after_update(deps: IngestionDeps, kb: str, change: LayerChange, progress: ProgressCallback) -> int:
+    """After an incremental update: embed chunks without a vector and the written entities whose text
+    changed (no other entity's text did); returns how many failed."""
+    merged = MergeResult(entities=change.entities, relationships=[])
+    chunk, entity = await asyncio.gather(
+        embed_chunks(deps, kb, progress), embed_entities(deps, kb, merged, progress, all_entities=False)
+    )
+    return chunk[1] + entity[1]
 
 
 async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progress: ProgressCallback) -> None:
@@ -386,8 +341,17 @@ async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progre
         raise InputError(f"document {document_id!r} not found in knowledge base {kb!r}; nothing deleted")
     # Stale before the delete: a run killed in between still rebuilds the derived layers next time
     # (fully: the deleted checkpoints an incremental update needs are gone with the chunks).
-    # An incremental update starts from a layer derived from every checkpoint: not from a stale kb.
-    removed = None if await deps.graph.is_stale(kb) else await deps.graph.document_extractions(kb, document_id)
+    # An incremental update starts from an entity layer derived from every checkpoint: not from a kb
+    # whose entity layer is stale (a kb stale only for its communities is fine).
+    deleted = None
+    if can_update_incrementally(deps) and not await deps.graph.is_entity_layer_stale(kb):
+        removed = await deps.graph.document_extractions(kb, document_id)
+        deleted = DeletedChunks(
+            removed=removed,
+            stored=await deps.graph.entity_keys(kb),
+            communities_current=not await deps.graph.is_stale(kb),
+        )
     await deps.graph.mark_stale(kb, True)
-    await deps.graph.delete_document(kb, document_id)
-    await refresh_derived_layers(deps, kb, progress, removed)
+    listing = listing_removed_chunks(deleted.removed, deleted.stored) if deleted is not None else None
+    await deps.graph.delete_document(kb, document_id, listing)
+    await refresh_derived_layers(deps, kb, progress, deleted)

@@ -204,7 +204,6 @@ class StoredEntityKey(_Model):
     normalised_name: str
     name: str
     aliases: list[str] = Field(default_factory=list)
-    source_chunk_ids: list[str] = Field(default_factory=list)
 
 
 # Pages of the stored graph read for community detection: columns (one list per field) as the driver

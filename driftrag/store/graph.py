@@ -8,7 +8,7 @@ rebuilds reuse summaries, reports and embeddings whose inputs did not change (ha
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from driftrag.models.graph import (
@@ -33,7 +33,7 @@ from driftrag.models.graph import (
 )
 from driftrag.store.cypher import graph as cy
 from driftrag.store.identifiers import validate_kb_id
-from driftrag.store.markers import document_chunk_ids, refresh_search_markers
+from driftrag.store.markers import document_chunk_ids, refresh_markers_of, refresh_search_markers
 from driftrag.store.neo4j_store import Neo4jStore
 
 # Rows per write transaction: large enough that a million-relationship load is not dominated by round
@@ -75,7 +75,17 @@ class GraphStore:
         return bool(rows and rows[0]["graph_stale"])
 
     async def mark_stale(self, kb: str, stale: bool) -> None:
+        """Stale: the chunks changed and every derived layer (the entity layer included) is to be rebuilt."""
         await self._store.write(cy.SET_KB_STALE, kb=validate_kb_id(kb), stale=stale)
+
+    async def is_entity_layer_stale(self, kb: str) -> bool:
+        """Whether the entity layer may not match the checkpoints (a kb stale only for its communities,
+        reports or vectors is not)."""
+        rows = await self._store.read(cy.MATCH_KB, kb=validate_kb_id(kb))
+        return bool(rows and rows[0]["entity_layer_stale"])
+
+    async def mark_entity_layer_current(self, kb: str) -> None:
+        await self._store.write(cy.SET_KB_ENTITY_LAYER_CURRENT, kb=validate_kb_id(kb))
 
     async def documents_by_source(self, kb: str, source: str) -> list[dict[str, Any]]:
         return await self._store.read(cy.MATCH_DOCUMENTS_BY_SOURCE, kb=validate_kb_id(kb), source=source)
@@ -83,17 +93,24 @@ class GraphStore:
     async def documents(self, kb: str) -> list[dict[str, Any]]:
         return await self._store.read(cy.MATCH_DOCUMENTS, kb=validate_kb_id(kb))
 
-    async def delete_document(self, kb: str, document_id: str) -> None:
+    async def delete_document(
+        self, kb: str, document_id: str, listing: tuple[Sequence[str], Sequence[str]] | None = None
+    ) -> None:
         """Remove a document and its chunks in batches; call a rebuild afterwards.
 
         The search markers are refreshed at once, so until the rebuild nothing sourced only from the
-        deleted chunks is returned by graph search.
+        deleted chunks is returned by graph search. `listing`: the (entity ids, relationship ids) that
+        list the document's chunks, when the caller knows them; only those are refreshed, instead of
+        a walk over every entity and relationship of the kb.
         """
         validate_kb_id(kb)
-        chunk_ids = await document_chunk_ids(self._store, kb, document_id)
+        chunk_ids = [] if listing is not None else await document_chunk_ids(self._store, kb, document_id)
         await self._store.run_in_transactions(cy.DELETE_DOCUMENT_CHUNKS, kb=kb, document_id=document_id)
         await self._store.write(cy.DELETE_DOCUMENT, kb=kb, document_id=document_id)
-        await refresh_search_markers(self._store, kb, chunk_ids)
+        if listing is not None:
+            await refresh_markers_of(self._store, kb, *listing)
+        else:
+            await refresh_search_markers(self._store, kb, chunk_ids)
 
     async def delete_kb(self, kb: str) -> None:
         """Remove every node of the knowledge base, in batches of 1000."""
@@ -227,6 +244,18 @@ class GraphStore:
         finest_by_entity: dict[str, str],
     ) -> None:
         """Write communities with their reports, entity memberships (finest level) and the hierarchy."""
+        await self.upsert_communities(kb, communities, reports, context_hashes)
+        await self.replace_community_links(kb, communities, finest_by_entity)
+
+    async def upsert_communities(
+        self,
+        kb: str,
+        communities: Sequence[Community],
+        reports: dict[str, CommunityReport],
+        context_hashes: dict[str, str],
+    ) -> None:
+        """Create or update these communities with their reports; nothing else is touched. A community
+        with a report that did not fail gets its `structure_hash`, so a later refresh can keep it."""
         validate_kb_id(kb)
         rows = []
         for community in communities:
@@ -242,9 +271,18 @@ class GraphStore:
                     "report": report.model_dump_json() if report else None,
                     "full_content": render_report(report) if report else None,
                     "context_hash": context_hashes.get(community.id),
+                    "structure_hash": community_structure_hash(community)
+                    if report is not None and not report.failed and community.id in context_hashes
+                    else None,
                 }
             )
         await self._write_batches(cy.UPSERT_COMMUNITIES, kb, rows)
+
+    async def replace_community_links(
+        self, kb: str, communities: Sequence[Community], finest_by_entity: dict[str, str]
+    ) -> None:
+        """Delete the communities not in `communities`, then write entity memberships and the hierarchy."""
+        validate_kb_id(kb)
         await self._store.write(cy.DELETE_STALE_COMMUNITIES, kb=kb, keep=[c.id for c in communities])
         await self._store.write(cy.DELETE_COMMUNITY_MEMBERSHIPS, kb=kb)
         await self._store.write(cy.DELETE_COMMUNITY_HIERARCHY, kb=kb)
@@ -252,6 +290,35 @@ class GraphStore:
         await self._write_batches(cy.MERGE_ENTITY_MEMBERSHIPS, kb, memberships)
         parents = [{"child_id": c.id, "parent_id": c.parent_id} for c in communities if c.parent_id]
         await self._write_batches(cy.MERGE_COMMUNITY_PARENTS, kb, parents)
+
+    async def community_structures(self, kb: str) -> dict[str, str | None]:
+        """Each stored community's `structure_hash` (None: written without one, or its report failed)."""
+        rows = await self._store.read(cy.MATCH_COMMUNITY_STRUCTURE, kb=validate_kb_id(kb))
+        return {row["id"]: row["structure_hash"] for row in rows}
+
+    async def community_state_of(self, kb: str, ids: Sequence[str]) -> dict[str, StoredState]:
+        """`community_state` of these communities only (those that exist)."""
+        validate_kb_id(kb)
+        state = {}
+        ordered = sorted(set(ids))
+        for start in range(0, len(ordered), _BATCH):
+            for row in await self._store.read(cy.MATCH_COMMUNITY_STATE_OF, kb=kb, ids=ordered[start : start + _BATCH]):
+                state[row["id"]] = StoredState(
+                    id=row["id"],
+                    input_hash=row["context_hash"],
+                    output=row["report"],
+                    embedding_hash=row["embedding_hash"],
+                    embedded=row["embedded"],
+                )
+        return state
+
+    async def community_reports(self, kb: str, ids: Sequence[str]) -> dict[str, CommunityReport]:
+        """The stored reports of these communities (those that have one)."""
+        return {
+            community_id: CommunityReport.model_validate_json(state.output)
+            for community_id, state in (await self.community_state_of(kb, ids)).items()
+            if state.output
+        }
 
     async def relationship_edge_pages(self, kb: str, page_size: int = 50_000) -> AsyncIterator[RelationshipEdgePage]:
         """The kb's relationships in id order, as column pages: ids, the internal node ids of their
@@ -301,14 +368,15 @@ class GraphStore:
         return int(rows[0]["n"])
 
     async def entity_keys(self, kb: str, page_size: int = 50_000) -> list[StoredEntityKey]:
-        """Every entity's id, merge key, display name, aliases and source chunks, read in pages."""
+        """Every entity's id, merge key, display name and aliases, read in pages (no source lists: a
+        million-relationship kb's are millions of ids; `entities_by_id` reads those of a few)."""
         keys = []
-        async for ids, normalised, names, aliases, chunks in self._pages(
+        async for ids, normalised, names, aliases in self._pages(
             cy.MATCH_ENTITY_KEYS_PAGE, validate_kb_id(kb), page_size
         ):
             keys += [
-                StoredEntityKey(id=i, normalised_name=k, name=n, aliases=a, source_chunk_ids=c)
-                for i, k, n, a, c in zip(ids, normalised, names, aliases, chunks, strict=True)
+                StoredEntityKey(id=i, normalised_name=k, name=n, aliases=a)
+                for i, k, n, a in zip(ids, normalised, names, aliases, strict=True)
             ]
         return keys
 
@@ -338,15 +406,27 @@ class GraphStore:
         relationships: Sequence[MergedRelationship],
         removed_entity_ids: Sequence[str],
         removed_relationship_ids: Sequence[str],
+        previous_sources: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Write these entities and relationships, delete the removed ones, and drop the `MENTIONS` of
-        the written entities that their source chunks no longer list; nothing else is touched."""
+        the written entities that their source chunks no longer list; nothing else is touched.
+        `previous_sources`: the stored source chunks of written entities before the update; theirs are
+        dropped by pair (a hub's tens of thousands of mentions checked against its list is quadratic)."""
         validate_kb_id(kb)
         removed_rel = [{"id": i} for i in sorted(removed_relationship_ids)]
         await self._write_batches(cy.DELETE_RELATIONSHIPS_BY_ID, kb, removed_rel)
         await self._write_batches(cy.DELETE_ENTITIES_BY_ID, kb, [{"id": i} for i in sorted(removed_entity_ids)])
         await self.upsert_entities(kb, entities)
-        await self._write_batches(cy.DELETE_STALE_MENTIONS_OF, kb, [{"id": e.id} for e in entities])
+        previous = previous_sources or {}
+        stale = [
+            {"entity_id": e.id, "chunk_id": chunk_id}
+            for e in entities
+            if e.id in previous
+            for chunk_id in sorted(set(previous[e.id]) - set(e.source_chunk_ids))
+        ]
+        await self._write_batches(cy.DELETE_MENTIONS_BY_PAIR, kb, stale)
+        others = [{"id": e.id} for e in entities if e.id not in previous]
+        await self._write_batches(cy.DELETE_STALE_MENTIONS_OF, kb, others)
         await self.upsert_relationships(kb, relationships)
 
     async def refresh_pmi(self, kb: str, total_chunks: int, page_size: int = 50_000) -> int:
@@ -392,6 +472,76 @@ class GraphStore:
                 for i, src, tgt, t, o, d, w, c, s, p in page
             ]
         return MergeResult(entities=entities, relationships=relationships)
+
+    async def entities_by_id(self, kb: str, ids: Sequence[str], *, sources: bool = True) -> list[MergedEntity]:
+        """These stored entities (those that exist), in id order, as `entity_layer` reads them
+        (`sources=False`: with empty `source_chunk_ids`)."""
+        validate_kb_id(kb)
+        ordered = sorted(set(ids))
+        entities = []
+        for start in range(0, len(ordered), _BATCH):
+            for row in await self._store.read(
+                cy.MATCH_ENTITIES_BY_ID, kb=kb, ids=ordered[start : start + _BATCH], sources=sources
+            ):
+                i, n, k, t, d, s, c, a = row["row"]
+                entities.append(
+                    MergedEntity(
+                        id=i,
+                        name=n,
+                        normalised_name=k,
+                        type=t,
+                        descriptions=d,
+                        summary=s,
+                        source_chunk_ids=c,
+                        aliases=a,
+                    )
+                )
+        return entities
+
+    async def entity_state_of(self, kb: str, ids: Sequence[str]) -> dict[str, StoredState]:
+        """`entity_state` of these entities only (those that exist)."""
+        validate_kb_id(kb)
+        ordered = sorted(set(ids))
+        state = {}
+        for start in range(0, len(ordered), _BATCH):
+            for row in await self._store.read(cy.MATCH_ENTITY_STATE_OF, kb=kb, ids=ordered[start : start + _BATCH]):
+                state[row["id"]] = StoredState(
+                    id=row["id"],
+                    input_hash=row["descriptions_hash"],
+                    output=row["summary"],
+                    embedding_hash=row["embedding_hash"],
+                    embedded=row["embedded"],
+                )
+        return state
+
+    async def relationships_by_id(
+        self, kb: str, ids: Sequence[str], *, sources: bool = True
+    ) -> list[MergedRelationship]:
+        """These stored relationships (those that exist), in id order, as `entity_layer` reads them
+        (`sources=False`: with empty `source_chunk_ids`)."""
+        validate_kb_id(kb)
+        ordered = sorted(set(ids))
+        relationships = []
+        for start in range(0, len(ordered), _BATCH):
+            for row in await self._store.read(
+                cy.MATCH_RELATIONSHIPS_BY_ID, kb=kb, ids=ordered[start : start + _BATCH], sources=sources
+            ):
+                i, src, tgt, t, o, d, w, c, s, p = row["row"]
+                relationships.append(
+                    MergedRelationship(
+                        id=i,
+                        source_id=src,
+                        target_id=tgt,
+                        type=t,
+                        original_types=o,
+                        descriptions=d,
+                        weight=w,
+                        source_chunk_ids=c,
+                        summary=s,
+                        pmi=p,
+                    )
+                )
+        return relationships
 
     async def _row_pages(self, statement, kb: str, page_size: int) -> AsyncIterator[list[list[Any]]]:
         """Keyset paging over a statement whose one record holds a list of rows, each starting with its id."""
@@ -461,6 +611,11 @@ class GraphStore:
             rest = {field: row[field] for field in KbSummary.model_fields if field != "counts"}
             summaries.append(KbSummary(**rest, counts=counts))
         return summaries
+
+
+def community_structure_hash(community: Community) -> str:
+    """A digest of everything a community is besides its report: equal digests, equal nodes."""
+    return stable_hash(community.model_dump_json(), length=32)
 
 
 def render_report(report: CommunityReport) -> str:

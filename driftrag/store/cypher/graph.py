@@ -16,7 +16,8 @@ SET k.extract_config = $extract_config
 
 MATCH_KB = """
 MATCH (k:__KnowledgeBase__ {kb: $kb})
-RETURN k.extract_config AS extract_config, k.graph_enabled AS graph_enabled, k.graph_stale AS graph_stale
+RETURN k.extract_config AS extract_config, k.graph_enabled AS graph_enabled, k.graph_stale AS graph_stale,
+       coalesce(k.entity_layer_stale, k.graph_stale) AS entity_layer_stale
 """
 
 # A kb is stale from the moment its chunks change until a rebuild of the derived layers completes,
@@ -24,7 +25,14 @@ RETURN k.extract_config AS extract_config, k.graph_enabled AS graph_enabled, k.g
 SET_KB_STALE = """
 MERGE (k:__KnowledgeBase__ {kb: $kb})
 ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
-SET k.graph_stale = $stale
+SET k.graph_stale = $stale, k.entity_layer_stale = $stale
+"""
+
+# The entity layer matches the checkpoints again (an incremental update wrote it) while communities,
+# reports or vectors are still to be refreshed: a delete after a crash here needs no full rebuild.
+SET_KB_ENTITY_LAYER_CURRENT = """
+MATCH (k:__KnowledgeBase__ {kb: $kb})
+SET k.entity_layer_stale = false
 """
 
 # What `kb list` shows of how a kb was ingested; written by every ingestion run.
@@ -175,7 +183,20 @@ SET c.level = row.level, c.parent_id = row.parent_id, c.child_ids = row.child_id
     c.entity_ids = row.entity_ids, c.relationship_ids = row.relationship_ids, c.chunk_ids = row.chunk_ids,
     c.size = size(row.entity_ids), c.title = row.title, c.summary = row.summary, c.rating = row.rating,
     c.rating_explanation = row.rating_explanation, c.findings = row.findings, c.report = row.report,
-    c.full_content = row.full_content, c.context_hash = row.context_hash
+    c.full_content = row.full_content, c.context_hash = row.context_hash, c.structure_hash = row.structure_hash
+"""
+
+# What the incremental refresh of communities compares (reports are read only where needed).
+MATCH_COMMUNITY_STRUCTURE = """
+MATCH (c:__Community__ {kb: $kb})
+RETURN c.id AS id, c.structure_hash AS structure_hash
+"""
+
+MATCH_COMMUNITY_STATE_OF = """
+UNWIND $ids AS id
+MATCH (c:__Community__ {kb: $kb, id: id})
+RETURN c.id AS id, c.context_hash AS context_hash, c.report AS report,
+       c.embedding_hash AS embedding_hash, c.embedding IS NOT NULL AS embedded
 """
 
 DELETE_STALE_COMMUNITIES = """
@@ -259,8 +280,7 @@ MATCH_ENTITY_KEYS_PAGE = """
 MATCH (e:__Entity__ {kb: $kb})
 WHERE e.id > $after
 WITH e ORDER BY e.kb, e.id LIMIT $limit
-RETURN [collect(e.id), collect(e.normalised_name), collect(e.name), collect(coalesce(e.aliases, [])),
-        collect(coalesce(e.source_chunk_ids, []))] AS columns
+RETURN [collect(e.id), collect(e.normalised_name), collect(e.name), collect(coalesce(e.aliases, []))] AS columns
 """
 
 MATCH_RELATIONSHIPS_OF_ENTITIES = """
@@ -288,6 +308,12 @@ WHERE NOT c.id IN e.source_chunk_ids
 DELETE m
 """
 
+DELETE_MENTIONS_BY_PAIR = """
+UNWIND $rows AS row
+MATCH (c:__Chunk__ {kb: $kb, id: row.chunk_id})-[m:MENTIONS]->(e:__Entity__ {kb: $kb, id: row.entity_id})
+DELETE m
+"""
+
 DELETE_RELATIONSHIPS_BY_ID = """
 UNWIND $rows AS row
 MATCH (:__Entity__ {kb: $kb})-[r:RELATED {id: row.id}]->(:__Entity__)
@@ -295,12 +321,15 @@ DELETE r
 """
 
 # The PMI's inputs of every relationship, in keyset pages of columns (as for community detection).
+# The list lengths come from the `source_count` markers every write keeps (markers.py): reading a
+# hub's list of tens of thousands of ids once per relationship made a page of 50k take 12 s.
 MATCH_PMI_INPUTS_PAGE = """
 MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
 WHERE r.id > $after AND r.kb = $kb
 WITH r, s, t ORDER BY r.kb, r.id LIMIT $limit
-RETURN [collect(r.id), collect(size(r.source_chunk_ids)), collect(size(s.source_chunk_ids)),
-        collect(size(t.source_chunk_ids)), collect(r.pmi)] AS columns
+RETURN [collect(r.id), collect(coalesce(r.source_count, size(r.source_chunk_ids))),
+        collect(coalesce(s.source_count, size(s.source_chunk_ids))),
+        collect(coalesce(t.source_count, size(t.source_chunk_ids))), collect(r.pmi)] AS columns
 """
 
 SET_RELATIONSHIP_PMI = """
@@ -315,6 +344,31 @@ WHERE e.id > $after
 WITH e ORDER BY e.kb, e.id LIMIT $limit
 RETURN collect([e.id, e.name, e.normalised_name, e.type, e.descriptions, e.summary,
                 coalesce(e.source_chunk_ids, []), coalesce(e.aliases, [])]) AS rows
+"""
+
+# Stored entities and relationships by id, as the pages below read them; `$sources` false leaves their
+# source chunk lists out (a report context shows none, and a hub's list is tens of thousands of ids).
+MATCH_ENTITIES_BY_ID = """
+UNWIND $ids AS id
+MATCH (e:__Entity__ {kb: $kb, id: id})
+RETURN [e.id, e.name, e.normalised_name, e.type, e.descriptions, e.summary,
+        CASE WHEN $sources THEN coalesce(e.source_chunk_ids, []) ELSE [] END, coalesce(e.aliases, [])] AS row
+"""
+
+MATCH_ENTITY_STATE_OF = """
+UNWIND $ids AS id
+MATCH (e:__Entity__ {kb: $kb, id: id})
+RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summary,
+       e.embedding_hash AS embedding_hash, e.embedding IS NOT NULL AS embedded
+"""
+
+# `r.kb` and `r.id` seek the (kb, id) index of RELATED.
+MATCH_RELATIONSHIPS_BY_ID = """
+UNWIND $ids AS id
+MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
+WHERE r.kb = $kb AND r.id = id
+RETURN [r.id, s.id, t.id, r.type, coalesce(r.original_types, []), r.descriptions, r.weight,
+        CASE WHEN $sources THEN coalesce(r.source_chunk_ids, []) ELSE [] END, r.summary, r.pmi] AS row
 """
 
 MATCH_RELATIONSHIPS_PAGE = """

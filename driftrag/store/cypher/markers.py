@@ -89,6 +89,45 @@ CALL (s, r, t) {
 """
 )
 
+# The same refresh for given entities and relationships only (a delete knows which list its chunks):
+# entities first; the relationships of entities whose `valid` changed follow
+# (`graph.REFRESH_ENDPOINT_RELATIONSHIPS`).
+REFRESH_ENTITY_MARKERS_OF = (
+    """
+UNWIND $ids AS id
+MATCH (e:__Entity__ {kb: $kb, id: id})
+WITH e, e.valid AS was_valid, coalesce(e.source_chunk_ids, []) AS ids
+WITH e, was_valid, ids, any(cid IN ids WHERE """
+    + _VALID_SOURCE
+    + """) AS valid
+WITH e, was_valid, ids, valid, valid AND all(cid IN ids WHERE """
+    + _VALID_SOURCE
+    + """) AS clean
+SET e.valid = valid, e.sources_all_valid = clean, e.name_len = size(e.name), e.source_count = size(ids),
+    e.source_head = ids[0..64]
+WITH e, was_valid WHERE was_valid IS NULL OR was_valid <> e.valid
+RETURN collect(e.id) AS changed
+"""
+)
+
+REFRESH_RELATIONSHIP_MARKERS_OF = (
+    """
+UNWIND $ids AS id
+MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
+WHERE r.kb = $kb AND r.id = id
+WITH s, r, t, coalesce(r.source_chunk_ids, []) AS ids
+WITH s, r, t, ids, any(cid IN ids WHERE """
+    + _VALID_SOURCE
+    + """) AS sourced
+WITH s, r, t, ids, sourced, sourced AND all(cid IN ids WHERE """
+    + _VALID_SOURCE
+    + """) AS clean
+SET r.sourced = sourced, r.sources_all_valid = clean,
+    r.valid = sourced AND coalesce(s.valid, false) AND coalesce(t.valid, false),
+    r.source_count = size(ids), r.source_head = ids[0..64]
+"""
+)
+
 # The chunks of one document, read before they are deleted (their ids are what the refresh checks).
 MATCH_DOCUMENT_CHUNK_IDS = """
 MATCH (c:__Chunk__ {kb: $kb, document_id: $document_id})
