@@ -21,9 +21,10 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-# Small parts: one text costs no more CPU alone than in a big batch (smaller activations stay in cache),
-# and small parts balance the threads.
-PART_SIZE = 4
+# One text per part: a text costs no more CPU alone than in a bigger call (its activations stay in the
+# core's cache; on Alice's chunks, one engine thread: 0.72 CPU s per text alone or in pairs, 0.80 in
+# fours), and the threads finish together: 18 report texts over 2 threads are 9 texts each, not 12 and 6.
+PART_SIZE = 1
 
 
 def _bundled_openmp() -> ctypes.CDLL | None:

