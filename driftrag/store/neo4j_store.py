@@ -247,7 +247,8 @@ class Neo4jStore:
         """Top-k nodes of one kb by cosine similarity, best first, as (row, score).
 
         The vector indexes are shared by all knowledge bases, so the search over-fetches, keeps the kb's
-        nodes and, with `details` (a statement taking `$kb` and `$ids`), only those it returns a row for
+        nodes and, with `details` (a statement taking `$kb` and `$ids` and returning one record, a list of
+        rows), only those it returns a row for
         (enabled chunks, valid entities…), read best first in slices until k are found; it widens (x4, or
         to twice what the share kept so far says k needs, x16 when none was kept) while fewer than k
         remain and the index has more, up to `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of
@@ -291,7 +292,7 @@ class Neo4jStore:
             batch = hits[position : position + step]
             unread = [hit["id"] for hit in batch if hit["id"] not in checked]
             if unread:
-                found = {row["id"]: row for row in await self.read(details, ids=unread, **params)}
+                found = {row["id"]: row for row in await self.read_value(details, ids=unread, **params)}
                 checked.update({hit_id: found.get(hit_id) for hit_id in unread})
             kept += [(row, hit["score"]) for hit in batch if (row := checked[hit["id"]]) is not None]
             position, step = position + len(batch), step * _OVER_FETCH

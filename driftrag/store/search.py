@@ -158,7 +158,7 @@ class SearchStore:
         if not entity_ids or limit < 1:
             return []
         statement = cy.MATCH_CHUNKS_BY_MENTIONS if order == "mentions" else cy.MATCH_CHUNKS_BY_ENTITY_RANK
-        rows = await self._store.read(
+        rows = await self._store.read_value(
             statement,
             kb=validate_kb_id(kb),
             ids=list(entity_ids),
@@ -172,7 +172,7 @@ class SearchStore:
         """Reported communities the entities belong to (finest and ancestors), by rating then members."""
         if not entity_ids or limit < 1:
             return []
-        rows = await self._store.read(
+        rows = await self._store.read_value(
             cy.MATCH_COMMUNITIES_OF_ENTITIES, kb=validate_kb_id(kb), ids=list(entity_ids), limit=limit
         )
         return [CommunityRow.model_validate(row) for row in rows]
@@ -187,7 +187,7 @@ class SearchStore:
         if not entity_ids or limit < 1:
             return []
         reads = max(reads_per_entity, 1)
-        rows = await self._store.read(
+        rows = await self._store.read_value(
             cy.MATCH_RELATIONSHIPS_AMONG_ENTITIES,
             kb=validate_kb_id(kb),
             ids=list(entity_ids),
@@ -206,7 +206,7 @@ class SearchStore:
         them below that), at most `limit` each, then the `limit` strongest of those."""
         if not entity_ids or limit < 1:
             return []
-        rows = await self._store.read(
+        rows = await self._store.read_value(
             cy.MATCH_NEIGHBOUR_RELATIONSHIPS,
             kb=validate_kb_id(kb),
             ids=list(entity_ids),
@@ -224,7 +224,7 @@ class SearchStore:
         needles = list(dict.fromkeys(n.strip() for n in names if n.strip() and len(n.strip()) <= _MAX_NAME_CHARS))
         if not needles or limit < 1:
             return []
-        rows = await self._store.read(cy.MATCH_ENTITIES_BY_NAME, kb=kb, names=needles[:_MAX_NAMES], limit=limit)
+        rows = await self._store.read_value(cy.MATCH_ENTITIES_BY_NAME, kb=kb, names=needles[:_MAX_NAMES], limit=limit)
         return [EntityRow.model_validate(row) for row in rows]
 
     async def community_entities(self, kb: str, community_ids: Sequence[str], limit: int) -> list[EntityRow]:
@@ -233,7 +233,7 @@ class SearchStore:
         degree, read from the node)."""
         if not community_ids or limit < 1:
             return []
-        rows = await self._store.read(
+        rows = await self._store.read_value(
             cy.MATCH_ENTITIES_OF_COMMUNITIES, kb=validate_kb_id(kb), ids=list(community_ids), limit=limit
         )
         return [EntityRow.model_validate(row) for row in rows]
@@ -247,7 +247,7 @@ class SearchStore:
         `reads_per_entity` the store yields (all of them below that)."""
         if not entity_ids or limit < 1:
             return []
-        rows = await self._store.read(
+        rows = await self._store.read_value(
             cy.MATCH_ENTITY_NEIGHBOURS,
             kb=validate_kb_id(kb),
             ids=list(entity_ids),
@@ -260,7 +260,7 @@ class SearchStore:
 
     async def community_reports(self, kb: str, vector: Sequence[float]) -> list[ReportRow]:
         """Every community report of the kb, by level then id, with its similarity to `vector`."""
-        rows = await self._store.read(cy.MATCH_COMMUNITY_REPORTS, kb=validate_kb_id(kb), vector=list(vector))
+        rows = await self._store.read_value(cy.MATCH_COMMUNITY_REPORTS, kb=validate_kb_id(kb), vector=list(vector))
         return [ReportRow.model_validate(row) for row in rows]
 
     async def community_chunks(
@@ -269,7 +269,7 @@ class SearchStore:
         """The enabled source chunks of each community, nearest to `vector` first, at most `per_community`."""
         if not community_ids or per_community < 1:
             return {}
-        rows = await self._store.read(
+        rows = await self._store.read_value(
             cy.MATCH_COMMUNITY_CHUNKS,
             kb=validate_kb_id(kb),
             ids=list(community_ids),

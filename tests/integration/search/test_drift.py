@@ -262,10 +262,10 @@ async def test_a_query_reads_the_details_of_each_vector_candidate_once(
     reads: list[tuple[str, str]] = []
 
     class RecordingStore(Neo4jStore):
-        async def read(self, query, **params):
+        async def read_value(self, query, **params):
             if query in details:
                 reads.extend((details[query], node_id) for node_id in params["ids"])
-            return await super().read(query, **params)
+            return await super().read_value(query, **params)
 
     store = RecordingStore(search_settings, module_store.driver)
     deps = query_deps(
