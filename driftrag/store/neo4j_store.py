@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import math
 import re
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, LiteralString, TypeVar
@@ -96,6 +97,11 @@ class Neo4jStore:
         self._database = settings.neo4j_database
         # Known down after a failure: later calls fail at once instead of each waiting on the driver.
         self.health = health or BackendHealth(settings.neo4j_health_probe_s)
+        # Per (vector index, kb): the share of an index's nearest nodes that the kb's searches last kept.
+        # A server holding several kbs (or copies of one corpus) would otherwise start every search too
+        # narrow and widen it: two or three index lookups where one suffices. A stale share only changes
+        # how wide the first lookup is, never what the search returns.
+        self._vector_shares: dict[tuple[str, str], float] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings, uri: str | None = None) -> Neo4jStore:
@@ -248,12 +254,13 @@ class Neo4jStore:
 
         The vector indexes are shared by all knowledge bases, so the search over-fetches, keeps the kb's
         nodes and, with `details` (a statement taking `$kb` and `$ids` and returning one record, a list of
-        rows), only those it returns a row for
-        (enabled chunks, valid entities…), read best first in slices until k are found; it widens (x4, or
-        to twice what the share kept so far says k needs, x16 when none was kept) while fewer than k
-        remain and the index has more, up to `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of
-        every vector search. `checked` holds the `details` rows (None: no row) of ids already read, by
-        an earlier search of the same query with the same statement and parameters; it is filled in.
+        rows), only those it returns a row for (enabled chunks, valid entities…), read best first in
+        slices until k are found. It starts as wide as the kb's last share of this index says k needs
+        (`_first_fetch`) and widens (x4, or to twice what the share kept so far says k needs, x16 when
+        none was kept) while fewer than k remain and the index has more, up to `_MAX_VECTOR_FETCH`
+        candidates: the one over-fetch loop of every vector search. `checked` holds the `details` rows
+        (None: no row) of ids already read, by an earlier search of the same query with the same
+        statement and parameters; it is filled in.
         """
         if index not in cy.VECTOR_INDEXES:
             raise ConfigurationError(f"unknown vector index {index!r}")
@@ -261,7 +268,7 @@ class Neo4jStore:
         if k < 1:
             return []
         query = [float(x) for x in vector]
-        fetch = min(k * _OVER_FETCH, _MAX_VECTOR_FETCH)
+        fetch = self._first_fetch(index, kb, k)
         checked = {} if checked is None else checked
         while True:
             rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=query, k=fetch, fetch=fetch)
@@ -272,8 +279,16 @@ class Neo4jStore:
                 kept = await self._detailed_hits(hits, k, details, checked, kb=kb, **params)
             # Fewer candidates than asked means the index has no more nodes.
             if len(kept) >= k or fetched < fetch or fetch >= _MAX_VECTOR_FETCH:
+                if fetched and len(hits) >= k:  # the kb's share among what was fetched, when it filled k
+                    self._vector_shares[(index, kb)] = len(hits) / fetched
                 return kept[:k]
             fetch = min(_next_fetch(fetch, len(kept), k), _MAX_VECTOR_FETCH)
+
+    def _first_fetch(self, index: str, kb: str, k: int) -> int:
+        """k x `_OVER_FETCH`, divided by the kb's last share in this index: the same margin over what
+        that share predicts k needs as a kb alone in the index gets."""
+        share = self._vector_shares.get((index, kb), 1.0)
+        return min(math.ceil(k * _OVER_FETCH / share), _MAX_VECTOR_FETCH)
 
     async def _detailed_hits(
         self,

