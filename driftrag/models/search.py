@@ -82,6 +82,15 @@ def community_source(row: CommunityRow, *, score: float | None = None, origin: s
     )
 
 
+class EntitySurroundings(_Row):
+    """What local search reads around its entities (`SearchStore.entity_surroundings`)."""
+
+    chunks: list[ChunkRow] = Field(default_factory=list, description="Enabled chunks mentioning them.")
+    communities: list[CommunityRow] = Field(default_factory=list, description="Their reported communities.")
+    among: list[RelationshipRow] = Field(default_factory=list, description="Relationships among them.")
+    outside: list[RelationshipRow] = Field(default_factory=list, description="Relationships to their neighbours.")
+
+
 class ReportRow(_Row):
     """A community report as global search reads it: its place in the hierarchy, its provenance chunks and
     how close its stored embedding is to the question."""

@@ -1,11 +1,11 @@
 """Local search: the question's nearest entities, and what the graph holds on them, answered from.
 
-Query embedding → top `local_top_k_entities` valid entities → (in parallel) the enabled chunks that
-mention them; the question's own chunk search (basic search's, `QUESTION_DEPTH` times deeper); the
-reported communities they belong to; the relationships among them and to their neighbours → all of it
-ranked by relevance to the question (rank fusion, `driftrag.search.ranking`) into a context within
-`local_context_tokens` that keeps every part (see `driftrag.search.context.local_context`) → an answer
-citing the ids of that context. DRIFT builds the local context of each follow-up from a vector it
+Query embedding → top `local_top_k_entities` valid entities → in one read, the enabled chunks that
+mention them, the reported communities they belong to, the relationships among them and to their
+neighbours; beside it, the question's own chunk search (basic search's, `QUESTION_DEPTH` times deeper)
+→ all of it ranked by relevance to the question (rank fusion, `driftrag.search.ranking`) into a context
+within `local_context_tokens` that keeps every part (see `driftrag.search.context.local_context`) → an
+answer citing the ids of that context. DRIFT builds the local context of each follow-up from a vector it
 embedded in a batch, and answers it within its own run.
 """
 
@@ -42,23 +42,25 @@ async def build_local_context(
     )
     try:
         entities = await store.search_entities(kb, question_vector, settings.local_top_k_entities, seen=seen)
-        ids = [entity.id for entity in entities]
-        chunks, similar, communities, among, outside = await asyncio.gather(
-            store.entity_chunks(kb, ids, MAX_CANDIDATE_CHUNKS, order="mentions"),
+        around, similar = await asyncio.gather(
+            store.entity_surroundings(
+                kb,
+                [entity.id for entity in entities],
+                chunk_limit=MAX_CANDIDATE_CHUNKS,
+                community_limit=MAX_CANDIDATE_COMMUNITIES,
+                relationship_limit=MAX_CANDIDATE_RELATIONSHIPS,
+            ),
             similar_chunks,
-            store.entity_communities(kb, ids, MAX_CANDIDATE_COMMUNITIES),
-            store.relationships_among(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
-            store.neighbour_relationships(kb, ids, MAX_CANDIDATE_RELATIONSHIPS),
         )
     finally:
         similar_chunks.cancel()  # a no-op once done; an entity search that failed leaves nothing running
     return local_context(
         question,
         entities,
-        among,
-        outside,
-        chunks,
-        communities,
+        around.among,
+        around.outside,
+        around.chunks,
+        around.communities,
         budget_tokens=settings.local_context_tokens,
         text_proportion=settings.local_text_proportion,
         community_proportion=settings.local_community_proportion,

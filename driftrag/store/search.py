@@ -16,6 +16,7 @@ from driftrag.models.search import (
     ChunkRow,
     CommunityRow,
     EntityRow,
+    EntitySurroundings,
     RelationshipRow,
     ReportRow,
     Source,
@@ -167,6 +168,34 @@ class SearchStore:
             scan=max(reads_per_entity, 1),
         )
         return [ChunkRow.model_validate(row) for row in rows]
+
+    async def entity_surroundings(
+        self,
+        kb: str,
+        entity_ids: Sequence[str],
+        *,
+        chunk_limit: int,
+        community_limit: int,
+        relationship_limit: int,
+        reads_per_entity: int = READS_PER_ENTITY,
+    ) -> EntitySurroundings:
+        """What local search reads around the entities, in one round trip: `entity_chunks` (by mentions),
+        `entity_communities`, `relationships_among` and `neighbour_relationships`, with the same rows."""
+        if not entity_ids:
+            return EntitySurroundings()
+        reads = max(reads_per_entity, 1)
+        record = await self._store.read_record(
+            cy.MATCH_ENTITY_SURROUNDINGS,
+            kb=validate_kb_id(kb),
+            ids=list(entity_ids),
+            chunk_limit=max(chunk_limit, 0),
+            pool=_CHUNK_POOL_FACTOR * max(chunk_limit, 0),
+            community_limit=max(community_limit, 0),
+            relationship_limit=max(relationship_limit, 0),
+            scan=reads,
+            pair_scan=_PAIR_FACTOR * reads,
+        )
+        return EntitySurroundings.model_validate(record)
 
     async def entity_communities(self, kb: str, entity_ids: Sequence[str], limit: int) -> list[CommunityRow]:
         """Reported communities the entities belong to (finest and ancestors), by rating then members."""

@@ -238,6 +238,28 @@ RETURN collect({id: r.id, source_id: s.id, source: s.name, target_id: t.id, targ
                 weight: coalesce(r.weight, 0.0)}) AS rows
 """
 
+
+def _limit_from(statement: str, parameter: str) -> str:
+    """`statement` with its `$limit` read from `$<parameter>`, so that reads of different limits can
+    share one statement."""
+    return statement.replace("$limit", "$" + parameter)
+
+
+# What local search reads around its entities, in one statement (one round trip instead of four): the
+# chunks that mention them (by mentions), their reported communities, the relationships among them and
+# those to their neighbours; each part as its own statement above returns it, with its own limit.
+MATCH_ENTITY_SURROUNDINGS = (
+    "CALL () {"
+    + _limit_from(MATCH_CHUNKS_BY_MENTIONS, "chunk_limit")
+    + "}\nWITH rows AS chunks\nCALL () {"
+    + _limit_from(MATCH_COMMUNITIES_OF_ENTITIES, "community_limit")
+    + "}\nWITH chunks, rows AS communities\nCALL () {"
+    + _limit_from(MATCH_RELATIONSHIPS_AMONG_ENTITIES, "relationship_limit")
+    + "}\nWITH chunks, communities, rows AS among\nCALL () {"
+    + _limit_from(MATCH_NEIGHBOUR_RELATIONSHIPS, "relationship_limit")
+    + "}\nRETURN chunks, communities, among, rows AS outside\n"
+)
+
 # --- entity search ----------------------------------------------------------------------------------------
 
 # Case-sensitive substring match of any of the names; exact matches first, then shorter names.

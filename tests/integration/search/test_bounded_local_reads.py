@@ -119,3 +119,23 @@ async def test_entity_neighbours_strongest_first_and_bounded(store, kb, hub_kb) 
     bounded = await search.entity_neighbours(kb, [hub.id], 100, reads_per_entity=4)
     assert 0 < len(bounded) <= 4
     assert [(-r.weight, r.name) for r in bounded] == sorted((-r.weight, r.name) for r in bounded)
+
+
+@pytest.mark.parametrize(("chunks", "relationships", "reads"), [(10, 100, 500), (1, 3, 500), (10, 100, 2)])
+async def test_entity_surroundings_read_at_once_what_the_four_reads_return(
+    store, kb, hub_kb, chunks: int, relationships: int, reads: int
+) -> None:
+    # Local search reads the four parts in one statement; each part keeps its own limit and bound.
+    search = SearchStore(store)
+    seeds = [hub_kb["small"].id, hub_kb["hub"].id, "not-an-entity"]
+    around = await search.entity_surroundings(
+        kb, seeds, chunk_limit=chunks, community_limit=5, relationship_limit=relationships, reads_per_entity=reads
+    )
+    assert around.chunks == await search.entity_chunks(kb, seeds, chunks, reads_per_entity=reads)
+    assert around.communities == await search.entity_communities(kb, seeds, 5)
+    assert around.among == await search.relationships_among(kb, seeds, relationships, reads_per_entity=reads)
+    assert around.outside == await search.neighbour_relationships(kb, seeds, relationships, reads_per_entity=reads)
+    assert around.chunks and around.among and around.outside
+    assert len(around.outside) == min(relationships, len(around.outside)) <= relationships
+    empty = await search.entity_surroundings(kb, [], chunk_limit=5, community_limit=5, relationship_limit=5)
+    assert empty.chunks == empty.communities == empty.among == empty.outside == []
