@@ -257,10 +257,10 @@ class Neo4jStore:
         rows), only those it returns a row for (enabled chunks, valid entities…), read best first in
         slices until k are found. It starts as wide as the kb's last share of this index says k needs
         (`_first_fetch`) and widens (x4, or to twice what the share kept so far says k needs, x16 when
-        none was kept) while fewer than k remain and the index has more, up to `_MAX_VECTOR_FETCH`
-        candidates: the one over-fetch loop of every vector search. `checked` holds the `details` rows
-        (None: no row) of ids already read, by an earlier search of the same query with the same
-        statement and parameters; it is filled in.
+        none was kept) while fewer than k remain and a wider lookup can bring more, up to
+        `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of every vector search. `checked` holds
+        the `details` rows (None: no row) of ids already read, by an earlier search of the same query
+        with the same statement and parameters; it is filled in.
         """
         if index not in cy.VECTOR_INDEXES:
             raise ConfigurationError(f"unknown vector index {index!r}")
@@ -270,6 +270,7 @@ class Neo4jStore:
         query = [float(x) for x in vector]
         fetch = self._first_fetch(index, kb, k)
         checked = {} if checked is None else checked
+        short = -1  # candidates of the last lookup that gave fewer than it asked for
         while True:
             rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=query, k=fetch, fetch=fetch)
             hits, fetched = rows[0]["rows"], rows[0]["fetched"]
@@ -277,11 +278,14 @@ class Neo4jStore:
                 kept = [({"id": hit["id"]}, hit["score"]) for hit in hits]
             else:
                 kept = await self._detailed_hits(hits, k, details, checked, kb=kb, **params)
-            # Fewer candidates than asked means the index has no more nodes.
-            if len(kept) >= k or fetched < fetch or fetch >= _MAX_VECTOR_FETCH:
+            # Fewer candidates than asked means either that the index has no more nodes or that deleted
+            # nodes it still holds took places (measured: 122 of 128 in an index of thousands): only a
+            # wider lookup that brings no more candidates shows the index is exhausted.
+            if len(kept) >= k or fetch >= _MAX_VECTOR_FETCH or fetched <= short:
                 if fetched and len(hits) >= k:  # the kb's share among what was fetched, when it filled k
                     self._vector_shares[(index, kb)] = len(hits) / fetched
                 return kept[:k]
+            short = fetched if fetched < fetch else -1
             fetch = min(_next_fetch(fetch, len(kept), k), _MAX_VECTOR_FETCH)
 
     def _first_fetch(self, index: str, kb: str, k: int) -> int:
