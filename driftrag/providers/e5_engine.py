@@ -11,66 +11,22 @@ The one approximation is GELU's tanh form (a difference below 5e-4 per activatio
 0.999999 to the erf form on Alice's chunks; the erf form costs a quarter of the forward pass in numpy).
 
 An `E5Engine` holds read-only arrays: any number of threads may encode with one engine at once; numpy
-releases the GIL inside its products. Each encode runs its products on one BLAS thread: a product split
-over several BLAS threads gives other low bits (5e-8 here) than one thread, and a vector must depend on
-its text alone; the cores are used by encoding texts in parallel threads instead (`EnginePool`).
+releases the GIL inside its products. Its products use the calling thread's BLAS threads: `EnginePool`
+runs it on threads whose BLAS has one.
 """
 
 from __future__ import annotations
 
-import ctypes
-import logging
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
-from threadpoolctl import threadpool_info
 
 from driftrag.providers.e5_weights import E5Weights, Layer, load_weights
-
-log = logging.getLogger(__name__)
 
 META = "\u2581"  # SentencePiece's word-start marker
 _SPACE_RUNS = re.compile(" {2,}")
 _GELU_C = np.float32(0.7978845608028654)  # sqrt(2 / pi)
 _GELU_A = np.float32(0.044715)
-
-
-class _OneBlasThread:
-    """Runs the calling thread's BLAS products on one thread (OpenBLAS's per-thread setting).
-
-    `openblas_set_num_threads_local` changes only the calling thread's count and returns the previous
-    one, so threads encoding at once and the rest of the process do not touch each other's setting (the
-    process-wide `openblas_set_num_threads`, set from a worker thread, did not hold for its products
-    here). With a BLAS without it, products keep the process's thread count.
-    """
-
-    def __init__(self) -> None:
-        self._set_local = None
-        for library in threadpool_info():
-            if library.get("internal_api") != "openblas":
-                continue
-            try:
-                function = ctypes.CDLL(library["filepath"]).openblas_set_num_threads_local
-            except (OSError, AttributeError):
-                continue
-            function.argtypes, function.restype = [ctypes.c_int], ctypes.c_int
-            self._set_local = function
-            break
-        if self._set_local is None:
-            log.debug("e5 engine: no OpenBLAS with per-thread counts; BLAS keeps the process's threads")
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        if self._set_local is None:
-            yield
-            return
-        previous = self._set_local(1)
-        try:
-            yield
-        finally:
-            self._set_local(previous)
 
 
 class E5Engine:
@@ -82,7 +38,6 @@ class E5Engine:
         self._longest_piece = max(len(piece) for piece in self._pieces)
         self._unknown_score = float(vocabulary.scores.min()) - 10.0
         self._window = self.weights.max_positions - 2  # content tokens beside <s> and </s>
-        self._one_blas_thread = _OneBlasThread()
 
     @property
     def dimension(self) -> int:
@@ -128,9 +83,8 @@ class E5Engine:
     def encode(self, texts: list[str], *, is_query: bool) -> np.ndarray:
         """(len(texts), hidden) float32 unit vectors; each text alone, so a vector never depends on its batch."""
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        with self._one_blas_thread():
-            for row, text in enumerate(texts):
-                out[row] = self._encode_one(_prefix(is_query) + text)
+        for row, text in enumerate(texts):
+            out[row] = self._encode_one(_prefix(is_query) + text)
         return out
 
     def _encode_one(self, text: str) -> np.ndarray:

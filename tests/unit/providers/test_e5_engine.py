@@ -74,12 +74,13 @@ def _blas_threads() -> list[int]:
     return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
 
 
-def test_the_pool_gives_one_thread_vectors_and_the_blas_threads_back(engine: E5Engine) -> None:
-    # The process lets BLAS use 2 threads; two batches at once from two threads each run on the pool's
-    # threads. Vectors made over two BLAS threads would differ in their low bits from these.
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_pool_gives_one_thread_vectors_whatever_the_process_set(engine: E5Engine, workers: int) -> None:
+    # The process lets BLAS use 2 threads; two batches at once from two threads, and single texts, run
+    # on the pool's threads. Vectors made over two BLAS threads would differ in their low bits.
     with threadpool_limits(limits=1, user_api="blas"):
         expected = engine.encode(TEXTS, is_query=False)
-    pool = EnginePool(2, engine_factory=lambda: engine)
+    pool = EnginePool(workers, engine_factory=lambda: engine)
     results: list[np.ndarray] = []
     with threadpool_limits(limits=2, user_api="blas"):
         threads = [
@@ -89,18 +90,10 @@ def test_the_pool_gives_one_thread_vectors_and_the_blas_threads_back(engine: E5E
             thread.start()
         for thread in threads:
             thread.join()
+        single = pool.encode(TEXTS[:1], is_query=False)
         pool.close()
         assert len(results) == 2
         assert all(np.array_equal(result, expected) for result in results)
-        assert set(_blas_threads()) == {2}  # the process's own setting is untouched
-
-
-def test_a_vector_does_not_depend_on_the_blas_threads_the_process_set(engine: E5Engine) -> None:
-    # A product over two BLAS threads has other low bits than over one: the engine always uses one.
-    texts = ["who is the Queen of Hearts?", LONG]
-    with threadpool_limits(limits=2, user_api="blas"):
-        many = engine.encode(texts, is_query=True)
-        assert set(_blas_threads()) == {2}  # the calling thread's count is given back
-    with threadpool_limits(limits=1, user_api="blas"):
-        one = engine.encode(texts, is_query=True)
-    assert np.array_equal(many, one)
+        assert np.array_equal(single[0], expected[0])
+        # Left at one (numpy's OpenBLAS has no per-thread count, and raising it again costs the engine).
+        assert set(_blas_threads()) == {1}
