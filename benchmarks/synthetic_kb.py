@@ -42,7 +42,6 @@ from driftrag.models.graph import (
     MergedEntity,
     MergedRelationship,
     SourceDocument,
-    pmi,
     stable_hash,
 )
 from driftrag.settings import Settings
@@ -237,7 +236,6 @@ def merged_entities(graph: SyntheticGraph, start: int, stop: int) -> list[Merged
 
 
 def merged_relationships(graph: SyntheticGraph, rel_ids: list[str], start: int, stop: int) -> list[MergedRelationship]:
-    total = graph.n_chunks
     rows = []
     for k in range(start, stop):
         s, t = int(graph.sources[k]), int(graph.targets[k])
@@ -251,7 +249,6 @@ def merged_relationships(graph: SyntheticGraph, rel_ids: list[str], start: int, 
                 descriptions=[relationship_sentence(graph, k)],
                 weight=float(graph.strengths[k]),
                 source_chunk_ids=[graph.chunk_ids[graph.chunks[k]]],
-                pmi=pmi(1, int(graph.chunk_count[s]), int(graph.chunk_count[t]), total),
             )
         )
     return rows
@@ -325,6 +322,7 @@ async def load(args: argparse.Namespace) -> None:
             )
             if start and start % 200_000 == 0:
                 print(f"    {start:,} relationships", flush=True)
+        await stores.graph.set_pmi_chunks(kb, graph.n_chunks)  # every chunk's checkpoint is an extraction
         stage("relationships", started)
 
         started = time.monotonic()

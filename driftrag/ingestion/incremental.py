@@ -16,7 +16,8 @@ chunks extracted can change, and with them the alias groups they belong to. So t
    merge the entity the store already folded it into;
 4. summarises what changed (reusing summaries by description hash), writes the re-merged entities
    and the relationships with an end among them, and deletes those that are no longer derived;
-5. recomputes every relationship's PMI, as the number of extracted chunks N enters all of them.
+5. records the new number of extracted chunks N: PMIs are read from it and the stored chunk counts,
+   so the N that enters every PMI is one write (`GraphStore.set_pmi_chunks`).
 
 It returns what it changed (`LayerChange`), never the whole layer: the kb-wide steps after it
 (communities, reports, vectors: `community_refresh`) read the store in pages and batches.
@@ -193,7 +194,7 @@ async def update_after_delete(
     old_relationships = await graph.relationships_of(kb, sorted(old_entities))
     touched = _touched_relationships(removed, holder) | _regrouped_relationships(derived, entities, stored)
     # The other relationships of the re-merged entities (a hub's thousands) have the same chunks,
-    # descriptions and weight as stored; only their PMI may change, which step 5 rewrites.
+    # descriptions and weight as stored; only their PMI changes, and it is read from the counts (step 5).
     relationships = [r for r in derived if r.id in touched or r.id not in old_relationships]
     merged = MergeResult(entities=entities, relationships=relationships)
     merge_done = time.perf_counter()
@@ -211,11 +212,11 @@ async def update_after_delete(
         previous_sources,
     )
     write_done = time.perf_counter()
-    rescored = await graph.refresh_pmi(kb, total_chunks)
+    await graph.set_pmi_chunks(kb, total_chunks)
     await graph.mark_entity_layer_current(kb)
     log.info(
         "incremental entity layer: %d keys re-merged from %d chunks (read %.1f s, merge %.1f s, "
-        "summaries and write %.1f s: %d entities, %d relationships), %d PMIs rewritten %.1f s",
+        "summaries and write %.1f s: %d entities, %d relationships), N of the PMIs %d %.1f s",
         len(affected_keys),
         len(outcomes),
         read_done - started,
@@ -223,7 +224,7 @@ async def update_after_delete(
         write_done - merge_done,
         len(merged.entities),
         len(merged.relationships),
-        rescored,
+        total_chunks,
         time.perf_counter() - write_done,
     )
     return LayerChange(

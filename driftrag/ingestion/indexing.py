@@ -151,7 +151,7 @@ async def derive_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCa
 
 
 async def write_entity_layer(deps: IngestionDeps, kb: str, merged: MergeResult) -> None:
-    await deps.graph.replace_entity_layer(kb, merged.entities, merged.relationships)
+    await deps.graph.replace_entity_layer(kb, merged.entities, merged.relationships, total_chunks=merged.total_chunks)
 
 
 async def rebuild_communities(

@@ -239,6 +239,7 @@ def merge_by_name(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
         entities=sorted(entities, key=lambda e: e.id),
         relationships=sorted(relationships, key=lambda r: r.id),
         warnings=[f"{n} {what} dropped" for what, n in sorted(warnings.items())],
+        total_chunks=total_chunks,
     )
 
 
@@ -255,7 +256,7 @@ def fold_aliases(merged: MergeResult, total_chunks: int, plan: AliasPlan | None 
     if plan is None:
         plan = plan_aliases({entity.normalised_name: entity.type for entity in merged.entities})
     if not plan.canonical and not plan.address:
-        return merged
+        return merged.model_copy(update={"total_chunks": total_chunks})
     new_id: dict[str, str | None] = {}
     for entity in merged.entities:
         key = plan.resolve(entity.normalised_name)
@@ -326,6 +327,7 @@ def fold_aliases(merged: MergeResult, total_chunks: int, plan: AliasPlan | None 
         entities=sorted(folded.values(), key=lambda e: e.id),
         relationships=sorted(rescored, key=lambda r: r.id),
         warnings=[*merged.warnings, *(f"{n} {what} dropped" for what, n in sorted(warnings.items()))],
+        total_chunks=total_chunks,
     )
 
 

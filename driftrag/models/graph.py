@@ -195,6 +195,7 @@ class MergeResult(_Model):
     entities: list[MergedEntity] = Field(default_factory=list)
     relationships: list[MergedRelationship] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    total_chunks: int = Field(default=0, ge=0, description="N of the PMIs: the extracted chunks merged.")
 
 
 class StoredEntityKey(_Model):

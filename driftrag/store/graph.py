@@ -28,7 +28,6 @@ from driftrag.models.graph import (
     RelationshipEdgePage,
     StoredEntityKey,
     StoredState,
-    pmi,
     stable_hash,
 )
 from driftrag.store.cypher import graph as cy
@@ -39,8 +38,6 @@ from driftrag.store.neo4j_store import Neo4jStore
 # Rows per write transaction: large enough that a million-relationship load is not dominated by round
 # trips, small enough to keep one transaction well inside the default 1 GiB heap.
 _BATCH = 2000
-# Rows per PMI write: one small property each.
-_PMI_BATCH = 10_000
 # What a checkpoint that was neither failed nor skipped holds (see `cy.COUNT_EXTRACTED_CHUNKS`).
 _NOT_SKIPPED = '"skipped_reason":null'
 
@@ -172,15 +169,27 @@ class GraphStore:
         }
 
     async def replace_entity_layer(
-        self, kb: str, entities: Sequence[MergedEntity], relationships: Sequence[MergedRelationship]
+        self,
+        kb: str,
+        entities: Sequence[MergedEntity],
+        relationships: Sequence[MergedRelationship],
+        *,
+        total_chunks: int,
     ) -> None:
-        """Write the merged entities and relationships and remove what is no longer derived."""
+        """Write the merged entities and relationships and remove what is no longer derived;
+        `total_chunks`: the N their PMIs are read with (`set_pmi_chunks`)."""
         validate_kb_id(kb)
         await self.upsert_entities(kb, entities)
         await self._store.run_in_transactions(cy.DELETE_STALE_ENTITIES, kb=kb, keep=[e.id for e in entities])
         await self._store.write(cy.DELETE_STALE_MENTIONS, kb=kb)
         await self.upsert_relationships(kb, relationships)
         await self._store.write(cy.DELETE_STALE_RELATIONSHIPS, kb=kb, keep=[r.id for r in relationships])
+        await self.set_pmi_chunks(kb, total_chunks)
+
+    async def set_pmi_chunks(self, kb: str, total_chunks: int) -> None:
+        """Record N, the extracted chunks of the entity layer as written. PMIs are read from it and the
+        stored chunk counts (`cy.PMI_EXPRESSION`), so a change of N rewrites no relationship."""
+        await self._store.write(cy.SET_KB_PMI_CHUNKS, kb=validate_kb_id(kb), total_chunks=total_chunks)
 
     async def upsert_entities(self, kb: str, entities: Sequence[MergedEntity]) -> None:
         """Create or update entities and MERGE their `MENTIONS` from their source chunks, in batches
@@ -428,20 +437,6 @@ class GraphStore:
         others = [{"id": e.id} for e in entities if e.id not in previous]
         await self._write_batches(cy.DELETE_STALE_MENTIONS_OF, kb, others)
         await self.upsert_relationships(kb, relationships)
-
-    async def refresh_pmi(self, kb: str, total_chunks: int, page_size: int = 50_000) -> int:
-        """Recompute every relationship's PMI from the stored chunk lists and N, write those that differ;
-        returns how many were written. N enters every PMI, so a delete changes all of them."""
-        validate_kb_id(kb)
-        changed = []
-        async for ids, pair, source, target, stored in self._pages(cy.MATCH_PMI_INPUTS_PAGE, kb, page_size):
-            for rel_id, n_ab, n_a, n_b, old in zip(ids, pair, source, target, stored, strict=True):
-                value = pmi(n_ab, n_a, n_b, total_chunks)
-                if value != old:
-                    changed.append({"id": rel_id, "pmi": value})
-        for start in range(0, len(changed), _PMI_BATCH):
-            await self._store.write(cy.SET_RELATIONSHIP_PMI, kb=kb, rows=changed[start : start + _PMI_BATCH])
-        return len(changed)
 
     async def entity_layer(self, kb: str, page_size: int = 20_000) -> MergeResult:
         """The stored entities and relationships as the merge that wrote them, read in keyset pages."""

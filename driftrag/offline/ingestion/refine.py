@@ -77,7 +77,9 @@ def refine_graph(
         warnings.append(f"{dropped_orphans} relationships of dropped entities dropped")
     if dropped_rare:
         warnings.append(f"{dropped_rare} relationships co-occurring fewer than {min_cooccurrences} times dropped")
-    return MergeResult(entities=entities, relationships=relationships, warnings=warnings)
+    return MergeResult(
+        entities=entities, relationships=relationships, warnings=warnings, total_chunks=merged.total_chunks
+    )
 
 
 class OfflineGraphRefiner:

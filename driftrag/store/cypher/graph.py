@@ -14,6 +14,19 @@ ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_marker
 SET k.extract_config = $extract_config
 """
 
+# PMIs are not stored: each is read from the `source_count` markers of the relationship and its ends
+# (markers.py) and the kb's `pmi_chunks`, the N of the entity layer last written. So a change of N
+# (every delete) rewrites no relationship. A graph written before N was kept (no `pmi_chunks`) shows
+# the PMI stored on its relationships until its entity layer is written again. Needs `k`, `s`, `r`, `t`.
+PMI_EXPRESSION = """CASE WHEN k.pmi_chunks > 0 AND r.source_count > 0 AND s.source_count > 0 AND t.source_count > 0
+  THEN log(toFloat(r.source_count) * k.pmi_chunks / (toFloat(s.source_count) * t.source_count)) / log(2)
+  ELSE r.pmi END"""
+
+SET_KB_PMI_CHUNKS = """
+MATCH (k:__KnowledgeBase__ {kb: $kb})
+SET k.pmi_chunks = $total_chunks
+"""
+
 MATCH_KB = """
 MATCH (k:__KnowledgeBase__ {kb: $kb})
 RETURN k.extract_config AS extract_config, k.graph_enabled AS graph_enabled, k.graph_stale AS graph_stale,
@@ -144,7 +157,8 @@ MATCH (t:__Entity__ {kb: $kb, id: row.target_id})
 MERGE (s)-[r:RELATED {id: row.id}]->(t)
 SET r.kb = $kb, r.type = row.type, r.original_types = row.original_types, r.descriptions = row.descriptions,
     r.descriptions_hash = row.descriptions_hash, r.summary = row.summary, r.description = row.description,
-    r.weight = row.weight, r.pmi = row.pmi, r.source_chunk_ids = row.source_chunk_ids
+    r.weight = row.weight, r.source_chunk_ids = row.source_chunk_ids
+REMOVE r.pmi
 SET """
     + RELATIONSHIP_MARKERS_SET
     + """
@@ -320,24 +334,6 @@ MATCH (:__Entity__ {kb: $kb})-[r:RELATED {id: row.id}]->(:__Entity__)
 DELETE r
 """
 
-# The PMI's inputs of every relationship, in keyset pages of columns (as for community detection).
-# The list lengths come from the `source_count` markers every write keeps (markers.py): reading a
-# hub's list of tens of thousands of ids once per relationship made a page of 50k take 12 s.
-MATCH_PMI_INPUTS_PAGE = """
-MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
-WHERE r.id > $after AND r.kb = $kb
-WITH r, s, t ORDER BY r.kb, r.id LIMIT $limit
-RETURN [collect(r.id), collect(coalesce(r.source_count, size(r.source_chunk_ids))),
-        collect(coalesce(s.source_count, size(s.source_chunk_ids))),
-        collect(coalesce(t.source_count, size(t.source_chunk_ids))), collect(r.pmi)] AS columns
-"""
-
-SET_RELATIONSHIP_PMI = """
-UNWIND $rows AS row
-MATCH (:__Entity__ {kb: $kb})-[r:RELATED {id: row.id}]->(:__Entity__)
-SET r.pmi = row.pmi
-"""
-
 MATCH_ENTITIES_PAGE = """
 MATCH (e:__Entity__ {kb: $kb})
 WHERE e.id > $after
@@ -363,21 +359,31 @@ RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summar
 """
 
 # `r.kb` and `r.id` seek the (kb, id) index of RELATED.
-MATCH_RELATIONSHIPS_BY_ID = """
+MATCH_RELATIONSHIPS_BY_ID = (
+    """
+OPTIONAL MATCH (k:__KnowledgeBase__ {kb: $kb})
 UNWIND $ids AS id
 MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
 WHERE r.kb = $kb AND r.id = id
 RETURN [r.id, s.id, t.id, r.type, coalesce(r.original_types, []), r.descriptions, r.weight,
-        CASE WHEN $sources THEN coalesce(r.source_chunk_ids, []) ELSE [] END, r.summary, r.pmi] AS row
+        CASE WHEN $sources THEN coalesce(r.source_chunk_ids, []) ELSE [] END, r.summary, """
+    + PMI_EXPRESSION
+    + """] AS row
 """
+)
 
-MATCH_RELATIONSHIPS_PAGE = """
+MATCH_RELATIONSHIPS_PAGE = (
+    """
 MATCH (s:__Entity__)-[r:RELATED]->(t:__Entity__)
 WHERE r.id > $after AND r.kb = $kb
 WITH r, s, t ORDER BY r.kb, r.id LIMIT $limit
+OPTIONAL MATCH (k:__KnowledgeBase__ {kb: $kb})
 RETURN collect([r.id, s.id, t.id, r.type, coalesce(r.original_types, []), r.descriptions, r.weight,
-                coalesce(r.source_chunk_ids, []), r.summary, r.pmi]) AS rows
+                coalesce(r.source_chunk_ids, []), r.summary, """
+    + PMI_EXPRESSION
+    + """]) AS rows
 """
+)
 
 # --- embeddings bookkeeping -----------------------------------------------------------------------------
 
@@ -441,12 +447,17 @@ RETURN e.id AS id, e.name AS name, e.type AS type, e.descriptions AS description
 ORDER BY e.id
 """
 
-MATCH_RELATIONSHIPS = """
+MATCH_RELATIONSHIPS = (
+    """
+OPTIONAL MATCH (k:__KnowledgeBase__ {kb: $kb})
 MATCH (s:__Entity__ {kb: $kb})-[r:RELATED]->(t:__Entity__)
 RETURN r.id AS id, s.id AS source_id, t.id AS target_id, r.type AS type, r.descriptions AS descriptions,
-       r.summary AS summary, r.source_chunk_ids AS source_chunk_ids, r.pmi AS pmi
+       r.summary AS summary, r.source_chunk_ids AS source_chunk_ids, """
+    + PMI_EXPRESSION
+    + """ AS pmi
 ORDER BY r.id
 """
+)
 
 MATCH_COMMUNITIES = """
 MATCH (c:__Community__ {kb: $kb})

@@ -7,6 +7,8 @@ and scope filtering (both ends shown, both in the community) happens in Python o
 keeps these statements linear in the size of what they read.
 """
 
+from driftrag.store.cypher.graph import PMI_EXPRESSION
+
 # The kb must exist; `chunks` (valid chunks that could mention entities) is the N of the fallback PMI.
 MATCH_VIEW_KB = """
 MATCH (k:__KnowledgeBase__ {kb: $kb})
@@ -43,26 +45,36 @@ RETURN e.id AS id, e.name AS name, e.type AS type, coalesce(e.aliases, []) AS al
 ORDER BY id
 """
 
-# `pmi` is null on graphs written before relationships carried it; the caller falls back.
-MATCH_VIEW_RELATIONSHIPS = """
+# `pmi` is null on graphs written before relationships carried one; the caller falls back.
+MATCH_VIEW_RELATIONSHIPS = (
+    """
+OPTIONAL MATCH (k:__KnowledgeBase__ {kb: $kb})
 MATCH (s:__Entity__ {kb: $kb})-[r:RELATED]->(t:__Entity__ {kb: $kb})
-WITH s, r, t, size([cid IN coalesce(r.source_chunk_ids, [])
+WITH k, s, r, t, size([cid IN coalesce(r.source_chunk_ids, [])
                     WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }]) AS sources
 WHERE sources > 0
 RETURN r.id AS id, s.id AS source_id, t.id AS target_id, r.type AS type, coalesce(r.weight, 0.0) AS weight,
-       r.pmi AS pmi, sources AS source_chunks, size(coalesce(r.source_chunk_ids, [])) AS listed_source_chunks
+       """
+    + PMI_EXPRESSION
+    + """ AS pmi, sources AS source_chunks, size(coalesce(r.source_chunk_ids, [])) AS listed_source_chunks
 ORDER BY id
 """
+)
 
 # Outgoing relationships of the listed entities; the caller keeps those whose target is listed too.
-MATCH_VIEW_RELATIONSHIPS_FROM = """
+MATCH_VIEW_RELATIONSHIPS_FROM = (
+    """
+OPTIONAL MATCH (k:__KnowledgeBase__ {kb: $kb})
 UNWIND $ids AS entity_id
 MATCH (s:__Entity__ {kb: $kb, id: entity_id})-[r:RELATED]->(t:__Entity__ {kb: $kb})
-WITH DISTINCT s, r, t
-WITH s, r, t, size([cid IN coalesce(r.source_chunk_ids, [])
+WITH DISTINCT k, s, r, t
+WITH k, s, r, t, size([cid IN coalesce(r.source_chunk_ids, [])
                     WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }]) AS sources
 WHERE sources > 0
 RETURN r.id AS id, s.id AS source_id, t.id AS target_id, r.type AS type, coalesce(r.weight, 0.0) AS weight,
-       r.pmi AS pmi, sources AS source_chunks, size(coalesce(r.source_chunk_ids, [])) AS listed_source_chunks
+       """
+    + PMI_EXPRESSION
+    + """ AS pmi, sources AS source_chunks, size(coalesce(r.source_chunk_ids, [])) AS listed_source_chunks
 ORDER BY id
 """
+)

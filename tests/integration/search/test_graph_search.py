@@ -69,7 +69,7 @@ async def write_graph(
             for i, chunk_id in enumerate(chunk_ids)
         ]
         await writer.upsert_document(document, chunks)
-    await GraphStore(store).replace_entity_layer(kb, entities, relationships)
+    await GraphStore(store).replace_entity_layer(kb, entities, relationships, total_chunks=0)
 
 
 @pytest.fixture

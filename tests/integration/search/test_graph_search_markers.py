@@ -114,12 +114,12 @@ async def test_markers_follow_document_delete_and_reingest(
     document = SourceDocument(id="document-two", kb=kb, title="document-two", text="x", content_hash="document-two")
     chunk = Chunk(id="chunk-2a", document_id="document-two", index=0, text="c", n_tokens=1, start_char=0, end_char=1)
     await DocumentWriter(store).upsert_document(document, [chunk])
-    await graph.replace_entity_layer(kb, [queen, knave], relationships)
+    await graph.replace_entity_layer(kb, [queen, knave], relationships, total_chunks=0)
     await assert_markers_true(store, kb)
     assert await search_names(store, neo4j_settings, kb, "Kna") == ["Knave", "Queen"]
 
     # A rebuild that no longer lists a chunk for an entity makes it invalid; its relationship follows.
-    await graph.replace_entity_layer(kb, [queen, entity("Knave", "chunk-gone")], relationships)
+    await graph.replace_entity_layer(kb, [queen, entity("Knave", "chunk-gone")], relationships, total_chunks=0)
     await assert_markers_true(store, kb)
     assert await search_names(store, neo4j_settings, kb, "Queen") == ["Queen"]
 

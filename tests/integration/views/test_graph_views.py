@@ -58,7 +58,6 @@ SOURCES = {
     "Lonely": ["chunk-1a"],
     "Ghost": ["chunk-gone"],
 }
-PMI_FIELD = "pmi" in MergedRelationship.model_fields
 
 
 def eid(name: str) -> str:
@@ -100,7 +99,10 @@ def relationships(**extra_by_pair) -> list[MergedRelationship]:
     ]
 
 
-async def write_graph(store: Neo4jStore, kb: str, rels: Sequence[MergedRelationship] | None = None) -> None:
+async def write_graph(
+    store: Neo4jStore, kb: str, rels: Sequence[MergedRelationship] | None = None, *, total_chunks: int = 0
+) -> None:
+    """The test graph; `total_chunks` 0 writes it as a graph that keeps no N (its PMIs are estimated)."""
     writer = DocumentWriter(store)
     for document_id, chunk_ids in DOCUMENTS.items():
         document = SourceDocument(id=document_id, kb=kb, title=document_id, text="x", content_hash=document_id)
@@ -114,7 +116,7 @@ async def write_graph(store: Neo4jStore, kb: str, rels: Sequence[MergedRelations
         for name, sources in SOURCES.items()
     ]
     graph = GraphStore(store)
-    await graph.replace_entity_layer(kb, entities, relationships() if rels is None else rels)
+    await graph.replace_entity_layer(kb, entities, relationships() if rels is None else rels, total_chunks=total_chunks)
     communities = [
         Community(
             id="community-0-0",
@@ -195,15 +197,28 @@ async def test_pmi_falls_back_to_chunk_counts_when_not_stored(store: Neo4jStore,
     assert rels["Queen", "Hatter"]["type"] == "RELATED_TO"
 
 
-@pytest.mark.skipif(not PMI_FIELD, reason="MergedRelationship has no pmi field yet")
-async def test_a_stored_pmi_is_used_as_is(store: Neo4jStore, kb: str, schema: None) -> None:
-    await write_graph(store, kb, relationships(**{"Alice-Rabbit": {"pmi": 2.5}}))
+async def test_the_pmi_comes_from_the_stored_counts_and_the_kbs_n(store: Neo4jStore, kb: str, schema: None) -> None:
+    await write_graph(store, kb, total_chunks=12)
+    graph, views = GraphStore(store), GraphViewStore(store)
 
-    rels = edges(await GraphViewStore(store).read_view(kb))
+    rels = edges(await views.read_view(kb))
 
-    assert (rels["Alice", "Rabbit"]["pmi"], rels["Alice", "Rabbit"]["pmi_estimated"]) == (2.5, False)
-    # Relationships written without one (older graphs) still fall back, each on its own.
-    assert rels["Queen", "Hatter"]["pmi_estimated"] is True
+    # log2(n_ab * N / (n_a * n_b)) over the listed chunks as written, N = 12: not the estimate over
+    # enabled chunks (N = 3), and the unlisted chunk of Cat - Hatter counts as listed.
+    assert rels["Alice", "Rabbit"]["pmi"] == pytest.approx(math.log2(2 * 12 / (3 * 2)))
+    assert rels["Queen", "Hatter"]["pmi"] == pytest.approx(math.log2(12))
+    assert not any(r["pmi_estimated"] for r in rels.values())
+    stored = {r.id: r.pmi for r in (await graph.entity_layer(kb)).relationships}
+    assert stored[rid("Alice", "Rabbit")] == pytest.approx(math.log2(2 * 12 / (3 * 2)))
+    assert stored[rid("Cat", "Hatter")] == pytest.approx(math.log2(1 * 12 / (1 * 1)))
+
+    # A new N (a delete) changes every PMI by the same log2(N' / N), with no relationship rewritten.
+    await graph.set_pmi_chunks(kb, 24)
+    again = edges(await views.read_view(kb))
+    assert again["Alice", "Rabbit"]["pmi"] == pytest.approx(rels["Alice", "Rabbit"]["pmi"] + 1.0)
+    assert again["Queen", "Hatter"]["pmi"] == pytest.approx(rels["Queen", "Hatter"]["pmi"] + 1.0)
+    layer = {r.id: r.pmi for r in (await graph.relationships_by_id(kb, list(stored)))}
+    assert layer == pytest.approx({rel_id: value + 1.0 for rel_id, value in stored.items()})
 
 
 async def test_community_view_holds_its_members_and_the_relationships_between_them(
@@ -262,7 +277,7 @@ async def test_disabled_chunks_stop_vouching_for_entities_and_relationships(stor
 
 async def test_a_kb_without_entities_gives_an_empty_view(store: Neo4jStore, kb: str, schema: None) -> None:
     await write_graph(store, kb, rels=[])
-    await GraphStore(store).replace_entity_layer(kb, [], [])
+    await GraphStore(store).replace_entity_layer(kb, [], [], total_chunks=0)
 
     view = await GraphViewStore(store).read_view(kb)
 
