@@ -63,15 +63,17 @@ class ResponseCache:
             return None
 
     def put(self, key: str, value: CachedResponse) -> None:
-        """Write to a temporary file in the same folder, then rename: readers never see a partial entry."""
+        """Write to a temporary file in the same folder, then rename: readers never see a partial entry.
+
+        Not fsynced: a killed process leaves the rename complete or not done, and what an OS crash could
+        leave (an empty or cut entry) reads as a miss. An fsync per model call waited for the disk
+        before the caller got its answer (several ms each, tens while the disk is busy)."""
         target = self.path_for(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{key[:8]}-", suffix=_TEMP_SUFFIX)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(value.model_dump_json().encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
             os.replace(temp_name, target)
         except BaseException:
             Path(temp_name).unlink(missing_ok=True)

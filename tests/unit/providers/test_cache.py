@@ -64,6 +64,22 @@ def test_corrupt_or_foreign_entry_is_a_miss(tmp_path: Path) -> None:
     assert cache.get(key) is not None
 
 
+def test_put_does_not_wait_for_the_disk_and_an_empty_entry_is_a_miss(tmp_path: Path, monkeypatch) -> None:
+    # An entry needs no fsync: what an OS crash could leave behind (an empty or cut file) is only a miss.
+    def no_fsync(fd: int) -> None:
+        raise AssertionError("put called fsync")
+
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    cache = ResponseCache(tmp_path)
+    key = _key()
+    entry = CachedResponse(text="durable enough", prompt_tokens=4, completion_tokens=3)
+    cache.put(key, entry)
+    assert cache.get(key) == entry
+
+    cache.path_for(key).write_bytes(b"")
+    assert cache.get(key) is None
+
+
 async def test_async_access(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     entry = CachedResponse(text="async", prompt_tokens=2, completion_tokens=2)
