@@ -11,6 +11,7 @@ from driftrag.search.graph_search import (
     FieldCutter,
     GraphSearchRequest,
     GraphSearchResponse,
+    TruncatedField,
     build_response,
     parse_request,
 )
@@ -75,7 +76,9 @@ def test_field_cutter_records_each_cut() -> None:
     assert cutter.text("e1", "description", "longer text") == "longe"
     assert cutter.texts("e1", "attributes", ["abcdefg", "ok", "dropped"]) == ["abcde", "ok"]
     assert cutter.items("e1", "source_chunk_ids", ["a", "b"]) == ["a", "b"]
-    assert [(f.field, f.original_length, f.returned_length) for f in cutter.fields] == [
+    assert [
+        (f.field, f.original_length, f.returned_length) for f in map(TruncatedField.model_validate, cutter.fields)
+    ] == [
         ("description", 11, 5),
         ("attributes", 3, 2),
         ("attributes[0]", 7, 5),
@@ -89,9 +92,10 @@ def test_source_ids_have_their_own_cap_and_report_the_stored_count() -> None:
     # Fewer valid ids than stored, all shown: nothing was cut from what the store could show.
     assert cutter.sources("e2", ["c1"], stored=5) == ["c1"]
     assert cutter.items("e1", "attributes", ["a", "b", "c"]) == ["a", "b", "c"]
-    assert [(f.owner_id, f.field, f.original_length, f.returned_length) for f in cutter.fields] == [
-        ("e1", "source_chunk_ids", 40, 2)
-    ]
+    assert [
+        (f.owner_id, f.field, f.original_length, f.returned_length)
+        for f in map(TruncatedField.model_validate, cutter.fields)
+    ] == [("e1", "source_chunk_ids", 40, 2)]
 
 
 def test_build_response_dedups_and_keeps_seed_ranks() -> None:
