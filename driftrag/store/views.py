@@ -12,10 +12,11 @@ GraphML) turn it into pictures and files without touching Neo4j.
   counted before any cap, so a capped view still ranks entities by their real connectivity.
 - `max_nodes` keeps the highest-degree entities (ties: more mentions, then name, then id) and the
   relationships between kept entities; `truncated` and the `*_total` counts say what was cut.
-- `pmi` is the relationship's stored PMI when the graph has one; on graphs written before
-  relationships carried it, it is computed here from chunk counts: log2(n_ab · N / (n_a · n_b)),
-  n_ab = the relationship's valid source chunks, n_a and n_b = the endpoints' `mentions`, N = the
-  kb's enabled chunks that could be extracted (`pmi_estimated` is then true).
+- `pmi` is the relationship's PMI as the entity layer was written (read from its stored chunk counts
+  and the kb's N, `cypher.graph.PMI_EXPRESSION`); on graphs that keep none (written before PMIs or
+  their N were kept), it is computed here from chunk counts: log2(n_ab · N / (n_a · n_b)), n_ab = the
+  relationship's valid source chunks, n_a and n_b = the endpoints' `mentions`, N = the kb's enabled
+  chunks that could be extracted (`pmi_estimated` is then true).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class ViewRelationship(_Model):
     type: str | None = None
     weight: float = Field(ge=0, description="Summed per-chunk strengths, as stored.")
     pmi: float
-    pmi_estimated: bool = Field(description="True when the graph stores no PMI and it was computed from counts.")
+    pmi_estimated: bool = Field(description="True when the graph keeps no PMI and it was computed from counts.")
     source_chunks: int = Field(ge=0, description="Valid (existing, enabled) source chunks.")
     listed_source_chunks: int = Field(ge=0, description="Every source chunk id listed, valid or not.")
 

@@ -45,7 +45,7 @@ RETURN e.id AS id, e.name AS name, e.type AS type, coalesce(e.aliases, []) AS al
 ORDER BY id
 """
 
-# `pmi` is null on graphs written before relationships carried one; the caller falls back.
+# `pmi` is null on graphs that keep none (written before PMIs or their N were kept); the caller falls back.
 MATCH_VIEW_RELATIONSHIPS = (
     """
 OPTIONAL MATCH (k:__KnowledgeBase__ {kb: $kb})
