@@ -14,9 +14,12 @@ Microsoft GraphRAG: a one-entity community would cost a report call and say noth
 summary does not. The graph given to Leiden is undirected: weights of both directions of a pair and
 of its several relationship types are summed; self-loops are ignored.
 
-Determinism: edges are sorted, the seed is fixed, and ids are `community-<level>-<n>` with n the rank
-of the community's sorted member list at its level, so the same graph always yields the same ids,
-whatever numbering Leiden uses internally.
+Determinism: edges are sorted, the seed is fixed, and ids are `community-<level>-<digest>` with the
+digest of the community's least member id (a level's communities are disjoint, so it is unique at
+its level): the same graph always yields the same ids, whatever numbering Leiden uses internally. An
+id does not depend on the other communities either, so after a small change of the graph (a
+delete), a community Leiden draws again as it was keeps its id, and with it its stored report
+(`community_refresh`); ids numbered by rank shifted for nearly every community after any change.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import graspologic_native as gn
 import numpy as np
 
 from driftrag.collector import collector_paused
-from driftrag.models.graph import Community, MergedEntity, MergedRelationship
+from driftrag.models.graph import Community, MergedEntity, MergedRelationship, stable_hash
 from driftrag.store.protocols import GraphStorage
 
 log = logging.getLogger(__name__)
@@ -194,20 +197,13 @@ def _detect(graph: CommunityGraph, max_cluster_size: int, seed: int, resolution:
     split = _split_oversized(edges, members, level_of, parent_of, max_cluster_size, seed, resolution)
     split_done = time.perf_counter()
 
-    # Members as ranks in id order (integer sorts, one string sort in all); names: a level's
-    # communities are disjoint, so ordering them by sorted member list is ordering by least member.
+    # Members as ranks in id order (integer sorts, one string sort in all).
     names = sorted(set().union(*members.values()))
     rank = {node: i for i, node in enumerate(names)}
     ranked = {
         c: np.sort(np.fromiter(map(rank.__getitem__, nodes), np.int64, len(nodes))) for c, nodes in members.items()
     }
-    by_level: dict[int, list[int]] = defaultdict(list)
-    for cluster, level in level_of.items():
-        by_level[level].append(cluster)
-    name: dict[int, str] = {}
-    for level, level_clusters in by_level.items():
-        for n, cluster in enumerate(sorted(level_clusters, key=lambda c: ranked[c][0])):
-            name[cluster] = f"community-{level}-{n}"
+    name = {cluster: community_id(level_of[cluster], names[ranked[cluster][0]]) for cluster in members}
 
     children: dict[int, list[str]] = defaultdict(list)
     for cluster, parent in parent_of.items():
@@ -365,6 +361,11 @@ def _split_oversized(
                 queue.append(next_cluster)
             next_cluster += 1
     return split
+
+
+def community_id(level: int, least_member: str) -> str:
+    """A community's id: its level and a digest of its least member's id (module docstring)."""
+    return f"community-{level}-{stable_hash(least_member, length=16)}"
 
 
 def finest_community_by_entity(communities: Sequence[Community]) -> dict[str, str]:

@@ -228,7 +228,7 @@ class RelationshipEdgePage(_Model):
 
 
 class Community(_Model):
-    id: str = Field(description="`community-<level>-<n>`, n numbered by sorted membership.")
+    id: str = Field(description="`community-<level>-<digest of its least member id>` (ingestion.communities).")
     level: int = Field(ge=0, description="0 = coarsest; higher = finer.")
     parent_id: str | None = None
     child_ids: list[str] = Field(default_factory=list)

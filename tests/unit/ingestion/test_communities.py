@@ -1,7 +1,12 @@
 import itertools
 import random
 
-from driftrag.ingestion.communities import community_edges, detect_communities, finest_community_by_entity
+from driftrag.ingestion.communities import (
+    community_edges,
+    community_id,
+    detect_communities,
+    finest_community_by_entity,
+)
 from driftrag.ingestion.merge import relationship_id
 from driftrag.models.graph import MergedEntity, MergedRelationship
 
@@ -33,7 +38,25 @@ def test_same_graph_same_seed_same_communities():
     again = detect_communities(entities[::-1], rels[::-1], max_cluster_size=5, seed=42)
     assert first == again
     assert first
-    assert all(c.id == f"community-{c.level}-{c.id.rsplit('-', 1)[1]}" for c in first)
+    assert all(c.id == community_id(c.level, min(c.entity_ids)) for c in first)
+
+
+def test_a_community_keeps_its_id_when_other_parts_of_the_graph_change():
+    """Ids come from each community's own members: a delete elsewhere in the graph (here a whole group
+    left without relationships, so its entities drop out) renumbers nothing, and the stored reports of
+    the communities drawn again as they were are kept (ids ranked by membership all shifted)."""
+    entities, rels = _graph(groups=3, size=4)
+    bridges = {(f"entity-{g:02d}00", f"entity-{g + 1:02d}00") for g in range(2)}
+    separate = [r for r in rels if (r.source_id, r.target_id) not in bridges]
+    before = detect_communities(entities, separate, max_cluster_size=10, seed=42)
+    kept = [r for r in separate if not r.source_id.startswith("entity-00")]
+    after = detect_communities(entities, kept, max_cluster_size=10, seed=42)
+
+    assert {tuple(c.entity_ids) for c in before} == {
+        tuple(f"entity-{g:02d}{i:02d}" for i in range(4)) for g in range(3)
+    }
+    untouched = [c for c in before if "entity-0000" not in c.entity_ids]
+    assert sorted((c.id, c.entity_ids) for c in after) == sorted((c.id, c.entity_ids) for c in untouched)
 
 
 def test_hierarchy_is_consistent():
