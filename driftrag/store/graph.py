@@ -183,7 +183,7 @@ class GraphStore:
         await self._store.run_in_transactions(cy.DELETE_STALE_ENTITIES, kb=kb, keep=[e.id for e in entities])
         await self._store.write(cy.DELETE_STALE_MENTIONS, kb=kb)
         await self.upsert_relationships(kb, relationships)
-        await self._store.write(cy.DELETE_STALE_RELATIONSHIPS, kb=kb, keep=[r.id for r in relationships])
+        await self._store.run_in_transactions(cy.DELETE_STALE_RELATIONSHIPS, kb=kb, keep=[r.id for r in relationships])
         await self.set_pmi_chunks(kb, total_chunks)
 
     async def set_pmi_chunks(self, kb: str, total_chunks: int) -> None:
@@ -292,9 +292,9 @@ class GraphStore:
     ) -> None:
         """Delete the communities not in `communities`, then write entity memberships and the hierarchy."""
         validate_kb_id(kb)
-        await self._store.write(cy.DELETE_STALE_COMMUNITIES, kb=kb, keep=[c.id for c in communities])
-        await self._store.write(cy.DELETE_COMMUNITY_MEMBERSHIPS, kb=kb)
-        await self._store.write(cy.DELETE_COMMUNITY_HIERARCHY, kb=kb)
+        await self._store.run_in_transactions(cy.DELETE_STALE_COMMUNITIES, kb=kb, keep=[c.id for c in communities])
+        await self._store.run_in_transactions(cy.DELETE_COMMUNITY_MEMBERSHIPS, kb=kb)
+        await self._store.run_in_transactions(cy.DELETE_COMMUNITY_HIERARCHY, kb=kb)
         memberships = [{"entity_id": e, "community_id": c} for e, c in sorted(finest_by_entity.items())]
         await self._write_batches(cy.MERGE_ENTITY_MEMBERSHIPS, kb, memberships)
         parents = [{"child_id": c.id, "parent_id": c.parent_id} for c in communities if c.parent_id]

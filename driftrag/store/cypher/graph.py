@@ -177,9 +177,11 @@ WHERE r.valid IS NULL OR r.valid <> valid
 SET r.valid = valid
 """
 
+# The deletes of whole layers run in batches: one transaction over a large kb's stale nodes (104,000
+# communities with their reports and vectors) passed Neo4j's transaction memory limit.
 DELETE_STALE_RELATIONSHIPS = """
 MATCH (:__Entity__ {kb: $kb})-[r:RELATED]->(:__Entity__) WHERE NOT r.id IN $keep
-DELETE r
+CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS
 """
 
 # --- communities ------------------------------------------------------------------------------------
@@ -215,17 +217,17 @@ RETURN c.id AS id, c.context_hash AS context_hash, c.report AS report,
 
 DELETE_STALE_COMMUNITIES = """
 MATCH (c:__Community__ {kb: $kb}) WHERE NOT c.id IN $keep
-DETACH DELETE c
+CALL (c) { DETACH DELETE c } IN TRANSACTIONS OF 1000 ROWS
 """
 
 DELETE_COMMUNITY_MEMBERSHIPS = """
 MATCH (:__Entity__ {kb: $kb})-[m:IN_COMMUNITY]->(:__Community__)
-DELETE m
+CALL (m) { DELETE m } IN TRANSACTIONS OF 10000 ROWS
 """
 
 DELETE_COMMUNITY_HIERARCHY = """
 MATCH (:__Community__ {kb: $kb})-[m:IN_COMMUNITY]->(:__Community__)
-DELETE m
+CALL (m) { DELETE m } IN TRANSACTIONS OF 10000 ROWS
 """
 
 MERGE_ENTITY_MEMBERSHIPS = """
