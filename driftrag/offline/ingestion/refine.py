@@ -27,7 +27,7 @@ EPSILON = 0.05  # floor of the normalised PMI in the weight, so a below-chance p
 
 
 def normalised_pmi(relationship: MergedRelationship, total_chunks: int) -> float | None:
-    """npmi in [−1, 1] from the stored PMI and the pair's chunk share; None without a PMI."""
+    """npmi in [−1, 1] from the merged PMI and the pair's chunk share; None without a PMI."""
     pair = len(relationship.source_chunk_ids)
     if relationship.pmi is None or total_chunks <= 0 or pair <= 0:
         return None
