@@ -102,6 +102,8 @@ class Neo4jStore:
         # narrow and widen it: two or three index lookups where one suffices. A stale share only changes
         # how wide the first lookup is, never what the search returns.
         self._vector_shares: dict[tuple[str, str], float] = {}
+        # (vector index, kb) pairs known to hold more than `vector_exact_limit` nodes: searched on the index.
+        self._approximate: set[tuple[str, str]] = set()
 
     @classmethod
     def from_settings(cls, settings: Settings, uri: str | None = None) -> Neo4jStore:
@@ -252,7 +254,9 @@ class Neo4jStore:
     ) -> list[tuple[dict[str, Any], float]]:
         """Top-k nodes of one kb by cosine similarity, best first, as (row, score).
 
-        The vector indexes are shared by all knowledge bases, so the search over-fetches, keeps the kb's
+        A kb with at most `vector_exact_limit` nodes of the index's kind is searched exactly: each of its
+        nodes scored, best first, `fetch` at a time. Otherwise the index serves the search, and the vector
+        indexes are shared by all knowledge bases, so the search over-fetches, keeps the kb's
         nodes and, with `details` (a statement taking `$kb` and `$ids` and returning one record, a list of
         rows), only those it returns a row for (enabled chunks, valid entities…), read best first in
         slices until k are found. It starts as wide as the kb's last share of this index says k needs
@@ -268,24 +272,39 @@ class Neo4jStore:
         if k < 1:
             return []
         query = [float(x) for x in vector]
-        fetch = self._first_fetch(index, kb, k)
+        limit = self._settings.vector_exact_limit
+        exact = limit > 0 and (index, kb) not in self._approximate
+        fetch = k * _OVER_FETCH if exact else self._first_fetch(index, kb, k)
         checked = {} if checked is None else checked
-        short = -1  # candidates of the last lookup that gave fewer than it asked for
+        short, fetched = -1, 0  # candidates of the last index lookup that gave fewer than it asked for; of this one
         while True:
-            rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=query, k=fetch, fetch=fetch)
-            hits, fetched = rows[0]["rows"], rows[0]["fetched"]
+            if exact:
+                rows = await self.read(
+                    cy.EXACT_VECTOR_SEARCH[index], kb=kb, vector=query, fetch=fetch, exact_limit=limit
+                )
+                if rows[0]["total"] > limit:  # too many to score each: the index, from now on
+                    self._approximate.add((index, kb))
+                    exact, fetch = False, self._first_fetch(index, kb, k)
+                    continue
+                hits = rows[0]["rows"]
+                exhausted = len(hits) < fetch  # every node of the kb was scored
+            else:
+                rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=query, k=fetch, fetch=fetch)
+                hits, fetched = rows[0]["rows"], rows[0]["fetched"]
+                # Fewer candidates than asked means either that the index has no more nodes or that
+                # deleted nodes it still holds took places (measured: 122 of 128 in an index of
+                # thousands): only a wider lookup that brings no more candidates shows it is exhausted.
+                exhausted = fetched <= short
             if details is None:
                 kept = [({"id": hit["id"]}, hit["score"]) for hit in hits]
             else:
                 kept = await self._detailed_hits(hits, k, details, checked, kb=kb, **params)
-            # Fewer candidates than asked means either that the index has no more nodes or that deleted
-            # nodes it still holds took places (measured: 122 of 128 in an index of thousands): only a
-            # wider lookup that brings no more candidates shows the index is exhausted.
-            if len(kept) >= k or fetch >= _MAX_VECTOR_FETCH or fetched <= short:
-                if fetched and len(hits) >= k:  # the kb's share among what was fetched, when it filled k
+            if len(kept) >= k or fetch >= _MAX_VECTOR_FETCH or exhausted:
+                if not exact and fetched and len(hits) >= k:  # the kb's share among what was fetched
                     self._vector_shares[(index, kb)] = len(hits) / fetched
                 return kept[:k]
-            short = fetched if fetched < fetch else -1
+            if not exact:
+                short = fetched if fetched < fetch else -1
             fetch = min(_next_fetch(fetch, len(kept), k), _MAX_VECTOR_FETCH)
 
     def _first_fetch(self, index: str, kb: str, k: int) -> int:

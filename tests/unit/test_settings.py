@@ -51,6 +51,7 @@ ENVIRONMENT = {
     "DRIFTRAG_LEIDEN_SEED": ("leiden_seed", "42"),
     "DRIFTRAG_REPORT_CONTEXT_TOKENS": ("report_context_tokens", "4000"),
     "DRIFTRAG_KB_LOCK_TTL_S": ("kb_lock_ttl_s", "30"),
+    "DRIFTRAG_VECTOR_EXACT_LIMIT": ("vector_exact_limit", "50"),
     "DRIFTRAG_BASIC_TOP_K": ("basic_top_k", "4"),
     "DRIFTRAG_LOCAL_TOP_K_ENTITIES": ("local_top_k_entities", "8"),
     "DRIFTRAG_LOCAL_CONTEXT_TOKENS": ("local_context_tokens", "6000"),

@@ -85,6 +85,31 @@ WITH collect({id: node.id, kb: node.kb, score: score}) AS hits
 RETURN size(hits) AS fetched, [hit IN hits WHERE hit.kb = $kb | {id: hit.id, score: hit.score}][0..$k] AS rows
 """
 
+# A kb with few nodes of a kind is searched exactly: its nodes read on the (kb, id) key index and each
+# scored, the same (1 + cosine) / 2 the index gives. In an index shared with a large kb, a small kb's
+# share of the nearest nodes is tiny, and the index lookup would fetch thousands of other kbs' nodes to
+# find k of its own. More than `$exact_limit` nodes: no rows, and `total` says so.
+_EXACT_VECTOR_SEARCH = """
+CALL () {
+  MATCH (n:%s) WHERE n.kb = $kb AND n.embedding IS NOT NULL
+  WITH n LIMIT $exact_limit + 1
+  RETURN collect(n) AS nodes
+}
+CALL (nodes) {
+  WITH nodes WHERE size(nodes) <= $exact_limit
+  UNWIND nodes AS n
+  WITH n.id AS id, vector.similarity.cosine(n.embedding, $vector) AS score
+  ORDER BY score DESC, id LIMIT $fetch
+  RETURN collect({id: id, score: score}) AS rows
+}
+RETURN size(nodes) AS total, rows
+"""
+EXACT_VECTOR_SEARCH = {
+    CHUNK_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % "__Chunk__",
+    ENTITY_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % "__Entity__",
+    COMMUNITY_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % "__Community__",
+}
+
 # Names and states of every driftrag schema object: what `ensure_schema` need not create again.
 SHOW_DRIFTRAG_INDEX_STATES = """
 SHOW INDEXES YIELD name, state WHERE name STARTS WITH 'driftrag_' RETURN name, state

@@ -167,15 +167,60 @@ async def _crowded_index(store: Neo4jStore, kb: str) -> tuple[str, list[float]]:
     return crowd, await embedder.aget_query_embedding("Who painted the roses red?")
 
 
-async def test_vector_search_widens_until_the_kb_has_k_hits(store: Neo4jStore, kb: str) -> None:
-    """Nodes of another kb that outrank this kb's must not hide this kb's results."""
-    crowd, question = await _crowded_index(store, kb)
+class LookupCountingStore(Neo4jStore):
+    """The store, recording how many candidates each vector index lookup and each exact search asked for."""
 
-    hits = await store.query_vector_index("driftrag_chunk", kb, question, k=2)
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lookups: list[int] = []
+        self.exact: list[int] = []
+
+    async def read(self, query, **params):
+        if "db.index.vector.queryNodes" in query:
+            self.lookups.append(params["fetch"])
+        elif "vector.similarity.cosine" in query and "exact_limit" in params:
+            self.exact.append(params["fetch"])
+        return await super().read(query, **params)
+
+
+@pytest.mark.parametrize("exact_limit", [0, 5000], ids=["index", "exact"])
+async def test_vector_search_widens_until_the_kb_has_k_hits(
+    store: Neo4jStore, neo4j_settings: Settings, kb: str, exact_limit: int
+) -> None:
+    """Nodes of another kb that outrank this kb's must not hide this kb's results, on the index or exactly."""
+    crowd, question = await _crowded_index(store, kb)
+    searching = Neo4jStore(neo4j_settings.model_copy(update={"vector_exact_limit": exact_limit}), store.driver)
+
+    hits = await searching.query_vector_index("driftrag_chunk", kb, question, k=2)
 
     assert sorted(chunk_id for chunk_id, _ in hits) == ["chunk-0", "chunk-1"]
-    crowd_hits = await store.query_vector_index("driftrag_chunk", crowd, question, k=2)
+    crowd_hits = await searching.query_vector_index("driftrag_chunk", crowd, question, k=2)
     assert len(crowd_hits) == 2 and crowd_hits[0][1] > hits[0][1]
+
+
+async def test_a_small_kb_is_searched_exactly_with_the_scores_of_the_index(
+    store: Neo4jStore, neo4j_settings: Settings, kb: str
+) -> None:
+    """Beside a bigger kb, a kb of at most `vector_exact_limit` chunks is scored node by node in one
+    statement, with no index lookup: the same hits and scores as the index gives, best first. A kb
+    above the limit goes to the index, and stays there for that store."""
+    crowd, question = await _crowded_index(store, kb)
+    on_index = Neo4jStore(neo4j_settings.model_copy(update={"vector_exact_limit": 0}), store.driver)
+    exact = LookupCountingStore(neo4j_settings.model_copy(update={"vector_exact_limit": 10}), store.driver)
+
+    for kb_id, k in ((kb, 2), (crowd, 5)):
+        expected = await on_index.query_vector_index("driftrag_chunk", kb_id, question, k=k)
+        found = await exact.query_vector_index("driftrag_chunk", kb_id, question, k=k)
+        assert [chunk_id for chunk_id, _ in found] == [chunk_id for chunk_id, _ in expected]
+        # The index scores its quantised copies of the vectors: equal to about 1e-3.
+        assert [score for _, score in found] == pytest.approx([score for _, score in expected], abs=5e-3)
+        assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
+    # The kb (2 chunks) was scored exactly, in one statement; the crowd (30 > 10) was counted once,
+    # then searched on the index.
+    assert exact.exact == [8, 20] and exact.lookups
+    exact.exact.clear()
+    await exact.query_vector_index("driftrag_chunk", crowd, question, k=5)
+    assert exact.exact == []
 
 
 async def test_a_kb_searched_again_starts_as_wide_as_its_share_of_the_index_needs(
@@ -184,15 +229,9 @@ async def test_a_kb_searched_again_starts_as_wide_as_its_share_of_the_index_need
     """A search remembers the kb's share of the index's nearest nodes: the next one of that kb starts as
     wide as that share says it needs instead of narrow, and finds the same hits."""
     _, question = await _crowded_index(store, kb)
-    lookups: list[int] = []
-
-    class CountingStore(Neo4jStore):
-        async def read(self, query, **params):
-            if "db.index.vector.queryNodes" in query:
-                lookups.append(params["fetch"])
-            return await super().read(query, **params)
-
-    counting = CountingStore(neo4j_settings, store.driver)
+    on_index = neo4j_settings.model_copy(update={"vector_exact_limit": 0})
+    counting = LookupCountingStore(on_index, store.driver)
+    lookups = counting.lookups
     first = await counting.query_vector_index("driftrag_chunk", kb, question, k=2)
     widened = list(lookups)
     lookups.clear()
@@ -203,6 +242,6 @@ async def test_a_kb_searched_again_starts_as_wide_as_its_share_of_the_index_need
     assert len(widened) > 1 and lookups[0] > widened[0], (widened, lookups)
     assert again == first and sorted(chunk_id for chunk_id, _ in again) == ["chunk-0", "chunk-1"]
     # A store that has not searched this kb yet starts narrow, as the first one did.
-    lookups.clear()
-    await CountingStore(neo4j_settings, store.driver).query_vector_index("driftrag_chunk", kb, question, k=2)
-    assert lookups[0] == widened[0]
+    fresh = LookupCountingStore(on_index, store.driver)
+    await fresh.query_vector_index("driftrag_chunk", kb, question, k=2)
+    assert fresh.lookups[0] == widened[0]
