@@ -128,10 +128,10 @@ class Settings(BaseSettings):
     )
 
     # --- Query ------------------------------------------------------------------------------
-    # Scoring a node costs about 0.02 ms (2 cores): 1,000 of them about one index lookup of a kb alone
-    # on its server, while beside a large kb the index lookup fetches thousands of others' nodes.
+    # Scoring a node costs about 0.02 ms (2 cores): 500 of them about two index lookups of a kb alone on
+    # its server, while beside a large kb one index lookup fetches thousands of the other kb's nodes.
     vector_exact_limit: int = Field(
-        default=1000,
+        default=500,
         ge=0,
         description="A kb with at most this many chunks (entities, communities) is searched exactly, not on "
         "the vector index its kind shares with every kb (0: always the index).",

@@ -91,7 +91,8 @@ RETURN size(hits) AS fetched, [hit IN hits WHERE hit.kb = $kb | {id: hit.id, sco
 # find k of its own. More than `$exact_limit` nodes: no rows, and `total` says so.
 _EXACT_VECTOR_SEARCH = """
 CALL () {
-  MATCH (n:%s) WHERE n.kb = $kb AND n.embedding IS NOT NULL
+  MATCH (n:%s) USING INDEX n:%s(kb, id)
+  WHERE n.kb = $kb AND n.id IS NOT NULL AND n.embedding IS NOT NULL
   WITH n LIMIT $exact_limit + 1
   RETURN collect(n) AS nodes
 }
@@ -105,9 +106,9 @@ CALL (nodes) {
 RETURN size(nodes) AS total, rows
 """
 EXACT_VECTOR_SEARCH = {
-    CHUNK_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % "__Chunk__",
-    ENTITY_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % "__Entity__",
-    COMMUNITY_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % "__Community__",
+    CHUNK_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % ("__Chunk__", "__Chunk__"),
+    ENTITY_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % ("__Entity__", "__Entity__"),
+    COMMUNITY_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % ("__Community__", "__Community__"),
 }
 
 # Names and states of every driftrag schema object: what `ensure_schema` need not create again.

