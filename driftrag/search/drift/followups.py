@@ -15,10 +15,11 @@ proposed query becomes a node of the follow-up tree with a status, and the choic
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from driftrag.search.drift.models import FollowUp, FollowUpStatus
 
@@ -59,9 +60,12 @@ def query_targets(query: str, entity_names: Sequence[str], question: str) -> fro
 
 
 def cosine(left: Sequence[float], right: Sequence[float]) -> float:
-    dot = sum(a * b for a, b in zip(left, right, strict=True))
-    norms = math.sqrt(sum(a * a for a in left)) * math.sqrt(sum(b * b for b in right))
-    return dot / norms if norms else 0.0
+    # numpy: a round's proposals x asked queries of 384-1536 floats cost ~25 ms a query in plain Python.
+    a, b = np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"vectors of different lengths: {a.shape[0]} and {b.shape[0]}")
+    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norms if norms else 0.0
 
 
 def normalise_query(query: str) -> str:
