@@ -103,7 +103,8 @@ def lexical_ranking(question: str, sources: Sequence[Source]) -> list[str]:
         return []
     bags = [_bag(source.text) for source in sources]
     n = len(bags)
-    df = Counter(term for _, bag in bags for term in bag if term in query)
+    # Per question term, not per term of every bag: a few words against thousands of distinct ones.
+    df = {term: sum(1 for _, bag in bags if term in bag) for term in query}
     idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in query}
     average = sum(length for length, _ in bags) / n or 1.0
     scores: dict[str, float] = {}
