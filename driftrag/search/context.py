@@ -67,12 +67,14 @@ class _Fill:
     next_index: int = 0
 
 
-def render_item(source: Source) -> str:
-    """`[id] title` then the text; the title is left out when the text already starts with it."""
+def render_item(source: Source, text: str | None = None) -> str:
+    """`[id] title` then the text (`source.text` unless given); the title is left out when the text
+    already starts with it."""
+    text = source.text if text is None else text
     head = f"[{source.id}]"
-    if source.title and not source.text.startswith(source.title):
+    if source.title and not text.startswith(source.title):
         head += f" {source.title}"
-    return f"{head}\n{source.text}".strip()
+    return f"{head}\n{text}".strip()
 
 
 def assemble_context(
@@ -98,11 +100,12 @@ def assemble_context(
             # An item shown by its short form gets its full text back when the room allows.
             texts = [item.source.text] + ([item.short_text] if item.short_text and held is None else [])
             for text in texts:
-                source = item.source.model_copy(update={"text": text})
-                block = render_item(source)
+                block = render_item(item.source, text)
                 tokens = count_tokens(block) + 1  # + the blank line between items
                 cost = tokens - (held.tokens if held is not None else 0)
                 if cost <= room:
+                    # Copied only when taken in its short form: most candidates of a context do not fit.
+                    source = item.source if text == item.source.text else item.source.model_copy(update={"text": text})
                     state.taken[key] = _Taken(held.order if held is not None else order, source, block, tokens)
                     order += held is None
                     room -= cost
