@@ -238,10 +238,15 @@ async def test_local_and_entity_contexts_hold_the_questions_nearest_chunks(
 # --- disabled chunks ---------------------------------------------------------------------------------------
 
 
-async def test_a_disabled_chunk_never_appears_in_any_mode(search_settings, module_store, search_providers) -> None:
-    kb = await ingested_kb(module_store, search_settings, search_providers)
+@pytest.mark.parametrize("exact_limit", [0, 500], ids=["index", "exact"])
+async def test_a_disabled_chunk_never_appears_in_any_mode(
+    search_settings, module_store, search_providers, exact_limit: int
+) -> None:
+    """On the shared vector index (a large kb) and scored exactly (a small one) alike."""
+    neo4j = Neo4jStore(search_settings.model_copy(update={"vector_exact_limit": exact_limit}), module_store.driver)
+    kb = await ingested_kb(neo4j, search_settings, search_providers)
     try:
-        graph = GraphStore(module_store)
+        graph = GraphStore(neo4j)
         documents = {row["title"]: row["id"] for row in await graph.documents(kb)}
         disabled = {row["id"] for row in await graph.chunks(kb) if row["document_id"] == documents["monastery.txt"]}
         only_there = {row["id"] for row in await graph.entities(kb) if set(row["source_chunk_ids"]) <= disabled} | {
@@ -252,7 +257,7 @@ async def test_a_disabled_chunk_never_appears_in_any_mode(search_settings, modul
         async def seen(**overrides) -> set[str]:
             ids: set[str] = set()
             for mode in MODES:
-                deps, _ = make_deps(search_settings, module_store, search_providers, **overrides)
+                deps, _ = make_deps(search_settings, neo4j, search_providers, **overrides)
                 ids |= (await run_mode(deps, mode, kb, MONASTERY_QUESTION)).context.ids()
                 ids |= (await run_workflow(deps, mode, kb, MONASTERY_QUESTION))[0].context.ids()
             return ids
@@ -261,21 +266,21 @@ async def test_a_disabled_chunk_never_appears_in_any_mode(search_settings, modul
         wide = {"basic_top_k": 50, "local_top_k_entities": 50, "local_context_tokens": 20_000}
         assert disabled & await seen(**wide) and only_there & await seen(**wide)
 
-        switches = GraphSearchStore(module_store)
+        switches = GraphSearchStore(neo4j)
         assert await switches.set_chunks_enabled(kb, sorted(disabled), False) == len(disabled)
         hidden = await seen(**wide)
         assert not hidden & disabled
         assert not hidden & only_there
         assert hidden  # the rest of the graph is still searched
         vector = await search_providers.embedder.aget_query_embedding(MONASTERY_QUESTION)
-        store = SearchStore(module_store)
+        store = SearchStore(neo4j)
         assert not {s.id for s in await store.search_chunks(kb, vector, 50)} & disabled
         assert not {s.id for s in await store.search_entities(kb, vector, 50)} & only_there
 
         await switches.set_chunks_enabled(kb, sorted(disabled), True)
         assert disabled & await seen(**wide)
     finally:
-        await GraphStore(module_store).delete_kb(kb)
+        await GraphStore(neo4j).delete_kb(kb)
 
 
 # --- hostile input and limits ---------------------------------------------------------------------------------
