@@ -207,13 +207,14 @@ def report(args, rows: list[dict], latencies: list[float], settings: Settings) -
         f"non-model time {non_model:.2f} s"
     )
     print("phases of the last query: " + "  ".join(f"{k} {v:.2f} s" for k, v in rows[-1]["phases"].items()))
-    ordered = sorted(latencies)
-    p50 = ordered[len(ordered) // 2]
-    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
-    print(
-        f"graph search ({len(latencies)} calls over {len(GRAPH_QUERIES)} names): "
-        f"p50 {p50 * 1000:.1f} ms  p95 {p95 * 1000:.1f} ms"
-    )
+    if latencies:  # `--graph-searches 0` skips them
+        ordered = sorted(latencies)
+        p50 = ordered[len(ordered) // 2]
+        p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+        print(
+            f"graph search ({len(latencies)} calls over {len(GRAPH_QUERIES)} names): "
+            f"p50 {p50 * 1000:.1f} ms  p95 {p95 * 1000:.1f} ms"
+        )
     if args.mode != "drift":
         return
     print("vs Microsoft GraphRAG 3.3.0, one DRIFT query at 200 ms per call:")
