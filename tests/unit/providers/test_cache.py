@@ -86,6 +86,10 @@ async def test_async_access(tmp_path: Path) -> None:
     await cache.aput("ab" + "0" * 62, entry)
     assert await cache.aget("ab" + "0" * 62) == entry
     assert await cache.aget("cd" + "0" * 62) is None
+    corrupt = "ef" + "0" * 62
+    cache.path_for(corrupt).parent.mkdir(parents=True)
+    cache.path_for(corrupt).write_text('{"text": "cut', encoding="utf-8")
+    assert await cache.aget(corrupt) is None  # a bad entry is only a miss, asynchronously too
 
 
 _WRITER = """
