@@ -155,7 +155,7 @@ class FieldCutter:
         """At most `cap` (default max_items) of `values`; a cut is recorded with `original` (default: len(values))."""
         cap = self.max_items if cap is None else cap
         if len(values) <= cap:
-            return list(values)
+            return values  # the caller's list, uncopied: the response's validation copies it anyway
         self._record(owner_id, field, max(original or 0, len(values)), cap)
         return list(values[:cap])
 
@@ -165,6 +165,9 @@ class FieldCutter:
 
     def texts(self, owner_id: str, field: str, values: list[str]) -> list[str]:
         """A list of texts: at most max_items items, each at most max_chars characters."""
+        limit = self.max_chars
+        if len(values) <= self.max_items and all(len(value) <= limit for value in values):
+            return values  # nothing to cut, the usual case: no per-item call
         return [self.text(owner_id, f"{field}[{i}]", v) for i, v in enumerate(self.items(owner_id, field, values))]
 
 

@@ -76,12 +76,16 @@ def test_field_cutter_records_each_cut() -> None:
     assert cutter.text("e1", "description", "longer text") == "longe"
     assert cutter.texts("e1", "attributes", ["abcdefg", "ok", "dropped"]) == ["abcde", "ok"]
     assert cutter.items("e1", "source_chunk_ids", ["a", "b"]) == ["a", "b"]
+    assert cutter.texts("e2", "attributes", ["ok", "fine"]) == ["ok", "fine"]  # nothing to cut, nothing recorded
+    assert cutter.texts("e3", "attributes", ["ok", "too long"]) == ["ok", "too l"]  # few items, one too long
     assert [
-        (f.field, f.original_length, f.returned_length) for f in map(TruncatedField.model_validate, cutter.fields)
+        (f.owner_id, f.field, f.original_length, f.returned_length)
+        for f in map(TruncatedField.model_validate, cutter.fields)
     ] == [
-        ("description", 11, 5),
-        ("attributes", 3, 2),
-        ("attributes[0]", 7, 5),
+        ("e1", "description", 11, 5),
+        ("e1", "attributes", 3, 2),
+        ("e1", "attributes[0]", 7, 5),
+        ("e3", "attributes[1]", 8, 5),
     ]
 
 
