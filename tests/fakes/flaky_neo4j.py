@@ -1,11 +1,12 @@
-"""A fault injector around the real Neo4j driver: the next reads fail as a lost server, or stall.
+"""A fault injector around the real Neo4j driver: the next statements fail as a lost server, or stall.
 
     flaky = FlakyDriver(Neo4jStore.from_settings(settings).driver)
     store = Neo4jStore(settings, flaky)          # the real store, over the real driver, through the injector
     flaky.fail_next(1)                           # the next query raises neo4j's ServiceUnavailable
     flaky.stall_next(1, seconds=3.0)             # the next query waits before it runs
 
-Every other call goes to the real driver unchanged, so the store's own translation of driver errors
+Both ways the store runs statements are covered: managed ones (`execute_query`) and auto-commit ones
+(a session's `run`, the store's reads). Every other call goes to the real driver unchanged, so the store's own translation of driver errors
 (ServiceUnavailable -> BackendUnavailableError) and everything above it run for real. The counters are
 guarded by a lock: tests arm them from their thread while an API server's loop runs in another.
 """
@@ -37,7 +38,8 @@ class FlakyDriver:
         with self._lock:
             self._stalls, self._stall_s = count, seconds
 
-    async def execute_query(self, *args: Any, **kwargs: Any) -> Any:
+    async def _inject(self) -> None:
+        """Raise or stall here if armed: called before each statement reaches the real driver."""
         with self._lock:
             fail = self._failures > 0
             stall = self._stalls > 0
@@ -50,7 +52,34 @@ class FlakyDriver:
             raise ServiceUnavailable("injected: the connection to Neo4j was lost")
         if stall:
             await asyncio.sleep(self._stall_s)
+
+    async def execute_query(self, *args: Any, **kwargs: Any) -> Any:
+        await self._inject()
         return await self._driver.execute_query(*args, **kwargs)
+
+    def session(self, **kwargs: Any) -> _FlakySession:
+        """A real session whose statements (the store's auto-commit reads) go through the injector."""
+        return _FlakySession(self, self._driver.session(**kwargs))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._driver, name)
+
+
+class _FlakySession:
+    def __init__(self, flaky: FlakyDriver, session: neo4j.AsyncSession) -> None:
+        self._flaky = flaky
+        self._session = session
+
+    async def __aenter__(self) -> _FlakySession:
+        await self._session.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._session.__aexit__(*exc_info)
+
+    async def run(self, *args: Any, **kwargs: Any) -> Any:
+        await self._flaky._inject()
+        return await self._session.run(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
