@@ -329,11 +329,12 @@ class Neo4jStore:
         checked: dict[str, dict[str, Any] | None],
         **params: Any,
     ) -> list[tuple[dict[str, Any], float]]:
-        """The hits `details` returns a row for, best first, read in slices (k x4, then x4 each) until k
-        are found: a deep fetch reads the details of what it needs, not of every candidate. `checked`
-        holds the rows (None: no row) of ids already read, across the widenings of one search."""
+        """The hits `details` returns a row for, best first, read in slices until k are found: first k and
+        a quarter more (most hits are valid, and a chunk's details are its text: reading 4k of them cost
+        a local search over half its store time), then x4 each. `checked` holds the rows (None: no row)
+        of ids already read, across the widenings of one search."""
         kept: list[tuple[dict[str, Any], float]] = []
-        position, step = 0, k * _OVER_FETCH
+        position, step = 0, k + (k + 3) // 4
         while position < len(hits) and len(kept) < k:
             batch = hits[position : position + step]
             unread = [hit["id"] for hit in batch if hit["id"] not in checked]

