@@ -10,8 +10,9 @@
 regenerated from them, nothing is read to find them. Operations:
 
 - graph search: 10 exact names, one-letter queries, and the names of the 5 biggest hubs (each once
-  untimed first: a warm server's figures), with the CPU time per query of this process and of the local Neo4j (from /proc: on a shared machine the wall
-  figures follow the load, the CPU figures much less) and the answer's JSON size; each response
+  untimed first: a warm server's figures), with the CPU time per query of this process and of the
+  local Neo4j (from /proc: on a shared machine the wall figures follow the load, the CPU figures much
+  less) and the answer's JSON size; each response
   is checked against the caps (seeds <= max_seeds, rows <= max_rows, a hub's rows_total above what is
   returned and `results_truncated` set, counts flagged as lower bounds beyond the counting cap), and
   the check is printed (`--only graph` runs these alone);

@@ -6,9 +6,10 @@
     flaky.stall_next(1, seconds=3.0)             # the next query waits before it runs
 
 Both ways the store runs statements are covered: managed ones (`execute_query`) and auto-commit ones
-(a session's `run`, the store's reads). Every other call goes to the real driver unchanged, so the store's own translation of driver errors
-(ServiceUnavailable -> BackendUnavailableError) and everything above it run for real. The counters are
-guarded by a lock: tests arm them from their thread while an API server's loop runs in another.
+(a session's `run`, the store's reads). Every other call goes to the real driver unchanged, so the
+store's own translation of driver errors (ServiceUnavailable -> BackendUnavailableError) and everything
+above it run for real. The counters are guarded by a lock: tests arm them from their thread while an
+API server's loop runs in another.
 """
 
 from __future__ import annotations
