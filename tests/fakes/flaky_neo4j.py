@@ -3,6 +3,7 @@
     flaky = FlakyDriver(Neo4jStore.from_settings(settings).driver)
     store = Neo4jStore(settings, flaky)          # the real store, over the real driver, through the injector
     flaky.fail_next(1)                           # the next query raises neo4j's ServiceUnavailable
+    flaky.fail_next(1, transient=True)           # ... or a TransientError (retryable, the server still up)
     flaky.stall_next(1, seconds=3.0)             # the next query waits before it runs
 
 Both ways the store runs statements are covered: managed ones (`execute_query`) and auto-commit ones
@@ -19,7 +20,7 @@ import threading
 from typing import Any
 
 import neo4j
-from neo4j.exceptions import ServiceUnavailable
+from neo4j.exceptions import ServiceUnavailable, TransientError
 
 
 class FlakyDriver:
@@ -27,13 +28,14 @@ class FlakyDriver:
         self._driver = driver
         self._lock = threading.Lock()
         self._failures = 0
+        self._transient = False
         self._stalls = 0
         self._stall_s = 0.0
         self.injected = 0
 
-    def fail_next(self, count: int) -> None:
+    def fail_next(self, count: int, *, transient: bool = False) -> None:
         with self._lock:
-            self._failures = count
+            self._failures, self._transient = count, transient
 
     def stall_next(self, count: int, *, seconds: float) -> None:
         with self._lock:
@@ -49,6 +51,8 @@ class FlakyDriver:
                 self.injected += 1
             if stall:
                 self._stalls -= 1
+        if fail and self._transient:
+            raise TransientError("injected: a transient failure, the server still up")
         if fail:
             raise ServiceUnavailable("injected: the connection to Neo4j was lost")
         if stall:

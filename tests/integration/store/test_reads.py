@@ -1,0 +1,44 @@
+"""Reads are auto-commit statements in read sessions, one round trip each: what they must keep of the
+managed transactions they replaced. The failures are injected around the real driver
+(`tests.fakes.flaky_neo4j`); the statements run on the real Neo4j."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from driftrag.errors import BackendUnavailableError
+from driftrag.settings import Settings
+from driftrag.store import Neo4jStore
+from driftrag.store.cypher import documents as documents_cy
+from driftrag.store.cypher import graph as graph_cy
+from tests.fakes.flaky_neo4j import FlakyDriver
+
+
+@pytest.fixture
+async def flaky_store(neo4j_settings: Settings) -> AsyncIterator[tuple[Neo4jStore, FlakyDriver]]:
+    flaky = FlakyDriver(Neo4jStore.from_settings(neo4j_settings).driver)
+    store = Neo4jStore(neo4j_settings, flaky)
+    await store.connect()
+    yield store, flaky
+    await store.close()
+
+
+async def test_a_transient_failure_of_a_read_is_retried_and_answers(flaky_store, kb: str) -> None:
+    store, flaky = flaky_store
+    await store.write(documents_cy.UPSERT_KNOWLEDGE_BASE, kb=kb)
+    flaky.fail_next(1, transient=True)
+    rows = await store.read(graph_cy.MATCH_KB, kb=kb)
+    assert flaky.injected == 1 and [row["graph_enabled"] for row in rows] == [True]
+    assert not store.health.known_down  # a retried transient failure does not mark the server down
+
+
+async def test_a_lost_server_during_a_read_is_reported_not_retried_into_a_stall(flaky_store) -> None:
+    store, flaky = flaky_store
+    flaky.fail_next(1)
+    with pytest.raises(BackendUnavailableError, match="unreachable"):
+        await store.read(graph_cy.MATCH_KB, kb="no-such-kb")
+    # A fresh connection answered the probe, so the server is not known down: the next read goes through.
+    assert not store.health.known_down
+    assert await store.read(graph_cy.MATCH_KB, kb="no-such-kb") == []
