@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/synthetic_queries.py --kb syn1m --relationships 1000000 --only leiden
     .venv/bin/python benchmarks/synthetic_queries.py --kb syn1m --relationships 1000000 --only graph
     .venv/bin/python benchmarks/synthetic_queries.py --kb syn50k --relationships 50000 --only delete
-    .venv/bin/python benchmarks/synthetic_queries.py --kb syn1m --relationships 1000000 --only local  # or drift
+    .venv/bin/python benchmarks/synthetic_queries.py --kb syn1m --relationships 1000000 --only local  # or drift, stats
 
 `--relationships` and `--seed` must be the generator's: the entity names (exact names, hubs) are
 regenerated from them, nothing is read to find them. Operations:
@@ -24,7 +24,7 @@ regenerated from them, nothing is read to find them. Operations:
   kb embedded by that double in the same Neo4j, so the shared vector index over-fetches deep);
   the time inside the model's calls is measured and subtracted (the double is synchronous, so its calls
   never overlap on the event loop): the remainder is the non-model time;
-- stats (`GraphStore.counts`);
+- stats (`GraphStore.counts`) and the kb list (`GraphStore.list_kbs`: every kb's counts; `--only stats`);
 - the query-side operations run after the set-up is frozen out of the cyclic collector's reach, as
   `driftrag serve` does once started (`--no-freeze`: not);
 - Leiden (`--only leiden`, in a child process so its peak RSS is Leiden's): the paged read of the
@@ -271,13 +271,16 @@ async def drift_queries(
 
 
 async def stats(stores: Stores, kb: str, runs: int) -> None:
-    await stores.graph.counts(kb)
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        counts = await stores.graph.counts(kb)
-        times.append(time.perf_counter() - started)
-    print(line("stats", times), counts)
+    """`stats` of the kb, and the kb list (every kb of the server with its counts, this one among them)."""
+    for name, call in (("stats", lambda: stores.graph.counts(kb)), ("kb list", stores.graph.list_kbs)):
+        await call()
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            result = await call()
+            times.append(time.perf_counter() - started)
+        counts = result if name == "stats" else next(summary.counts for summary in result if summary.kb == kb)
+        print(line(name, times), counts, flush=True)
 
 
 async def leiden(stores: Stores, settings: Settings, kb: str) -> None:
@@ -396,7 +399,7 @@ async def run(args: argparse.Namespace) -> None:
             await local_contexts(stores, settings, args.kb, graph, args.runs)
         if args.only in (None, "drift"):
             await drift_queries(stores, settings, args.kb, graph, max(args.runs // 2, 3) + 1, args.drift_embedder)
-        if args.only is None:
+        if args.only in (None, "stats"):
             await stats(stores, args.kb, args.runs)
     finally:
         await stores.database.close()
@@ -416,7 +419,9 @@ def main() -> None:
     )
     parser.add_argument("--leiden-runs", type=int, default=3)
     parser.add_argument("--delete-runs", type=int, default=1, help="documents deleted one after another")
-    parser.add_argument("--only", choices=["graph", "leiden", "delete", "local", "drift", "leiden-child"], default=None)
+    parser.add_argument(
+        "--only", choices=["graph", "leiden", "delete", "local", "drift", "stats", "leiden-child"], default=None
+    )
     parser.add_argument("--neo4j-uri", default=None)
     parser.add_argument("--drift-embedder", choices=["random", "hashing"], default="random")
     args = parser.parse_args()

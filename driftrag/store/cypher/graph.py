@@ -472,40 +472,42 @@ ORDER BY c.id
 
 # --- counts ---------------------------------------------------------------------------------------------
 
+# The counts of the kb named `kb_id`, as one set of subqueries that COUNT_KB and LIST_KBS share.
 # Relationships are counted from each entity's degree (`COUNT { (e)-[:RELATED]->() }` reads the node's
 # degree, no expansion), in the same pass over the kb's entities that counts them and their aliases:
 # a million relationships cost one degree lookup per entity, not one expansion per relationship.
 # `n.id IS NOT NULL` lets the planner seek the (kb, id) key index (a composite index serves a prefix
 # only with a predicate on every property) instead of scanning the label across all kbs.
-COUNT_KB = """
-CALL () { MATCH (d:__Document__ {kb: $kb}) WHERE d.id IS NOT NULL RETURN count(d) AS documents }
-CALL () { MATCH (c:__Chunk__ {kb: $kb}) WHERE c.id IS NOT NULL RETURN count(c) AS chunks }
-CALL () {
-  MATCH (e:__Entity__ {kb: $kb}) WHERE e.id IS NOT NULL
+_KB_COUNTS = """
+CALL (kb_id) { MATCH (d:__Document__ {kb: kb_id}) WHERE d.id IS NOT NULL RETURN count(d) AS documents }
+CALL (kb_id) { MATCH (c:__Chunk__ {kb: kb_id}) WHERE c.id IS NOT NULL RETURN count(c) AS chunks }
+CALL (kb_id) {
+  MATCH (e:__Entity__ {kb: kb_id}) WHERE e.id IS NOT NULL
   RETURN count(e) AS entities, coalesce(sum(size(coalesce(e.aliases, []))), 0) AS aliases,
          coalesce(sum(COUNT { (e)-[:RELATED]->() }), 0) AS relationships
 }
-CALL () {
-  MATCH (c:__Community__ {kb: $kb}) WHERE c.id IS NOT NULL
+CALL (kb_id) {
+  MATCH (c:__Community__ {kb: kb_id}) WHERE c.id IS NOT NULL
   RETURN count(c) AS communities, count(c.summary) AS reports
 }
-RETURN documents, chunks, entities, relationships, communities, reports, aliases
 """
 
-# Every kb with its counts in one statement: the same subqueries as COUNT_KB, per kb.
-LIST_KBS = """
+COUNT_KB = (
+    "WITH $kb AS kb_id"
+    + _KB_COUNTS
+    + """RETURN documents, chunks, entities, relationships, communities, reports, aliases
+"""
+)
+
+# Every kb with its counts in one statement.
+LIST_KBS = (
+    """
 MATCH (k:__KnowledgeBase__)
-CALL (k) { MATCH (d:__Document__ {kb: k.kb}) RETURN count(d) AS documents }
-CALL (k) { MATCH (c:__Chunk__ {kb: k.kb}) RETURN count(c) AS chunks }
-CALL (k) {
-  MATCH (e:__Entity__ {kb: k.kb})
-  RETURN count(e) AS entities, coalesce(sum(size(coalesce(e.aliases, []))), 0) AS aliases
-}
-CALL (k) { MATCH (:__Entity__ {kb: k.kb})-[r:RELATED]->() RETURN count(r) AS relationships }
-CALL (k) { MATCH (c:__Community__ {kb: k.kb}) RETURN count(c) AS communities }
-CALL (k) { MATCH (c:__Community__ {kb: k.kb}) WHERE c.summary IS NOT NULL RETURN count(c) AS reports }
-RETURN k.kb AS kb, coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.graph_stale, false) AS stale,
+WITH k, k.kb AS kb_id"""
+    + _KB_COUNTS
+    + """RETURN k.kb AS kb, coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.graph_stale, false) AS stale,
        k.mode AS mode, k.embedder AS embedder, k.embedding_dimension AS embedding_dimension,
        documents, chunks, entities, relationships, communities, reports, aliases
 ORDER BY kb
 """
+)
