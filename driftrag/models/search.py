@@ -7,7 +7,7 @@ Every source is identified by the id it carries in the graph (`chunk-…`, `enti
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -120,3 +120,40 @@ class ReportRow(_Row):
             origin=f"level {self.level}",
             rating=self.rating,
         )
+
+
+# The bounded one-hop read (`GraphSearchStorage.one_hop`) returns tuples, not models: a hub's answer holds
+# thousands of rows, which the graph-search response validates once, as a whole.
+class OneHopEntity(NamedTuple):
+    id: str
+    name: str
+    type: str | None
+    description: str
+    attributes: list[str]
+    source_chunk_ids: list[str]  # the first valid ones, at most `max_source_ids + 1`
+    stored_chunk_ids: int  # the stored list's length
+
+
+class OneHopRelationship(NamedTuple):
+    id: str
+    source_id: str
+    target_id: str
+    type: str | None
+    description: str
+    weight: float
+    source_chunk_ids: list[str]
+    stored_chunk_ids: int
+
+
+class OneHopGroup(NamedTuple):
+    seed: OneHopEntity
+    pairs: list[tuple[OneHopRelationship, str]]  # (relationship, neighbour id), heaviest first
+
+
+class OneHopResult(NamedTuple):
+    candidates_matched: int
+    candidates_matched_is_lower_bound: bool
+    rows_total: int
+    rows_total_is_lower_bound: bool
+    groups: list[OneHopGroup]  # the kept seeds in rank order
+    neighbours: list[OneHopEntity]  # each neighbour once

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from driftrag.collector import collector_paused
 from driftrag.errors import InvalidQueryError
+from driftrag.models.search import OneHopEntity, OneHopRelationship, OneHopResult
 from driftrag.settings import Settings
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.protocols import GraphSearchStorage
@@ -174,66 +175,64 @@ class FieldCutter:
 # Rows are shaped as plain dicts and the response is validated once, as a whole, by pydantic's core:
 # building 4,000 nested models one `__init__` at a time cost 80-150 ms on a 2,000-row answer, one
 # `model_validate` of the tree about a third of that, and the answer is still checked.
-def _entity(row: dict[str, Any], cutter: FieldCutter, *, query: str, seed_rank: int | None) -> dict[str, Any]:
+def _entity(row: OneHopEntity, cutter: FieldCutter, *, query: str, seed_rank: int | None) -> dict[str, Any]:
     is_seed = seed_rank is not None
-    match = ("exact" if row["name"] == query else "substring") if is_seed else "neighbour"
+    match = ("exact" if row.name == query else "substring") if is_seed else "neighbour"
     return {
-        "id": row["id"],
-        "name": row["name"],
-        "type": row["type"],
-        "description": cutter.text(row["id"], "description", row["description"]),
-        "attributes": cutter.texts(row["id"], "attributes", row["attributes"]),
-        "source_chunk_ids": cutter.sources(row["id"], row["source_chunk_ids"], row.get("stored_chunk_ids")),
+        "id": row.id,
+        "name": row.name,
+        "type": row.type,
+        "description": cutter.text(row.id, "description", row.description),
+        "attributes": cutter.texts(row.id, "attributes", row.attributes),
+        "source_chunk_ids": cutter.sources(row.id, row.source_chunk_ids, row.stored_chunk_ids),
         "is_seed": is_seed,
         "seed_rank": seed_rank,
         "match": match,
     }
 
 
-def _relationship(row: dict[str, Any], cutter: FieldCutter, names: dict[str, str]) -> dict[str, Any]:
+def _relationship(row: OneHopRelationship, cutter: FieldCutter, names: dict[str, str]) -> dict[str, Any]:
     # The endpoints are the row's seed and neighbour, both in `names` already.
     return {
-        "id": row["id"],
-        "source_id": row["source_id"],
-        "source_name": names[row["source_id"]],
-        "target_id": row["target_id"],
-        "target_name": names[row["target_id"]],
-        "type": row["type"],
-        "description": cutter.text(row["id"], "description", row["description"]),
-        "weight": row["weight"],
-        "source_chunk_ids": cutter.sources(row["id"], row["source_chunk_ids"], row.get("stored_chunk_ids")),
+        "id": row.id,
+        "source_id": row.source_id,
+        "source_name": names[row.source_id],
+        "target_id": row.target_id,
+        "target_name": names[row.target_id],
+        "type": row.type,
+        "description": cutter.text(row.id, "description", row.description),
+        "weight": row.weight,
+        "source_chunk_ids": cutter.sources(row.id, row.source_chunk_ids, row.stored_chunk_ids),
     }
 
 
-def build_response(request: GraphSearchRequest, result: dict[str, Any], cutter: FieldCutter) -> GraphSearchResponse:
+def build_response(request: GraphSearchRequest, result: OneHopResult, cutter: FieldCutter) -> GraphSearchResponse:
     """Shape the store's groups into the response: entities and relationships once each, cuts recorded.
 
-    `result["groups"]` holds per seed its `seed` and `pairs` of `relationship` (endpoint ids, no names:
-    the endpoints are the seed and the neighbour) and `neighbour_id`; `result["neighbours"]` each
-    neighbour once.
+    Each group holds a seed and its pairs of relationship (endpoint ids, no names: the endpoints are the
+    seed and the neighbour) and neighbour id; `result.neighbours` has each neighbour once.
     """
-    groups = result["groups"]
+    groups = result.groups
     entities: dict[str, dict[str, Any]] = {}
     # Seeds first, so a seed that is also another seed's neighbour keeps its rank.
     for rank, group in enumerate(groups, start=1):
-        entities[group["seed"]["id"]] = _entity(group["seed"], cutter, query=request.query, seed_rank=rank)
-    neighbours = {row["id"]: row for row in result["neighbours"]}
-    names = {row["id"]: row["name"] for row in result["neighbours"]}
-    names.update((group["seed"]["id"], group["seed"]["name"]) for group in groups)
+        entities[group.seed.id] = _entity(group.seed, cutter, query=request.query, seed_rank=rank)
+    neighbours = {row.id: row for row in result.neighbours}
+    names = {row.id: row.name for row in result.neighbours}
+    names.update((group.seed.id, group.seed.name) for group in groups)
     relationships: dict[str, dict[str, Any]] = {}
     rows_returned = 0
     for group in groups:
-        rows_returned += max(1, len(group["pairs"]))
-        for pair in group["pairs"]:
-            neighbour_id = pair["neighbour_id"]
+        rows_returned += max(1, len(group.pairs))
+        for relationship, neighbour_id in group.pairs:
             if neighbour_id not in entities:
                 entities[neighbour_id] = _entity(neighbours[neighbour_id], cutter, query=request.query, seed_rank=None)
-            if pair["relationship"]["id"] not in relationships:
-                relationships[pair["relationship"]["id"]] = _relationship(pair["relationship"], cutter, names)
-    rows_total = result["rows_total"]
-    rows_lower_bound = bool(result["rows_total_is_lower_bound"])
-    candidates_matched = result["candidates_matched"]
-    candidates_lower_bound = bool(result["candidates_matched_is_lower_bound"])
+            if relationship.id not in relationships:
+                relationships[relationship.id] = _relationship(relationship, cutter, names)
+    rows_total = result.rows_total
+    rows_lower_bound = bool(result.rows_total_is_lower_bound)
+    candidates_matched = result.candidates_matched
+    candidates_lower_bound = bool(result.candidates_matched_is_lower_bound)
     truncation = dict(
         # A lower-bound count means more exist than were counted, so more than were returned.
         results_truncated=rows_lower_bound or rows_returned < rows_total,

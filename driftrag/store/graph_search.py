@@ -17,6 +17,7 @@ from driftrag.errors import (
     InvalidIdentifierError,
     KnowledgeBaseNotFoundError,
 )
+from driftrag.models.search import OneHopEntity, OneHopGroup, OneHopRelationship, OneHopResult
 from driftrag.store.cypher import graph_search as cy
 from driftrag.store.cypher.markers import SEARCH_MARKERS_VERSION
 from driftrag.store.identifiers import validate_kb_id, validate_node_id
@@ -24,6 +25,8 @@ from driftrag.store.markers import refresh_search_markers
 from driftrag.store.neo4j_store import Neo4jStore
 
 _WRITE_BATCH = 1000
+_entity = OneHopEntity._make
+_relationship = OneHopRelationship._make
 # The text index matches by trigrams: a shorter needle is answered by the ranked seed-order scan.
 _TRIGRAM = 3
 
@@ -62,15 +65,15 @@ class GraphSearchStore:
         max_rows: int,
         max_source_ids: int = 10,
         count_cap: int = 1000,
-    ) -> dict[str, Any]:
+    ) -> OneHopResult:
         """Seeds matching `query` and their valid one-hop neighbourhoods, capped.
 
-        Returns `candidates_matched` (valid entities whose name contains `query`), `rows_total` (rows of
-        the first `max_seeds` seeds: one per valid relationship of a seed, or one for a seed without any),
-        `groups`: per kept seed in rank order, `seed` and its `pairs` of `relationship` and
-        `neighbour_id`, at most `max_rows` pairs in all, and `neighbours`, each neighbour once. Source ids
-        are already filtered to valid chunks: at most `max_source_ids + 1` of them per list (the first
-        valid ones in stored order, so a caller showing `max_source_ids` knows whether it cuts), with
+        `candidates_matched` counts the valid entities whose name contains `query`; `rows_total` the rows
+        of the first `max_seeds` seeds: one per valid relationship of a seed, or one for a seed without
+        any. `groups` are the kept seeds in rank order, each with its pairs of relationship and neighbour
+        id, at most `max_rows` pairs in all; `neighbours` has each neighbour once. Source ids are already
+        filtered to valid chunks: at most `max_source_ids + 1` of them per list (the first valid ones in
+        stored order, so a caller showing `max_source_ids` knows whether it cuts), with
         `stored_chunk_ids`, the list's stored length.
 
         The two counts are exact up to `max(count_cap, max_seeds)` and `max(count_cap, max_rows)`;
@@ -95,8 +98,8 @@ class GraphSearchStore:
             )
         statement = cy.MATCH_ONE_HOP_BY_SCAN if len(query) < _TRIGRAM else cy.MATCH_ONE_HOP_BY_TEXT
         # `query` is the name of read()'s statement argument, so the text travels as $needle.
-        # The statement returns maps and lists only, so the record is used as decoded.
-        return await self._store.read_record(
+        # The statement returns lists only, so the record is used as decoded.
+        record = await self._store.read_record(
             statement,
             kb=kb,
             needle=query,
@@ -105,6 +108,17 @@ class GraphSearchStore:
             list_cap=max_source_ids + 1,
             candidate_limit=max(count_cap, max_seeds),
             row_limit=max(count_cap, max_rows),
+        )
+        return OneHopResult(
+            candidates_matched=record["candidates_matched"],
+            candidates_matched_is_lower_bound=record["candidates_matched_is_lower_bound"],
+            rows_total=record["rows_total"],
+            rows_total_is_lower_bound=record["rows_total_is_lower_bound"],
+            groups=[
+                OneHopGroup(_entity(seed), [(_relationship(row), neighbour_id) for row, neighbour_id in pairs])
+                for seed, pairs in record["groups"]
+            ],
+            neighbours=list(map(_entity, record["neighbours"])),
         )
 
     # --- admin writes ------------------------------------------------------------------------------

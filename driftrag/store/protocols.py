@@ -33,7 +33,15 @@ from driftrag.models.graph import (
     StoredEntityKey,
     StoredState,
 )
-from driftrag.models.search import ChunkRow, CommunityRow, EntityRow, RelationshipRow, ReportRow, Source
+from driftrag.models.search import (
+    ChunkRow,
+    CommunityRow,
+    EntityRow,
+    OneHopResult,
+    RelationshipRow,
+    ReportRow,
+    Source,
+)
 
 if TYPE_CHECKING:
     from driftrag.store.neo4j_store import Neo4jStore, ServerInfo, VectorIndexInfo
@@ -200,7 +208,7 @@ class GraphSearchStorage(Protocol):
         max_rows: int,
         max_source_ids: int = ...,
         count_cap: int = ...,
-    ) -> dict[str, Any]: ...
+    ) -> OneHopResult: ...
     async def set_chunks_enabled(self, kb: str, chunk_ids: Iterable[str], enabled: bool) -> int: ...
     async def set_graph_enabled(self, kb: str, enabled: bool) -> None: ...
 

@@ -110,12 +110,14 @@ _SOURCES = """
             ELSE coalesce(x.source_chunk_ids, [])[0..$list_cap] END AS sources
 """
 
+# Rows are lists in the field order of `OneHopEntity` / `OneHopRelationship` (driftrag.models.search), not
+# maps: a hub's answer holds 4,000 of them, and keys repeated in each cost a fifth of its bytes and decoding.
 _ENTITY = (
     "CALL (x) {"
     + _SOURCES
     + """
-  RETURN {id: x.id, name: x.name, type: x.type, description: coalesce(x.description, x.summary, ''),
-          attributes: coalesce(x.descriptions, []), source_chunk_ids: sources, stored_chunk_ids: stored} AS projected
+  RETURN [x.id, x.name, x.type, coalesce(x.description, x.summary, ''), coalesce(x.descriptions, []), sources,
+          stored] AS projected
 }
 """
 )
@@ -124,15 +126,14 @@ _RELATIONSHIP = (
     "CALL (x) {"
     + _SOURCES
     + """
-  RETURN {id: x.id, source_id: x.out_id, target_id: coalesce(x.in_id, x.out_id), type: x.type,
-          description: coalesce(x.description, x.summary, ''), weight: coalesce(x.weight, 0.0),
-          source_chunk_ids: sources, stored_chunk_ids: stored} AS projected
+  RETURN [x.id, x.out_id, coalesce(x.in_id, x.out_id), x.type, coalesce(x.description, x.summary, ''),
+          coalesce(x.weight, 0.0), sources, stored] AS projected
 }
 """
 )
 
 # The kept rows as the caller reads them: each distinct neighbour once (a hub next to many seeds is
-# projected once), and per seed its pairs of relationship and neighbour id. A relationship's endpoints
+# projected once), and per seed `[seed, pairs]`, its pairs `[relationship, neighbour id]`. A relationship's endpoints
 # are its seed and its neighbour, so their names are not read again (the caller has them). RELATED
 # only joins entities, so the rows are not checked for the label.
 _PROJECT = (
@@ -163,10 +164,10 @@ CALL (kept_groups) {
     + _RELATIONSHIP
     + """
     WITH j, projected, neighbour_id ORDER BY j
-    RETURN collect({relationship: projected, neighbour_id: neighbour_id}) AS pairs
+    RETURN collect([projected, neighbour_id]) AS pairs
   }
   WITH i, seed, pairs ORDER BY i
-  RETURN collect({seed: seed, pairs: pairs}) AS groups
+  RETURN collect([seed, pairs]) AS groups
 }
 RETURN candidates_matched, candidates_matched_is_lower_bound, rows_total, rows_total_is_lower_bound,
        groups, neighbours

@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from driftrag.errors import InvalidIdentifierError, InvalidQueryError
+from driftrag.models.search import OneHopEntity, OneHopGroup, OneHopRelationship, OneHopResult
 from driftrag.search.graph_search import (
     MAX_QUERY_CHARS,
     FieldCutter,
@@ -17,28 +18,12 @@ from driftrag.search.graph_search import (
 )
 
 
-def entity_row(entity_id: str, name: str, **overrides) -> dict:
-    row = {
-        "id": entity_id,
-        "name": name,
-        "type": "PERSON",
-        "description": f"about {name}",
-        "attributes": [f"about {name}"],
-        "source_chunk_ids": ["chunk-1"],
-    }
-    return {**row, **overrides}
+def entity_row(entity_id: str, name: str) -> OneHopEntity:
+    return OneHopEntity(entity_id, name, "PERSON", f"about {name}", [f"about {name}"], ["chunk-1"], 1)
 
 
-def relationship_row(rel_id: str, source: dict, target: dict) -> dict:
-    return {
-        "id": rel_id,
-        "source_id": source["id"],
-        "target_id": target["id"],
-        "type": "KNOWS",
-        "description": "they meet",
-        "weight": 2.0,
-        "source_chunk_ids": ["chunk-1"],
-    }
+def relationship_row(rel_id: str, source: OneHopEntity, target: OneHopEntity) -> OneHopRelationship:
+    return OneHopRelationship(rel_id, source.id, target.id, "KNOWS", "they meet", 2.0, ["chunk-1"], 1)
 
 
 @pytest.mark.parametrize("query", ["", " ", "\t\n", "x" * (MAX_QUERY_CHARS + 1)])
@@ -105,24 +90,18 @@ def test_source_ids_have_their_own_cap_and_report_the_stored_count() -> None:
 def test_build_response_dedups_and_keeps_seed_ranks() -> None:
     alice, rabbit, hatter = entity_row("e-a", "Alice"), entity_row("e-r", "Rabbit"), entity_row("e-h", "Hatter")
     shared = relationship_row("r-1", alice, rabbit)
-    result = {
-        "candidates_matched": 3,
-        "candidates_matched_is_lower_bound": False,
-        "rows_total": 4,
-        "rows_total_is_lower_bound": False,
-        "groups": [
+    result = OneHopResult(
+        candidates_matched=3,
+        candidates_matched_is_lower_bound=False,
+        rows_total=4,
+        rows_total_is_lower_bound=False,
+        groups=[
             # Alice's neighbour Rabbit is itself the second seed: it must stay a seed.
-            {"seed": alice, "pairs": [{"relationship": shared, "neighbour_id": "e-r"}]},
-            {
-                "seed": rabbit,
-                "pairs": [
-                    {"relationship": shared, "neighbour_id": "e-a"},
-                    {"relationship": relationship_row("r-2", rabbit, hatter), "neighbour_id": "e-h"},
-                ],
-            },
+            OneHopGroup(alice, [(shared, "e-r")]),
+            OneHopGroup(rabbit, [(shared, "e-a"), (relationship_row("r-2", rabbit, hatter), "e-h")]),
         ],
-        "neighbours": [rabbit, alice, hatter],
-    }
+        neighbours=[rabbit, alice, hatter],
+    )
     request = GraphSearchRequest(kb="kb", query="Alice")
 
     response = build_response(request, result, FieldCutter(max_chars=100, max_items=10))
@@ -154,14 +133,14 @@ def test_build_response_dedups_and_keeps_seed_ranks() -> None:
 
 
 def test_a_seed_without_relationships_is_one_row() -> None:
-    result = {
-        "candidates_matched": 1,
-        "candidates_matched_is_lower_bound": False,
-        "rows_total": 1,
-        "rows_total_is_lower_bound": False,
-        "groups": [{"seed": entity_row("e-d", "Dodo"), "pairs": []}],
-        "neighbours": [],
-    }
+    result = OneHopResult(
+        candidates_matched=1,
+        candidates_matched_is_lower_bound=False,
+        rows_total=1,
+        rows_total_is_lower_bound=False,
+        groups=[OneHopGroup(entity_row("e-d", "Dodo"), [])],
+        neighbours=[],
+    )
     response = build_response(GraphSearchRequest(kb="kb", query="Do"), result, FieldCutter(100, 10))
     assert [e.match for e in response.entities] == ["substring"]
     assert response.truncation.rows_returned == 1 and not response.truncation.results_truncated
