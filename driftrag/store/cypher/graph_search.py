@@ -82,32 +82,22 @@ WITH size(sample) AS matched, sample[0..$max_seeds] AS seeds
 # listed chunk is valid (`sources_all_valid`, markers.py) they are the list's first ids, read from its
 # stored head (`source_head`), so a hub listed by tens of thousands of chunks is not read whole and no
 # chunk is looked up. Otherwise the head is checked first, and the whole list only when the head has too
-# few valid ids.
-_SOURCES = """
+# few valid ids. The checks are subquery expressions inside CASE, which Neo4j evaluates only on their
+# branch: a clean row (nearly all of them) is one projection, with no subquery call of its own.
+_VALID_IDS_OF = (
+    "COLLECT {{ UNWIND {ids} AS cid MATCH (c:__Chunk__ {{kb: $kb, id: cid}}) WHERE coalesce(c.enabled, true) "
+    "RETURN cid LIMIT $list_cap }}"
+)
+_SOURCES = f"""
   WITH x, coalesce(x.source_head, x.source_chunk_ids, []) AS head_ids,
        coalesce(x.source_count, size(coalesce(x.source_chunk_ids, []))) AS stored,
        coalesce(x.sources_all_valid, false) AS clean
-  OPTIONAL CALL (x, head_ids, stored, clean) {
-    WITH x, head_ids, stored WHERE NOT clean
-    CALL (head_ids) {
-      UNWIND head_ids AS cid
-      MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
-      WITH cid LIMIT $list_cap
-      RETURN collect(cid) AS head
-    }
-    CALL (x, head, head_ids, stored) {
-      WITH x WHERE size(head) < $list_cap AND stored > size(head_ids)
-      UNWIND coalesce(x.source_chunk_ids, []) AS cid
-      MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true)
-      WITH cid LIMIT $list_cap
-      RETURN collect(cid) AS rest
-    }
-    RETURN CASE WHEN size(head) >= $list_cap OR stored <= size(head_ids) THEN head ELSE rest END AS checked
-  }
   WITH x, stored,
-       CASE WHEN NOT clean THEN checked
-            WHEN size(head_ids) >= $list_cap OR stored <= size(head_ids) THEN head_ids[0..$list_cap]
-            ELSE coalesce(x.source_chunk_ids, [])[0..$list_cap] END AS sources
+       CASE WHEN clean AND (size(head_ids) >= $list_cap OR stored <= size(head_ids)) THEN head_ids[0..$list_cap]
+            WHEN clean THEN coalesce(x.source_chunk_ids, [])[0..$list_cap]
+            ELSE [head IN [{_VALID_IDS_OF.format(ids="head_ids")}] |
+                  CASE WHEN size(head) >= $list_cap OR stored <= size(head_ids) THEN head
+                       ELSE {_VALID_IDS_OF.format(ids="coalesce(x.source_chunk_ids, [])")} END][0] END AS sources
 """
 
 # Rows are lists in the field order of `OneHopEntity` / `OneHopRelationship` (driftrag.models.search), not

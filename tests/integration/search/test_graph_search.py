@@ -281,6 +281,39 @@ async def test_relationship_vanishes_when_its_sources_are_disabled(
     assert gone.truncation.rows_returned == 1
 
 
+async def test_source_ids_are_the_first_valid_ones_also_past_a_disabled_head(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    # 80 sources: longer than the stored head of a list (64 ids), so all three ways of reading them run.
+    chunk_ids = [f"chunk-long{i:03d}" for i in range(80)]
+    document = SourceDocument(id="document-long", kb=kb, title="long", text="x", content_hash="long")
+    chunks = [
+        Chunk(id=chunk_id, document_id=document.id, index=i, text=chunk_id, n_tokens=1, start_char=0, end_char=1)
+        for i, chunk_id in enumerate(chunk_ids)
+    ]
+    await DocumentWriter(store).upsert_document(document, chunks)
+    hub, leaf = entity("Hub", *chunk_ids), entity("Leaf", chunk_ids[-1])
+    link = relate(hub, leaf, *chunk_ids)
+    await GraphStore(store).replace_entity_layer(kb, [hub, leaf], [link], total_chunks=0)
+    settings = neo4j_settings.model_copy(update={"graph_search_max_source_ids": 3})
+    switches = GraphSearchStore(store)
+
+    async def shown() -> tuple[list[str], list[str], list[tuple[str, int]]]:
+        response = await graph_search(switches, settings, kb, "Hub")
+        cuts = [(f.owner_id, f.original_length) for f in response.truncation.fields if f.field == "source_chunk_ids"]
+        return response.entities[0].source_chunk_ids, response.relationships[0].source_chunk_ids, cuts
+
+    every_cut = [(hub.id, 80), (link.id, 80)]
+    assert await shown() == (chunk_ids[:3], chunk_ids[:3], every_cut)  # all valid: the stored head
+    await switches.set_chunks_enabled(kb, chunk_ids[:2], False)
+    assert await shown() == (chunk_ids[2:5], chunk_ids[2:5], every_cut)  # the head, checked
+    await switches.set_chunks_enabled(kb, chunk_ids[:70], False)
+    assert await shown() == (chunk_ids[70:73], chunk_ids[70:73], every_cut)  # past the head: the whole list
+    await switches.set_chunks_enabled(kb, chunk_ids[:78], False)
+    two_left = chunk_ids[78:]  # fewer valid ids than shown: nothing is cut from what is valid
+    assert await shown() == (two_left, two_left, [])
+
+
 async def test_chunk_switch_refuses_bad_ids_and_unknown_kbs(store: Neo4jStore, kb: str, schema: None) -> None:
     await write_graph(store, kb, [entity("Dodo")])
     switches = GraphSearchStore(store)
