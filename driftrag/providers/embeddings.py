@@ -11,6 +11,7 @@ from llama_index.embeddings.openai import OpenAIEmbedding
 from pydantic import Field, PrivateAttr
 
 from driftrag.providers.e5_pool import EnginePool
+from driftrag.providers.http_clients import openai_http_client
 from driftrag.providers.unusable import retry_unusable
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
@@ -91,7 +92,10 @@ class ClientRetryOpenAIEmbedding(OpenAIEmbedding):
         return "ClientRetryOpenAIEmbedding"
 
     def _get_credential_kwargs(self, is_async: bool = False) -> dict[str, Any]:
-        return {**super()._get_credential_kwargs(is_async=is_async), "max_retries": self.client_max_retries}
+        kwargs = {**super()._get_credential_kwargs(is_async=is_async), "max_retries": self.client_max_retries}
+        if kwargs.get("http_client") is None:  # none given: one on the process's TLS context (http_clients.py)
+            kwargs["http_client"] = openai_http_client(is_async=is_async)
+        return kwargs
 
     # An unreadable body is asked again like a 500 (the client only retries statuses and time-outs).
     async def _aget_query_embedding(self, query: str) -> Embedding:

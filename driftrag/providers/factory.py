@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 import threading
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -30,6 +29,7 @@ from driftrag.providers.embeddings import (
     known_embedding_dimension,
     openai_embedding,
 )
+from driftrag.providers.http_clients import shared_tls_context
 from driftrag.providers.llm import OPENAI_DEFAULT_BASE_URL, ModelClient, openai_llm
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
@@ -162,17 +162,22 @@ def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model
 
 
 def preload_openai_client_modules() -> None:
-    """Import the openai client's resource modules in a background thread, once per process.
+    """Import the openai client's resource modules and make the TLS context of its HTTP clients in a
+    background thread, once per process.
 
-    The client imports all of them on its first request (about 0.8 s of CPU), inside the event loop: every
-    other task of the run (Neo4j reads, the other requests) would wait that long. Imported now, beside
-    the run's first reads; an import the run needs meanwhile waits for this one (the import lock).
+    The client imports all of them on its first request (about 0.8 s of CPU), and each new client made its
+    own TLS context (about 40 ms), inside the event loop: every other task of the run (Neo4j reads, the
+    other requests) would wait that long. Done now, beside the run's first reads; an import the run needs
+    meanwhile waits for this one (the import lock), a client made meanwhile for the context.
     """
-    if "openai.resources" not in sys.modules and not _PRELOAD_STARTED.is_set():
+    if not _PRELOAD_STARTED.is_set():
         _PRELOAD_STARTED.set()
-        threading.Thread(
-            target=importlib.import_module, args=("openai.resources",), name="openai-import", daemon=True
-        ).start()
+        threading.Thread(target=_preload, name="openai-import", daemon=True).start()
+
+
+def _preload() -> None:
+    importlib.import_module("openai.resources")
+    shared_tls_context()
 
 
 _PRELOAD_STARTED = threading.Event()

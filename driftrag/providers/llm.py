@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from driftrag.errors import ModelError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
 from driftrag.providers.chat import DeltaSink
+from driftrag.providers.http_clients import openai_http_client
 from driftrag.providers.tokens import tokenizer
 from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
@@ -57,7 +58,10 @@ class ClientRetryOpenAI(OpenAI):
         return "ClientRetryOpenAI"
 
     def _get_credential_kwargs(self, is_async: bool = False) -> dict[str, Any]:
-        return {**super()._get_credential_kwargs(is_async=is_async), "max_retries": self.client_max_retries}
+        kwargs = {**super()._get_credential_kwargs(is_async=is_async), "max_retries": self.client_max_retries}
+        if kwargs.get("http_client") is None:  # none given: one on the process's TLS context (http_clients.py)
+            kwargs["http_client"] = openai_http_client(is_async=is_async)
+        return kwargs
 
     @property
     def metadata(self) -> LLMMetadata:

@@ -2,6 +2,7 @@ import asyncio
 import time
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
@@ -9,6 +10,7 @@ from llama_index.core.llms import MockLLM
 
 from driftrag.errors import ModelError
 from driftrag.providers import ModelClient, ResponseCache, UsageTracker, build_providers
+from driftrag.providers.llm import ClientRetryOpenAI
 from driftrag.settings import Settings
 from tests.fakes.openai_server import FakeOpenAIServer, Fault, estimate_tokens
 
@@ -214,3 +216,28 @@ async def test_response_format_can_be_turned_off_for_servers_that_reject_it(
         [{"role": "user", "content": "Who?"}], json_mode=True
     )
     assert result.text and "response_format" not in openai_server.requests_to(CHAT)[-1].json
+
+
+async def test_openai_clients_share_one_tls_context_each_with_its_own_pool(
+    openai_settings: Settings, openai_server: FakeOpenAIServer
+) -> None:
+    # Each new client made its own TLS context (the CA bundle loaded again, ~40 ms) inside the event loop.
+    first, second = build_providers(openai_settings), build_providers(openai_settings)
+    assert first.model_client is not None and second.model_client is not None
+    clients = [
+        first.model_client.llm._get_aclient(),
+        second.model_client.llm._get_aclient(),
+        first.embedder.inner._get_aclient(),
+    ]
+    pools = [client._client._transport._pool for client in clients]
+    assert len({id(pool) for pool in pools}) == 3
+    assert len({id(pool._ssl_context) for pool in pools}) == 1
+    # The clients still work, through the server.
+    assert (await first.model_client.chat([{"role": "user", "content": "hello"}])).text
+    assert len(await second.embedder.aget_text_embedding_batch(["hello"])) == 1
+
+
+def test_a_given_http_client_is_kept() -> None:
+    given = httpx.AsyncClient()
+    llm = ClientRetryOpenAI(model="gpt-4o-mini", api_key="test", async_http_client=given)
+    assert llm._get_aclient()._client is given
