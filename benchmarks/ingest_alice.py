@@ -14,6 +14,8 @@ numbers (the project's design brief, "Numbers to beat").
         [--runs N]        # N whole runs in one process (each its own server, home, providers and kb): the
                           # first pays the process's one-time loads (the openai client's modules, the
                           # tokenizer) inside its wall, the later ones show a warm process, as in a notebook
+        [--pause S]       # seconds between runs (default 3): deleting the previous run's kb leaves Neo4j
+                          # work behind (index updates) that otherwise lands in the next run's wall
 """
 
 from __future__ import annotations
@@ -255,6 +257,8 @@ def report(
 async def runs(args: argparse.Namespace) -> None:
     ratios = []
     for number in range(1, args.runs + 1):
+        if number > 1:
+            await asyncio.sleep(args.pause)
         if args.runs > 1:
             state = "a fresh process" if number == 1 else "the process warm"
             print(f"=== run {number} of {args.runs}: {state}")
@@ -276,6 +280,7 @@ def main() -> None:
     )
     parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the run")
     parser.add_argument("--runs", type=int, default=1, help="whole runs in this process (later ones warm)")
+    parser.add_argument("--pause", type=float, default=3.0, help="seconds between runs, for Neo4j to settle")
     asyncio.run(runs(parser.parse_args()))
 
 
