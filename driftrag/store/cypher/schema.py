@@ -76,6 +76,7 @@ CALL (n) { REMOVE n.embedding } IN TRANSACTIONS OF 1000 ROWS
 AWAIT_INDEXES = "CALL db.awaitIndexes($timeout_s)"
 
 SERVER_COMPONENTS = "CALL dbms.components() YIELD name, versions, edition RETURN name, versions, edition"
+PING = "RETURN 1 AS ok"
 
 # The vector indexes are shared by all knowledge bases: fetch the nearest nodes overall, keep the
 # kb's, and report how many were fetched so the caller can widen the search when too few remain.

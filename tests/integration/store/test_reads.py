@@ -4,6 +4,8 @@ managed transactions they replaced. The failures are injected around the real dr
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,6 +15,7 @@ from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.cypher import documents as documents_cy
 from driftrag.store.cypher import graph as graph_cy
+from driftrag.store.cypher import schema as schema_cy
 from tests.fakes.flaky_neo4j import FlakyDriver
 
 
@@ -46,3 +49,17 @@ async def test_a_read_that_fails_on_both_attempts_reports_the_lost_server(flaky_
     # A fresh connection answered the probe, so the server is not known down: the next read goes through.
     assert not store.health.known_down
     assert await store.read(graph_cy.MATCH_KB, kb="no-such-kb") == []
+
+
+async def test_a_connected_store_reads_concurrently_on_connections_it_already_opened(
+    neo4j_settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A new connection of the async driver stalls about 40 ms at its HELLO (delayed ACK): `connect` opens
+    # the pool's first ones together, so the concurrent reads of a run (an ingestion makes three) open none.
+    async with Neo4jStore.from_settings(neo4j_settings) as store:
+        await store.connect()
+        with caplog.at_level(logging.DEBUG, logger="neo4j"):
+            rows = await asyncio.gather(*(store.read(schema_cy.PING) for _ in range(3)))
+        assert rows == [[{"ok": 1}]] * 3
+        opened = [record for record in caplog.records if "<OPEN>" in record.getMessage()]
+        assert opened == []
