@@ -87,12 +87,26 @@ class ServerFigures:
     started: dict[str, list[float]]  # arrival times per task (time.monotonic, system-wide on Linux)
 
 
+@dataclass
+class RequestCounts:
+    """Requests the simulated server has answered so far."""
+
+    chat: int
+    embedding: int
+
+
 def _serve(connection: Connection, latency: float) -> None:
-    """The child process: serve until the parent asks for the figures, send them, stop."""
+    """The child process: answer count requests until the parent asks for the figures, send them, stop."""
     responder = ScriptedResponder()
     with FakeOpenAIServer(responder=responder, embedding_dimension=DIMENSION, latency_s=latency) as server:
         connection.send(server.base_url)
-        connection.recv()
+        while connection.recv() == "counts":
+            connection.send(
+                RequestCounts(
+                    chat=len(server.requests_to("/v1/chat/completions")),
+                    embedding=len(server.requests_to("/v1/embeddings")),
+                )
+            )
         connection.send(
             ServerFigures(
                 chat_requests=len(server.requests_to("/v1/chat/completions")),
@@ -115,6 +129,11 @@ class ServerProcess:
         self._process = multiprocessing.get_context("spawn").Process(target=_serve, args=(child, latency), daemon=True)
         self._process.start()
         self.base_url: str = self._parent.recv()
+
+    def counts(self) -> RequestCounts:
+        """The requests answered so far; the server keeps serving."""
+        self._parent.send("counts")
+        return self._parent.recv()
 
     def figures(self) -> ServerFigures:
         """The figures so far; the server stops after sending them."""

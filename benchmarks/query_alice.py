@@ -1,12 +1,12 @@
 """DRIFT (or global search) and graph-search cost on the Alice graph, through a local simulated OpenAI server.
 
-Builds the Alice graph with the scripted test double behind the OpenAI-compatible test server (as
-`ingest_alice.py` does), then runs questions in `--mode` (drift, the default, or global) with a fixed
-per-request latency and prints, per query and as medians: chat calls, prompt tokens, embedding
-requests, wall time against the sequential critical path of chat calls (DRIFT: HyDE + primer + rounds
-x local + reduce; global: the map calls in waves of `global_num_workers`, then the reduce), the same
-path with the embedding requests that must wait in between, the non-model time, and graph-search
-p50/p95 latency.
+Builds the Alice graph with the scripted test double behind the OpenAI-compatible test server, which
+runs in a process of its own as a real API does (`ingest_alice.py`'s server process), then runs
+questions in `--mode` (drift, the default, or global) with a fixed per-request latency and prints, per
+query and as medians: chat calls, prompt tokens, embedding requests, wall time against the sequential
+critical path of chat calls (DRIFT: HyDE + primer + rounds x local + reduce; global: the map calls in
+waves of `global_num_workers`, then the reduce), the same path with the embedding requests that must
+wait in between, the non-model time, and graph-search p50/p95 latency.
 
     .venv/bin/python benchmarks/query_alice.py [--mode drift|global] [--latency 0.2] [--neo4j-uri bolt://...]
         [--graph-searches 300] [--corpus PATH]   # default corpus: the copy `driftrag data fetch alice` keeps
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes 
 
 from pyinstrument import Profiler
 
-from benchmarks.ingest_alice import DIMENSION, ScriptedResponder
+from benchmarks.ingest_alice import DIMENSION, ServerProcess
 from driftrag.composition import ingestion_deps, query_deps
 from driftrag.corpora import corpus_file
 from driftrag.ingestion.requests import IngestRequest
@@ -44,7 +44,6 @@ from driftrag.store.protocols import GraphSearchStorage, Stores
 from driftrag.workflows.drift import DriftStart, DriftWorkflow
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from driftrag.workflows.query import run_query
-from tests.fakes.openai_server import FakeOpenAIServer
 
 KB = "bench-alice-query"
 QUESTIONS = [
@@ -61,11 +60,7 @@ MS_DRIFT = {"chat calls": 62, "prompt tokens": 674_000, "wall s": 30.0}
 
 async def run(args: argparse.Namespace) -> None:
     alice = corpus_file("alice", home=Settings().home, path=args.corpus)  # before any server starts
-    responder = ScriptedResponder()
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-query-") as home,
-        FakeOpenAIServer(responder=responder, embedding_dimension=DIMENSION, latency_s=args.latency) as server,
-    ):
+    with tempfile.TemporaryDirectory(prefix="bench-query-") as home, ServerProcess(args.latency) as server:
         settings = Settings(
             openai_api_key="bench",
             openai_base_url=server.base_url,
@@ -105,12 +100,12 @@ async def run(args: argparse.Namespace) -> None:
     report(args, rows, latencies, settings)
 
 
-async def one_query(deps: QueryDeps, server: FakeOpenAIServer, question: str, latency: float) -> dict:
-    chat_before = len(server.requests_to("/v1/chat/completions"))
-    embed_before = len(server.requests_to("/v1/embeddings"))
+async def one_query(deps: QueryDeps, server: ServerProcess, question: str, latency: float) -> dict:
+    before = server.counts()
     started = time.monotonic()
     result: DriftResult = await DriftWorkflow(deps).run(start_event=DriftStart(kb=KB, question=question))
     wall = time.monotonic() - started
+    after = server.counts()
     rounds = len({a.depth for a in result.intermediate if a.depth >= 1})
     chat_path = 1 + 1 + rounds + 1  # HyDE, primer, one latency per parallel round, reduce
     # Embeddings that must complete in between: question+HyDE, primer follow-ups, each round's follow-ups
@@ -118,8 +113,8 @@ async def one_query(deps: QueryDeps, server: FakeOpenAIServer, question: str, la
     embed_path = 1 + 1 + max(rounds - 1, 0)
     return {
         "question": question,
-        "chat": len(server.requests_to("/v1/chat/completions")) - chat_before,
-        "embed": len(server.requests_to("/v1/embeddings")) - embed_before,
+        "chat": after.chat - before.chat,
+        "embed": after.embedding - before.embedding,
         "budget calls": result.llm_calls,
         "prompt tokens": result.prompt_tokens,
         "answers": len(result.intermediate),
@@ -131,12 +126,12 @@ async def one_query(deps: QueryDeps, server: FakeOpenAIServer, question: str, la
     }
 
 
-async def one_global_query(deps: QueryDeps, server: FakeOpenAIServer, question: str, latency: float) -> dict:
-    chat_before = len(server.requests_to("/v1/chat/completions"))
-    embed_before = len(server.requests_to("/v1/embeddings"))
+async def one_global_query(deps: QueryDeps, server: ServerProcess, question: str, latency: float) -> dict:
+    before = server.counts()
     started = time.monotonic()
     result = await run_query(deps, "global", KB, question)
     wall = time.monotonic() - started
+    after = server.counts()
     assert isinstance(result, GlobalResult) and result.level is not None
     batches = result.level.n_batches
     waves = math.ceil(batches / min(deps.settings.global_num_workers, deps.settings.llm_concurrency))
@@ -144,8 +139,8 @@ async def one_global_query(deps: QueryDeps, server: FakeOpenAIServer, question: 
     embed_path = 1  # the question's embedding, before the reports are read
     return {
         "question": question,
-        "chat": len(server.requests_to("/v1/chat/completions")) - chat_before,
-        "embed": len(server.requests_to("/v1/embeddings")) - embed_before,
+        "chat": after.chat - before.chat,
+        "embed": after.embedding - before.embedding,
         "budget calls": result.llm_calls,
         "prompt tokens": result.prompt_tokens,
         "answers": len(result.points),
