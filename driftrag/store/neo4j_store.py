@@ -34,6 +34,7 @@ from driftrag.errors import (
     UnsupportedServerError,
 )
 from driftrag.settings import Settings
+from driftrag.store.checked_rows import CheckedRows
 from driftrag.store.cypher import schema as cy
 from driftrag.store.health import BackendHealth
 from driftrag.store.identifiers import validate_kb_id
@@ -264,7 +265,7 @@ class Neo4jStore:
         k: int,
         details: LiteralString | None = None,
         *,
-        checked: dict[str, dict[str, Any] | None] | None = None,
+        checked: CheckedRows | None = None,
         **params: Any,
     ) -> list[tuple[dict[str, Any], float]]:
         """Top-k nodes of one kb by cosine similarity, best first, as (row, score).
@@ -278,8 +279,8 @@ class Neo4jStore:
         (`_first_fetch`) and widens (x4, or to twice what the share kept so far says k needs, x16 when
         none was kept) while fewer than k remain and a wider lookup can bring more, up to
         `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of every vector search. `checked` holds
-        the `details` rows (None: no row) of ids already read, by an earlier search of the same query
-        with the same statement and parameters; it is filled in.
+        the `details` rows of ids already read, or being read, by the searches of the same query with the
+        same statement and parameters (`driftrag.store.checked_rows`); it is filled in.
         """
         if index not in cy.VECTOR_INDEXES:
             raise ConfigurationError(f"unknown vector index {index!r}")
@@ -290,7 +291,7 @@ class Neo4jStore:
         limit = self._settings.vector_exact_limit
         exact = limit > 0 and (index, kb) not in self._approximate
         fetch = k * _OVER_FETCH if exact else self._first_fetch(index, kb, k)
-        checked = {} if checked is None else checked
+        checked = CheckedRows() if checked is None else checked
         short, fetched = -1, 0  # candidates of the last index lookup that gave fewer than it asked for; of this one
         while True:
             if exact:
@@ -333,22 +334,23 @@ class Neo4jStore:
         hits: list[dict[str, Any]],
         k: int,
         details: LiteralString,
-        checked: dict[str, dict[str, Any] | None],
+        checked: CheckedRows,
         **params: Any,
     ) -> list[tuple[dict[str, Any], float]]:
         """The hits `details` returns a row for, best first, read in slices until k are found: first k and
         a quarter more (most hits are valid, and a chunk's details are its text: reading 4k of them cost
-        a local search over half its store time), then x4 each. `checked` holds the rows (None: no row)
-        of ids already read, across the widenings of one search."""
+        a local search over half its store time), then x4 each. `checked` holds the rows of ids already
+        read (or being read), across the widenings of one search and the searches that share it."""
+
+        async def read(ids: list[str]) -> list[dict[str, Any]]:
+            return await self.read_value(details, ids=ids, **params)
+
         kept: list[tuple[dict[str, Any], float]] = []
         position, step = 0, k + (k + 3) // 4
         while position < len(hits) and len(kept) < k:
             batch = hits[position : position + step]
-            unread = [hit["id"] for hit in batch if hit["id"] not in checked]
-            if unread:
-                found = {row["id"]: row for row in await self.read_value(details, ids=unread, **params)}
-                checked.update({hit_id: found.get(hit_id) for hit_id in unread})
-            kept += [(row, hit["score"]) for hit in batch if (row := checked[hit["id"]]) is not None]
+            rows = await checked.rows([hit["id"] for hit in batch], read)
+            kept += [(row, hit["score"]) for hit, row in zip(batch, rows, strict=True) if row is not None]
             position, step = position + len(batch), step * _OVER_FETCH
         return kept
 

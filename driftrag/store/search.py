@@ -22,6 +22,7 @@ from driftrag.models.search import (
     Source,
     community_source,
 )
+from driftrag.store.checked_rows import CheckedRows
 from driftrag.store.cypher import schema as schema_cy
 from driftrag.store.cypher import search as cy
 from driftrag.store.identifiers import validate_kb_id
@@ -51,14 +52,18 @@ class SeenRows:
 
     A DRIFT query runs a dozen vector searches over the same kb, and they keep finding the same few
     chunks and entities: each one's details (text, title, validity) are read once per query, not once
-    per search. A query takes seconds; what it reads then is its view of the kb.
+    per search, also by searches that run at the same time (`driftrag.store.checked_rows`). A query
+    takes seconds; what it reads then is its view of the kb.
     """
 
     def __init__(self) -> None:
-        self._rows: dict[tuple[str, str, tuple[tuple[str, Any], ...]], dict[str, dict[str, Any] | None]] = {}
+        self._rows: dict[tuple[str, str, tuple[tuple[str, Any], ...]], CheckedRows] = {}
 
-    def of(self, kb: str, statement: str, params: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
-        return self._rows.setdefault((kb, statement, tuple(sorted(params.items()))), {})
+    def of(self, kb: str, statement: str, params: dict[str, Any]) -> CheckedRows:
+        key = (kb, statement, tuple(sorted(params.items())))
+        if key not in self._rows:
+            self._rows[key] = CheckedRows()
+        return self._rows[key]
 
 
 class SearchStore:

@@ -257,7 +257,7 @@ async def test_a_query_reads_the_details_of_each_vector_candidate_once(
     search_settings, module_store, search_providers, graph_kb
 ) -> None:
     # A DRIFT query's vector searches keep finding the same chunks and entities: their details (text,
-    # validity) are read once per query. One worker: no two searches of the query run at once here.
+    # validity) are read once per query, also by the local searches a round runs at the same time.
     details = {search_cy.MATCH_ENABLED_CHUNKS: "chunk", search_cy.MATCH_VALID_ENTITIES: "entity"}
     reads: list[tuple[str, str]] = []
 
@@ -268,12 +268,8 @@ async def test_a_query_reads_the_details_of_each_vector_candidate_once(
             return await super().read_value(query, **params)
 
     store = RecordingStore(search_settings, module_store.driver)
-    deps = query_deps(
-        search_settings.model_copy(update={"drift_num_workers": 1}),
-        Stores.neo4j(store),
-        search_providers,
-        ScriptedChatModel(),
-    )
+    deps = query_deps(search_settings, Stores.neo4j(store), search_providers, ScriptedChatModel())
+    assert deps.settings.drift_num_workers > 1
     result, _ = await run_drift(deps, graph_kb)
     assert len([a for a in result.intermediate if a.depth >= 1]) >= 3
     assert {kind for kind, _ in reads} == {"chunk", "entity"}
