@@ -295,18 +295,21 @@ class Neo4jStore:
         short, fetched = -1, 0  # candidates of the last index lookup that gave fewer than it asked for; of this one
         while True:
             if exact:
-                rows = await self.read(
+                # Lists and maps only: the record as decoded, without `data()`'s walk of every hit.
+                found = await self.read_record(
                     cy.EXACT_VECTOR_SEARCH[index], kb=kb, vector=query, fetch=fetch, exact_limit=limit
                 )
-                if rows[0]["total"] > limit:  # too many to score each: the index, from now on
+                if found["total"] > limit:  # too many to score each: the index, from now on
                     self._approximate.add((index, kb))
                     exact, fetch = False, self._first_fetch(index, kb, k)
                     continue
-                hits = rows[0]["rows"]
+                hits = found["rows"]
                 exhausted = len(hits) < fetch  # every node of the kb was scored
             else:
-                rows = await self.read(cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=query, k=fetch, fetch=fetch)
-                hits, fetched = rows[0]["rows"], rows[0]["fetched"]
+                found = await self.read_record(
+                    cy.QUERY_VECTOR_INDEX, index=index, kb=kb, vector=query, k=fetch, fetch=fetch
+                )
+                hits, fetched = found["rows"], found["fetched"]
                 # Fewer candidates than asked means either that the index has no more nodes or that
                 # deleted nodes it still holds took places (measured: 122 of 128 in an index of
                 # thousands): only a wider lookup that brings no more candidates shows it is exhausted.
