@@ -56,6 +56,24 @@ class GraphSearchStore:
             raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
         return rows[0]
 
+    @staticmethod
+    def _searchable(kb: str, status: dict[str, Any] | None) -> dict[str, Any]:
+        """`status` (a record holding the kb's switches; None: no such kb) when they let the graph be
+        searched; else the search's refusal."""
+        if status is None:
+            raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
+        if not status["graph_enabled"]:
+            raise GraphDisabledError(
+                f"the graph of knowledge base {kb!r} is disabled, so graph search cannot answer; "
+                f"re-enable it with `driftrag graph-enable --kb {kb}` (or GraphSearchStore.set_graph_enabled)"
+            )
+        if status["search_markers"] < SEARCH_MARKERS_VERSION:
+            raise BackendUnavailableError(
+                f"knowledge base {kb!r} was written before graph search's markers existed; "
+                "run `driftrag schema init` once to add them"
+            )
+        return status
+
     async def one_hop(
         self,
         kb: str,
@@ -85,23 +103,13 @@ class GraphSearchStore:
         """
         if max_seeds < 1 or max_rows < 1 or max_source_ids < 1 or count_cap < 1:
             raise ValueError("max_seeds, max_rows, max_source_ids and count_cap must be at least 1")
-        status = await self._status(kb)
-        if not status["graph_enabled"]:
-            raise GraphDisabledError(
-                f"the graph of knowledge base {kb!r} is disabled, so graph search cannot answer; "
-                f"re-enable it with `driftrag graph-enable --kb {kb}` (or GraphSearchStore.set_graph_enabled)"
-            )
-        if status["search_markers"] < SEARCH_MARKERS_VERSION:
-            raise BackendUnavailableError(
-                f"knowledge base {kb!r} was written before graph search's markers existed; "
-                "run `driftrag schema init` once to add them"
-            )
         statement = cy.MATCH_ONE_HOP_BY_SCAN if len(query) < _TRIGRAM else cy.MATCH_ONE_HOP_BY_TEXT
         # `query` is the name of read()'s statement argument, so the text travels as $needle.
         # The statement returns lists only, so the record is used as decoded.
-        record = await self._store.read_record(
+        found = await self._store.read_optional_record(
             statement,
-            kb=kb,
+            kb=validate_kb_id(kb),
+            markers_version=SEARCH_MARKERS_VERSION,
             needle=query,
             max_seeds=max_seeds,
             max_rows=max_rows,
@@ -109,6 +117,7 @@ class GraphSearchStore:
             candidate_limit=max(count_cap, max_seeds),
             row_limit=max(count_cap, max_rows),
         )
+        record = self._searchable(kb, found)
         return OneHopResult(
             candidates_matched=record["candidates_matched"],
             candidates_matched_is_lower_bound=record["candidates_matched_is_lower_bound"],

@@ -379,8 +379,15 @@ class Neo4jStore:
     async def read_record(self, query: LiteralString, **params: Any) -> dict[str, Any]:
         """The one record a read returns, its columns as the driver decoded them: no `data()` walk,
         which costs as much as the decoding for a large nested result made of maps and lists only."""
+        record = await self.read_optional_record(query, **params)
+        if record is None:
+            raise BackendUnavailableError("Neo4j returned no record for a statement that always returns one")
+        return record
+
+    async def read_optional_record(self, query: LiteralString, **params: Any) -> dict[str, Any] | None:
+        """The first record a read returns, as `read_record` gives it, or None when it returns none."""
         records = await self._execute(query, params, neo4j.RoutingControl.READ, convert=False)
-        return dict(records[0].items())
+        return dict(records[0].items()) if records else None
 
     async def write(self, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
         return await self._execute(query, params, neo4j.RoutingControl.WRITE)

@@ -219,8 +219,22 @@ CALL (kept) {
     + _PROJECT
 )
 
-MATCH_ONE_HOP_BY_TEXT = _SEEDS_BY_TEXT + _EXPAND
-MATCH_ONE_HOP_BY_SCAN = _SEEDS_BY_SCAN + _EXPAND
+# The kb's switches are read by the same statement: a graph search is one round trip (a separate status
+# read was a third of an exact-name search's time). No row: no such kb. A disabled graph, or search
+# markers older than `$markers_version`, return the switches alone (the search's columns null).
+_KB_STATUS = """
+MATCH (k:__KnowledgeBase__ {kb: $kb})
+WITH coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.search_markers, 0) AS search_markers
+OPTIONAL CALL (graph_enabled, search_markers) {
+  WITH graph_enabled, search_markers WHERE graph_enabled AND search_markers >= $markers_version
+"""
+_WITH_STATUS = """}
+RETURN graph_enabled, search_markers, candidates_matched, candidates_matched_is_lower_bound, rows_total,
+       rows_total_is_lower_bound, groups, neighbours
+"""
+
+MATCH_ONE_HOP_BY_TEXT = _KB_STATUS + _SEEDS_BY_TEXT + _EXPAND + _WITH_STATUS
+MATCH_ONE_HOP_BY_SCAN = _KB_STATUS + _SEEDS_BY_SCAN + _EXPAND + _WITH_STATUS
 
 # --- admin switches -------------------------------------------------------------------------------------
 
