@@ -178,12 +178,12 @@ class LookupCountingStore(Neo4jStore):
         self.lookups: list[int] = []
         self.exact: list[int] = []
 
-    async def read(self, query, **params):
+    async def read_record(self, query, **params):
         if "db.index.vector.queryNodes" in query:
             self.lookups.append(params["fetch"])
         elif "vector.similarity.cosine" in query and "exact_limit" in params:
             self.exact.append(params["fetch"])
-        return await super().read(query, **params)
+        return await super().read_record(query, **params)
 
 
 @pytest.mark.parametrize("exact_limit", [0, 5000], ids=["index", "exact"])
