@@ -122,8 +122,8 @@ class ReportRow(_Row):
         )
 
 
-# The bounded one-hop read (`GraphSearchStorage.one_hop`) returns tuples, not models: a hub's answer holds
-# thousands of rows, which the graph-search response validates once, as a whole.
+# The bounded one-hop read (`GraphSearchStorage.one_hop`) hands over tuples, not models: a hub's answer holds
+# thousands of rows, which the graph-search response validates as they come.
 class OneHopEntity(NamedTuple):
     id: str
     name: str
@@ -145,15 +145,16 @@ class OneHopRelationship(NamedTuple):
     stored_chunk_ids: int
 
 
-class OneHopGroup(NamedTuple):
-    seed: OneHopEntity
-    pairs: list[tuple[OneHopRelationship, str]]  # (relationship, neighbour id), heaviest first
+class OneHopPart(NamedTuple):
+    """One part of a one-hop answer; parts come in order, and together hold every kept row once."""
+
+    seeds: list[OneHopEntity]  # every kept seed, in rank order, in the first part; empty in the others
+    pairs: list[tuple[int, OneHopRelationship, str]]  # (seed index, relationship, neighbour id), in row order
+    neighbours: list[OneHopEntity]  # the neighbours whose first pair is in this part, each once
 
 
-class OneHopResult(NamedTuple):
+class OneHopCounts(NamedTuple):
     candidates_matched: int
     candidates_matched_is_lower_bound: bool
     rows_total: int
     rows_total_is_lower_bound: bool
-    groups: list[OneHopGroup]  # the kept seeds in rank order
-    neighbours: list[OneHopEntity]  # each neighbour once

@@ -8,7 +8,7 @@ extracted from it, and a disabled graph makes the search refuse (callers answer 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from driftrag.errors import (
@@ -17,7 +17,7 @@ from driftrag.errors import (
     InvalidIdentifierError,
     KnowledgeBaseNotFoundError,
 )
-from driftrag.models.search import OneHopEntity, OneHopGroup, OneHopRelationship, OneHopResult
+from driftrag.models.search import OneHopCounts, OneHopEntity, OneHopPart, OneHopRelationship
 from driftrag.store.cypher import graph_search as cy
 from driftrag.store.cypher.markers import SEARCH_MARKERS_VERSION
 from driftrag.store.identifiers import validate_kb_id, validate_node_id
@@ -29,6 +29,9 @@ _entity = OneHopEntity._make
 _relationship = OneHopRelationship._make
 # The text index matches by trigrams: a shorter needle is answered by the ranked seed-order scan.
 _TRIGRAM = 3
+# Pairs per streamed part: small enough that shaping the parts overlaps most of Neo4j's projection, large
+# enough that a part's fixed costs (a record, a subquery call per kind, a validation call) stay small.
+_PART_ROWS = 200
 
 
 def _validate_chunk_ids(chunk_ids: Iterable[str]) -> list[str]:
@@ -38,6 +41,66 @@ def _validate_chunk_ids(chunk_ids: Iterable[str]) -> list[str]:
     if wrong_kind:
         raise InvalidIdentifierError(f"not chunk ids: {', '.join(map(repr, wrong_kind[:5]))}")
     return ids
+
+
+def _check_searchable(kb: str, status: dict[str, Any] | None) -> dict[str, Any]:
+    """`status` (a record holding the kb's switches; None: no such kb) when they let the graph be
+    searched; else the search's refusal."""
+    if status is None:
+        raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
+    if not status["graph_enabled"]:
+        raise GraphDisabledError(
+            f"the graph of knowledge base {kb!r} is disabled, so graph search cannot answer; "
+            f"re-enable it with `driftrag graph-enable --kb {kb}` (or GraphSearchStore.set_graph_enabled)"
+        )
+    if status["search_markers"] < SEARCH_MARKERS_VERSION:
+        raise BackendUnavailableError(
+            f"knowledge base {kb!r} was written before graph search's markers existed; "
+            "run `driftrag schema init` once to add them"
+        )
+    return status
+
+
+class _PartsInOrder:
+    """Takes the one-hop statement's records as they arrive: checks the kb's switches on the first, then
+    hands each part over as tuples, in part order (a part that arrives early waits for those before it)."""
+
+    def __init__(self, kb: str, on_part: Callable[[OneHopPart], None]) -> None:
+        self._kb = kb
+        self._on_part = on_part
+        self._first: dict[str, Any] | None = None
+        self._waiting: dict[int, dict[str, Any]] = {}
+        self._next = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        if self._first is None:
+            self._first = _check_searchable(self._kb, record)
+        self._waiting[record["part"]] = record
+        while self._next in self._waiting:
+            self._on_part(_part(self._waiting.pop(self._next)))
+            self._next += 1
+
+    def counts(self) -> OneHopCounts:
+        """The answer's counts, once every part has been handed over."""
+        first = _check_searchable(self._kb, self._first)
+        if self._waiting or self._next != first["parts"]:
+            raise BackendUnavailableError(
+                f"graph search in knowledge base {self._kb!r} got {self._next} of {first['parts']} parts in order"
+            )
+        return OneHopCounts(
+            first["candidates_matched"],
+            first["candidates_matched_is_lower_bound"],
+            first["rows_total"],
+            first["rows_total_is_lower_bound"],
+        )
+
+
+def _part(record: dict[str, Any]) -> OneHopPart:
+    return OneHopPart(
+        list(map(_entity, record["seeds"])),
+        [(seed_index, _relationship(row), neighbour_id) for seed_index, row, neighbour_id in record["pairs"]],
+        list(map(_entity, record["neighbours"])),
+    )
 
 
 class GraphSearchStore:
@@ -56,24 +119,6 @@ class GraphSearchStore:
             raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
         return rows[0]
 
-    @staticmethod
-    def _searchable(kb: str, status: dict[str, Any] | None) -> dict[str, Any]:
-        """`status` (a record holding the kb's switches; None: no such kb) when they let the graph be
-        searched; else the search's refusal."""
-        if status is None:
-            raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
-        if not status["graph_enabled"]:
-            raise GraphDisabledError(
-                f"the graph of knowledge base {kb!r} is disabled, so graph search cannot answer; "
-                f"re-enable it with `driftrag graph-enable --kb {kb}` (or GraphSearchStore.set_graph_enabled)"
-            )
-        if status["search_markers"] < SEARCH_MARKERS_VERSION:
-            raise BackendUnavailableError(
-                f"knowledge base {kb!r} was written before graph search's markers existed; "
-                "run `driftrag schema init` once to add them"
-            )
-        return status
-
     async def one_hop(
         self,
         kb: str,
@@ -81,15 +126,19 @@ class GraphSearchStore:
         *,
         max_seeds: int,
         max_rows: int,
+        on_part: Callable[[OneHopPart], None],
         max_source_ids: int = 10,
         count_cap: int = 1000,
-    ) -> OneHopResult:
-        """Seeds matching `query` and their valid one-hop neighbourhoods, capped.
+    ) -> OneHopCounts:
+        """Seeds matching `query` and their valid one-hop neighbourhoods, capped, handed to `on_part` as
+        they arrive; returns the counts once the last part has been handed over.
 
         `candidates_matched` counts the valid entities whose name contains `query`; `rows_total` the rows
         of the first `max_seeds` seeds: one per valid relationship of a seed, or one for a seed without
-        any. `groups` are the kept seeds in rank order, each with its pairs of relationship and neighbour
-        id, at most `max_rows` pairs in all; `neighbours` has each neighbour once. Source ids are already
+        any. The parts (OneHopPart), in order: the first holds the kept seeds in rank order; together
+        they hold each kept seed's pairs of relationship and neighbour id, in seed-rank order then
+        heaviest first, at most `max_rows` pairs in all, and each neighbour once, in the part of its
+        first pair. `on_part` runs on the event loop between reads: it must not block. Source ids are already
         filtered to valid chunks: at most `max_source_ids + 1` of them per list (the first valid ones in
         stored order, so a caller showing `max_source_ids` knows whether it cuts), with
         `stored_chunk_ids`, the list's stored length.
@@ -99,15 +148,17 @@ class GraphSearchStore:
         `rows_total_is_lower_bound` are true.
 
         Raises KnowledgeBaseNotFoundError, GraphDisabledError or BackendUnavailableError (also for a kb
-        whose search markers the schema setup has not written yet).
+        whose search markers the schema setup has not written yet) before any part is handed over; an
+        error `on_part` raises stops the read and is raised as is.
         """
         if max_seeds < 1 or max_rows < 1 or max_source_ids < 1 or count_cap < 1:
             raise ValueError("max_seeds, max_rows, max_source_ids and count_cap must be at least 1")
         statement = cy.MATCH_ONE_HOP_BY_SCAN if len(query) < _TRIGRAM else cy.MATCH_ONE_HOP_BY_TEXT
+        parts = _PartsInOrder(kb, on_part)
         # `query` is the name of read()'s statement argument, so the text travels as $needle.
-        # The statement returns lists only, so the record is used as decoded.
-        found = await self._store.read_optional_record(
+        await self._store.read_streamed(
             statement,
+            parts.add,
             kb=validate_kb_id(kb),
             markers_version=SEARCH_MARKERS_VERSION,
             needle=query,
@@ -116,19 +167,9 @@ class GraphSearchStore:
             list_cap=max_source_ids + 1,
             candidate_limit=max(count_cap, max_seeds),
             row_limit=max(count_cap, max_rows),
+            part_rows=_PART_ROWS,
         )
-        record = self._searchable(kb, found)
-        return OneHopResult(
-            candidates_matched=record["candidates_matched"],
-            candidates_matched_is_lower_bound=record["candidates_matched_is_lower_bound"],
-            rows_total=record["rows_total"],
-            rows_total_is_lower_bound=record["rows_total_is_lower_bound"],
-            groups=[
-                OneHopGroup(_entity(seed), [(_relationship(row), neighbour_id) for row, neighbour_id in pairs])
-                for seed, pairs in record["groups"]
-            ],
-            neighbours=list(map(_entity, record["neighbours"])),
-        )
+        return parts.counts()
 
     # --- admin writes ------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import contextvars
 import logging
 import math
 import re
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, LiteralString, TypeVar
 
 import neo4j
@@ -408,6 +408,50 @@ class Neo4jStore:
         """The first record a read returns, as `read_record` gives it, or None when it returns none."""
         records = await self._execute(query, params, neo4j.RoutingControl.READ, convert=False)
         return dict(records[0].items()) if records else None
+
+    async def read_streamed(
+        self, query: LiteralString, on_record: Callable[[dict[str, Any]], None], **params: Any
+    ) -> None:
+        """Each record of a read handed to `on_record` as it arrives, its columns as the driver decoded
+        them: a large answer sent as several records is shaped while Neo4j computes the rest. An error
+        `on_record` raises stops the read and reaches the caller as raised. A failure the driver would
+        retry is retried as a managed transaction only while no record has been handed over; after
+        that it is a BackendUnavailableError (the caller's retry runs the read whole again)."""
+        self.health.check()
+        try:
+            await in_clean_context(self._stream_records(query, _unformatted(params), on_record))
+        except (ServiceUnavailable, SessionExpired, OSError) as exc:
+            raise await self._lost(exc) from exc
+        except ClientError:
+            raise
+        except Neo4jError as exc:
+            raise BackendUnavailableError(f"Neo4j failed: {exc}") from exc
+        self.health.succeeded()
+
+    async def _stream_records(
+        self, query: LiteralString, params: Mapping[str, Any], on_record: Callable[[dict[str, Any]], None]
+    ) -> None:
+        # As `_read_records`: one round trip, the managed writes' bookmarks, the driver's retries after.
+        handed_over = False
+        try:
+            async with self._driver.session(
+                database=self._database,
+                default_access_mode=neo4j.READ_ACCESS,
+                bookmark_manager=self._driver.execute_query_bookmark_manager,
+            ) as session:
+                result = await session.run(query, params)
+                async for record in result:
+                    handed_over = True
+                    on_record(dict(record.items()))
+                return
+        except (TransientError, SessionExpired, ServiceUnavailable):
+            if handed_over:
+                raise
+        records, _, _ = await self._driver.execute_query(
+            query, parameters_=dict(params), database_=self._database, routing_=neo4j.RoutingControl.READ
+        )
+        for record in records:
+            on_record(dict(record.items()))
 
     async def write(self, query: LiteralString, **params: Any) -> list[dict[str, Any]]:
         return await self._execute(query, params, neo4j.RoutingControl.WRITE)

@@ -37,7 +37,8 @@ from driftrag.models.search import (
     ChunkRow,
     CommunityRow,
     EntityRow,
-    OneHopResult,
+    OneHopCounts,
+    OneHopPart,
     RelationshipRow,
     ReportRow,
     Source,
@@ -206,9 +207,10 @@ class GraphSearchStorage(Protocol):
         *,
         max_seeds: int,
         max_rows: int,
+        on_part: Callable[[OneHopPart], None],
         max_source_ids: int = ...,
         count_cap: int = ...,
-    ) -> OneHopResult: ...
+    ) -> OneHopCounts: ...
     async def set_chunks_enabled(self, kb: str, chunk_ids: Iterable[str], enabled: bool) -> int: ...
     async def set_graph_enabled(self, kb: str, enabled: bool) -> None: ...
 

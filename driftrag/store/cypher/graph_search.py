@@ -122,45 +122,62 @@ _RELATIONSHIP = (
 """
 )
 
-# The kept rows as the caller reads them: each distinct neighbour once (a hub next to many seeds is
-# projected once), and per seed `[seed, pairs]`, its pairs `[relationship, neighbour id]`. A relationship's endpoints
-# are its seed and its neighbour, so their names are not read again (the caller has them). RELATED
-# only joins entities, so the rows are not checked for the label.
+# The kept rows as the caller reads them, streamed in parts of at most `$part_rows` pairs, one record per
+# part, so the caller shapes each part while the next is projected (a hub's 2,000 rows are 1.8 MB: read
+# as one record, Neo4j's projection and the caller's decoding and shaping ran one after the other).
+# - `flat`: every kept pair `[seed index, relationship, neighbour]`, in seed-rank order then heaviest first.
+# - `firsts`: each distinct neighbour once, with the part of its first pair: a neighbour is projected once
+#   (a hub next to many seeds too), in the part that first needs it. A relationship's endpoints are its
+#   seed and its neighbour, so their names are not read again (the caller has them). RELATED only joins
+#   entities, so the rows are not checked for the label.
+# - Each part: its pairs `[seed index, relationship, neighbour id]` in order, its new neighbours, and in
+#   the first part (the only one when nothing matched) every kept seed in rank order. `parts` is their
+#   number, so the caller knows the answer whole.
 _PROJECT = (
     """
 CALL (kept_groups) {
-  UNWIND kept_groups AS g
-  UNWIND g.pairs AS p
-  WITH DISTINCT p.n AS x
+  UNWIND range(0, size(kept_groups) - 1) AS i
+  UNWIND range(0, size(kept_groups[i].pairs) - 1) AS j
+  WITH i, j, kept_groups[i].pairs[j] AS p ORDER BY i, j
+  RETURN collect([i, p.r, p.n]) AS flat
+}
+CALL (flat) {
+  UNWIND range(0, size(flat) - 1) AS k
+  WITH flat[k][2] AS n, min(k) AS first
+  RETURN collect([first / $part_rows, n]) AS firsts
+}
+WITH candidates_matched, candidates_matched_is_lower_bound, rows_total, rows_total_is_lower_bound, kept_groups,
+     flat, firsts, CASE WHEN size(flat) = 0 THEN 1 ELSE (size(flat) + $part_rows - 1) / $part_rows END AS parts
+UNWIND range(0, parts - 1) AS part
+CALL (part, kept_groups) {
+  WITH part, kept_groups WHERE part = 0
+  UNWIND range(0, size(kept_groups) - 1) AS i
+  WITH i, kept_groups[i].s AS x
+"""
+    + _ENTITY
+    + """
+  WITH i, projected ORDER BY i
+  RETURN collect(projected) AS seeds
+}
+CALL (part, flat) {
+  UNWIND range(part * $part_rows, part * $part_rows + $part_rows - 1) AS k
+  WITH k, flat[k] AS f WHERE f IS NOT NULL
+  WITH k, f[0] AS seed_index, f[1] AS x, f[2].id AS neighbour_id
+"""
+    + _RELATIONSHIP
+    + """
+  WITH k, seed_index, projected, neighbour_id ORDER BY k
+  RETURN collect([seed_index, projected, neighbour_id]) AS pairs
+}
+CALL (part, firsts) {
+  UNWIND [f IN firsts WHERE f[0] = part | f[1]] AS x
 """
     + _ENTITY
     + """
   RETURN collect(projected) AS neighbours
 }
-CALL (kept_groups) {
-  UNWIND range(0, size(kept_groups) - 1) AS i
-  WITH i, kept_groups[i] AS g
-  CALL (g) {
-    WITH g.s AS x
-"""
-    + _ENTITY
-    + """
-    RETURN projected AS seed
-  }
-  CALL (g) {
-    UNWIND range(0, size(g.pairs) - 1) AS j
-    WITH j, g.pairs[j].r AS x, g.pairs[j].n.id AS neighbour_id
-"""
-    + _RELATIONSHIP
-    + """
-    WITH j, projected, neighbour_id ORDER BY j
-    RETURN collect([projected, neighbour_id]) AS pairs
-  }
-  WITH i, seed, pairs ORDER BY i
-  RETURN collect([seed, pairs]) AS groups
-}
 RETURN candidates_matched, candidates_matched_is_lower_bound, rows_total, rows_total_is_lower_bound,
-       groups, neighbours
+       parts, part, seeds, pairs, neighbours
 """
 )
 
@@ -215,13 +232,15 @@ CALL (kept) {
   WITH i, s, pairs[0..room] AS pairs ORDER BY i
   RETURN collect({s: s, pairs: pairs}) AS kept_groups
 }
+WITH candidates_matched, candidates_matched_is_lower_bound, rows_total, rows_total_is_lower_bound, kept_groups
 """
     + _PROJECT
 )
 
 # The kb's switches are read by the same statement: a graph search is one round trip (a separate status
-# read was a third of an exact-name search's time). No row: no such kb. A disabled graph, or search
-# markers older than `$markers_version`, return the switches alone (the search's columns null).
+# read was a third of an exact-name search's time). No record: no such kb. A disabled graph, or search
+# markers older than `$markers_version`, return one record of the switches alone (the search's columns
+# null); else every part's record holds them.
 _KB_STATUS = """
 MATCH (k:__KnowledgeBase__ {kb: $kb})
 WITH coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.search_markers, 0) AS search_markers
@@ -230,7 +249,7 @@ OPTIONAL CALL (graph_enabled, search_markers) {
 """
 _WITH_STATUS = """}
 RETURN graph_enabled, search_markers, candidates_matched, candidates_matched_is_lower_bound, rows_total,
-       rows_total_is_lower_bound, groups, neighbours
+       rows_total_is_lower_bound, parts, part, seeds, pairs, neighbours
 """
 
 MATCH_ONE_HOP_BY_TEXT = _KB_STATUS + _SEEDS_BY_TEXT + _EXPAND + _WITH_STATUS

@@ -6,14 +6,14 @@ import pytest
 from pydantic import ValidationError
 
 from driftrag.errors import InvalidIdentifierError, InvalidQueryError
-from driftrag.models.search import OneHopEntity, OneHopGroup, OneHopRelationship, OneHopResult
+from driftrag.models.search import OneHopCounts, OneHopEntity, OneHopPart, OneHopRelationship
 from driftrag.search.graph_search import (
     MAX_QUERY_CHARS,
     FieldCutter,
     GraphSearchRequest,
     GraphSearchResponse,
+    ResponseBuilder,
     TruncatedField,
-    build_response,
     parse_request,
 )
 
@@ -87,24 +87,28 @@ def test_source_ids_have_their_own_cap_and_report_the_stored_count() -> None:
     ] == [("e1", "source_chunk_ids", 40, 2)]
 
 
-def test_build_response_dedups_and_keeps_seed_ranks() -> None:
+def build(request: GraphSearchRequest, counts: OneHopCounts, *parts: OneHopPart) -> GraphSearchResponse:
+    builder = ResponseBuilder(request, FieldCutter(max_chars=100, max_items=10))
+    for part in parts:
+        builder.add(part)
+    return builder.finish(counts)
+
+
+def test_the_response_dedups_across_parts_and_keeps_seed_ranks() -> None:
     alice, rabbit, hatter = entity_row("e-a", "Alice"), entity_row("e-r", "Rabbit"), entity_row("e-h", "Hatter")
     shared = relationship_row("r-1", alice, rabbit)
-    result = OneHopResult(
-        candidates_matched=3,
-        candidates_matched_is_lower_bound=False,
-        rows_total=4,
-        rows_total_is_lower_bound=False,
-        groups=[
-            # Alice's neighbour Rabbit is itself the second seed: it must stay a seed.
-            OneHopGroup(alice, [(shared, "e-r")]),
-            OneHopGroup(rabbit, [(shared, "e-a"), (relationship_row("r-2", rabbit, hatter), "e-h")]),
-        ],
-        neighbours=[rabbit, alice, hatter],
-    )
     request = GraphSearchRequest(kb="kb", query="Alice")
 
-    response = build_response(request, result, FieldCutter(max_chars=100, max_items=10))
+    response = build(
+        request,
+        OneHopCounts(candidates_matched=3, candidates_matched_is_lower_bound=False, rows_total=4,
+                     rows_total_is_lower_bound=False),
+        # Alice's neighbour Rabbit is itself the second seed: it must stay a seed.
+        OneHopPart(seeds=[alice, rabbit], pairs=[(0, shared, "e-r")], neighbours=[rabbit]),
+        # The shared relationship again, from Rabbit's side, in a later part: returned once.
+        OneHopPart(seeds=[], pairs=[(1, shared, "e-a")], neighbours=[alice]),
+        OneHopPart(seeds=[], pairs=[(1, relationship_row("r-2", rabbit, hatter), "e-h")], neighbours=[hatter]),
+    )  # fmt: skip
 
     assert [(e.name, e.is_seed, e.seed_rank, e.match) for e in response.entities] == [
         ("Alice", True, 1, "exact"),
@@ -112,7 +116,7 @@ def test_build_response_dedups_and_keeps_seed_ranks() -> None:
         ("Hatter", False, None, "neighbour"),
     ]
     assert [r.id for r in response.relationships] == ["r-1", "r-2"]
-    # Endpoint names come from the seeds and neighbours of the result.
+    # Endpoint names come from the seeds and neighbours of the parts.
     assert [(r.source_name, r.target_name) for r in response.relationships] == [
         ("Alice", "Rabbit"),
         ("Rabbit", "Hatter"),
@@ -133,14 +137,17 @@ def test_build_response_dedups_and_keeps_seed_ranks() -> None:
 
 
 def test_a_seed_without_relationships_is_one_row() -> None:
-    result = OneHopResult(
-        candidates_matched=1,
-        candidates_matched_is_lower_bound=False,
-        rows_total=1,
-        rows_total_is_lower_bound=False,
-        groups=[OneHopGroup(entity_row("e-d", "Dodo"), [])],
-        neighbours=[],
+    response = build(
+        GraphSearchRequest(kb="kb", query="Do"),
+        OneHopCounts(1, False, 1, False),
+        OneHopPart(seeds=[entity_row("e-d", "Dodo")], pairs=[], neighbours=[]),
     )
-    response = build_response(GraphSearchRequest(kb="kb", query="Do"), result, FieldCutter(100, 10))
     assert [e.match for e in response.entities] == ["substring"]
     assert response.truncation.rows_returned == 1 and not response.truncation.results_truncated
+
+
+def test_each_part_is_validated_as_it_comes() -> None:
+    builder = ResponseBuilder(GraphSearchRequest(kb="kb", query="Do"), FieldCutter(100, 10))
+    broken = OneHopEntity("e-d", "Dodo", "PERSON", "about", ["about"], ["chunk-1", None], 2)  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match="source_chunk_ids"):
+        builder.add(OneHopPart(seeds=[broken], pairs=[], neighbours=[]))
