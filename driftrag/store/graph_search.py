@@ -148,8 +148,10 @@ class GraphSearchStore:
         `rows_total_is_lower_bound` are true.
 
         Raises KnowledgeBaseNotFoundError, GraphDisabledError or BackendUnavailableError (also for a kb
-        whose search markers the schema setup has not written yet) before any part is handed over; an
-        error `on_part` raises stops the read and is raised as is.
+        whose search markers the schema setup has not written yet) before any part is handed over;
+        BackendUnavailableError too when the connection is lost after some parts were (the parts seen
+        are then not the whole answer: discard them). An error `on_part` raises stops the read and is
+        raised as is.
         """
         if max_seeds < 1 or max_rows < 1 or max_source_ids < 1 or count_cap < 1:
             raise ValueError("max_seeds, max_rows, max_source_ids and count_cap must be at least 1")

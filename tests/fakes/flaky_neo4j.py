@@ -5,6 +5,7 @@
     flaky.fail_next(1)                           # the next query raises neo4j's ServiceUnavailable
     flaky.fail_next(1, transient=True)           # ... or a TransientError (retryable, the server still up)
     flaky.stall_next(1, seconds=3.0)             # the next query waits before it runs
+    flaky.break_stream_after(1)                  # the next auto-commit read is lost after its first record
 
 Both ways the store runs statements are covered: managed ones (`execute_query`) and auto-commit ones
 (a session's `run`, the store's reads). Every other call goes to the real driver unchanged, so the
@@ -31,6 +32,7 @@ class FlakyDriver:
         self._transient = False
         self._stalls = 0
         self._stall_s = 0.0
+        self._break_after: int | None = None
         self.injected = 0
 
     def fail_next(self, count: int, *, transient: bool = False) -> None:
@@ -40,6 +42,18 @@ class FlakyDriver:
     def stall_next(self, count: int, *, seconds: float) -> None:
         with self._lock:
             self._stalls, self._stall_s = count, seconds
+
+    def break_stream_after(self, records: int) -> None:
+        """The next auto-commit statement hands over `records` records, then its connection is lost."""
+        with self._lock:
+            self._break_after = records
+
+    def _take_break(self) -> int | None:
+        with self._lock:
+            records, self._break_after = self._break_after, None
+            if records is not None:
+                self.injected += 1
+            return records
 
     async def _inject(self) -> None:
         """Raise or stall here if armed: called before each statement reaches the real driver."""
@@ -84,7 +98,30 @@ class _FlakySession:
 
     async def run(self, *args: Any, **kwargs: Any) -> Any:
         await self._flaky._inject()
-        return await self._session.run(*args, **kwargs)
+        result = await self._session.run(*args, **kwargs)
+        records = self._flaky._take_break()
+        return result if records is None else _BreakingResult(result, records)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
+
+
+class _BreakingResult:
+    """A real result whose stream is lost (ServiceUnavailable) after its first `records` records, or at its
+    end when it has no more."""
+
+    def __init__(self, result: neo4j.AsyncResult, records: int) -> None:
+        self._result = result
+        self._records = records
+
+    async def __aiter__(self) -> Any:
+        handed = 0
+        async for record in self._result:
+            if handed == self._records:
+                raise ServiceUnavailable("injected: the connection to Neo4j was lost mid-stream")
+            handed += 1
+            yield record
+        raise ServiceUnavailable("injected: the connection to Neo4j was lost at the end of the stream")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._result, name)

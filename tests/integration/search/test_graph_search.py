@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import neo4j
@@ -29,6 +29,7 @@ from driftrag.store import Neo4jStore
 from driftrag.store.documents import DocumentWriter
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
+from tests.fakes.flaky_neo4j import FlakyDriver
 
 CLI = Path(sys.executable).parent / "driftrag"
 # Two documents: tests delete the second one, or disable single chunks.
@@ -220,6 +221,67 @@ async def test_entity_without_relationships_and_shared_relationships_appear_once
     assert names(both) == ["Mad Hatter", "March Hare"] and all(e.is_seed for e in both.entities)
     assert [r.id for r in both.relationships] == [shared.id]
     assert (both.truncation.rows_returned, both.truncation.rows_total) == (2, 2)
+
+
+async def test_a_neighbour_of_several_seeds_in_several_parts_comes_once_at_its_first_row(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None
+) -> None:
+    # 3 seeds x 151 rows: the answer comes in parts of 200 rows, and the neighbour they share is each
+    # seed's lightest row, so its rows fall in three different parts.
+    stars, common = [entity(f"Star {c}") for c in "ABC"], entity("Common")
+    planets = {star.id: [entity(f"Planet {star.name[-1]}{i:03d}") for i in range(150)] for star in stars}
+    heavy = {star.id: [relate(star, planet, weight=2.0) for planet in planets[star.id]] for star in stars}
+    light = [relate(star, common, weight=1.0) for star in stars]
+    await write_graph(
+        store,
+        kb,
+        [*stars, common, *(p for star in stars for p in planets[star.id])],
+        [*light, *(r for star in stars for r in heavy[star.id])],
+    )
+
+    response = await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Star")
+
+    assert names(response, seeds=True) == ["Star A", "Star B", "Star C"]
+    expected = [
+        r for star, last in zip(stars, light, strict=True) for r in [*sorted(heavy[star.id], key=lambda r: r.id), last]
+    ]
+    assert [r.id for r in response.relationships] == [r.id for r in expected]
+    assert response.truncation.rows_returned == response.truncation.rows_total == 453
+    # Neighbours once each, in the order of their first row: Common right after Star A's planets.
+    neighbour_ids = [r.target_id for r in expected]
+    assert [e.id for e in response.entities if not e.is_seed] == list(dict.fromkeys(neighbour_ids))
+    assert [r.target_name for r in response.relationships] == [
+        {e.id: e.name for e in response.entities}[target] for target in neighbour_ids
+    ]
+
+
+@pytest.fixture
+async def flaky_store(neo4j_settings: Settings) -> AsyncIterator[tuple[Neo4jStore, FlakyDriver]]:
+    flaky = FlakyDriver(Neo4jStore.from_settings(neo4j_settings).driver)
+    store = Neo4jStore(neo4j_settings, flaky)
+    await store.connect()
+    yield store, flaky
+    await store.close()
+
+
+async def test_a_search_lost_after_its_first_part_raises_and_is_not_answered_half(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None, flaky_store
+) -> None:
+    hub = entity("Hub")
+    leaves = [entity(f"Leaf {i:03d}") for i in range(450)]
+    await write_graph(store, kb, [hub, *leaves], [relate(hub, leaf) for leaf in leaves])
+    searches = GraphSearchStore(flaky_store[0])
+    flaky = flaky_store[1]
+
+    flaky.break_stream_after(1)  # three parts: the first arrives, then the connection is lost
+    with pytest.raises(BackendUnavailableError, match="unreachable"):
+        await graph_search(searches, neo4j_settings, kb, "Hub")
+    # Lost before its first part, the read is run again, as a managed transaction.
+    flaky.fail_next(1)
+    whole = await graph_search(searches, neo4j_settings, kb, "Hub")
+    assert flaky.injected == 2
+    assert whole.truncation.rows_returned == len(whole.relationships) == 450
+    assert len({e.id for e in whole.entities}) == len(whole.entities) == 451
 
 
 # --- source validation ------------------------------------------------------------------------------
