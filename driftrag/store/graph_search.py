@@ -26,7 +26,6 @@ from driftrag.store.neo4j_store import Neo4jStore
 
 _WRITE_BATCH = 1000
 _entity = OneHopEntity._make
-_relationship = OneHopRelationship._make
 # The text index matches by trigrams: a shorter needle is answered by the ranked seed-order scan.
 _TRIGRAM = 3
 # Pairs per streamed part: small enough that shaping the parts overlaps most of Neo4j's projection, large
@@ -71,13 +70,14 @@ class _PartsInOrder:
         self._first: dict[str, Any] | None = None
         self._waiting: dict[int, dict[str, Any]] = {}
         self._next = 0
+        self._seed_ids: list[str] = []  # the kept seeds', from the first part: the pairs' other endpoint
 
     def add(self, record: dict[str, Any]) -> None:
         if self._first is None:
             self._first = _check_searchable(self._kb, record)
         self._waiting[record["part"]] = record
         while self._next in self._waiting:
-            self._on_part(_part(self._waiting.pop(self._next)))
+            self._on_part(self._part(self._waiting.pop(self._next)))
             self._next += 1
 
     def counts(self) -> OneHopCounts:
@@ -94,13 +94,20 @@ class _PartsInOrder:
             first["rows_total_is_lower_bound"],
         )
 
-
-def _part(record: dict[str, Any]) -> OneHopPart:
-    return OneHopPart(
-        list(map(_entity, record["seeds"])),
-        [(seed_index, _relationship(row), neighbour_id) for seed_index, row, neighbour_id in record["pairs"]],
-        list(map(_entity, record["neighbours"])),
-    )
+    def _part(self, record: dict[str, Any]) -> OneHopPart:
+        seeds = list(map(_entity, record["seeds"]))
+        self._seed_ids += (seed.id for seed in seeds)
+        seed_ids = self._seed_ids
+        pairs = []
+        for seed_index, outgoing, neighbour_id, row in record["pairs"]:
+            rel_id, rel_type, description, weight, sources, stored = row
+            seed_id = seed_ids[seed_index]
+            source_id, target_id = (seed_id, neighbour_id) if outgoing else (neighbour_id, seed_id)
+            relationship = OneHopRelationship(
+                rel_id, source_id, target_id, rel_type, description, weight, sources, stored
+            )
+            pairs.append((seed_index, relationship, neighbour_id))
+        return OneHopPart(seeds, pairs, list(map(_entity, record["neighbours"])))
 
 
 class GraphSearchStore:

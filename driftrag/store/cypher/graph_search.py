@@ -100,8 +100,9 @@ _SOURCES = f"""
                        ELSE {_VALID_IDS_OF.format(ids="coalesce(x.source_chunk_ids, [])")} END][0] END AS sources
 """
 
-# Rows are lists in the field order of `OneHopEntity` / `OneHopRelationship` (driftrag.models.search), not
-# maps: a hub's answer holds 4,000 of them, and keys repeated in each cost a fifth of its bytes and decoding.
+# Rows are lists, not maps: a hub's answer holds 4,000 of them, and keys repeated in each cost a fifth of its
+# bytes and decoding. An entity's are in the field order of `OneHopEntity` (driftrag.models.search); a
+# relationship's lack its endpoints, which its pair gives (its seed, and the neighbour's id).
 _ENTITY = (
     "CALL (x) {"
     + _SOURCES
@@ -116,8 +117,8 @@ _RELATIONSHIP = (
     "CALL (x) {"
     + _SOURCES
     + """
-  RETURN [x.id, x.out_id, coalesce(x.in_id, x.out_id), x.type, coalesce(x.description, x.summary, ''),
-          coalesce(x.weight, 0.0), sources, stored] AS projected
+  RETURN [x.id, x.type, coalesce(x.description, x.summary, ''), coalesce(x.weight, 0.0), sources, stored]
+         AS projected
 }
 """
 )
@@ -125,12 +126,14 @@ _RELATIONSHIP = (
 # The kept rows as the caller reads them, streamed in parts of at most `$part_rows` pairs, one record per
 # part, so the caller shapes each part while the next is projected (a hub's 2,000 rows are 1.8 MB: read
 # as one record, Neo4j's projection and the caller's decoding and shaping ran one after the other).
-# - `flat`: every kept pair `[seed index, relationship, neighbour]`, in seed-rank order then heaviest first.
+# - `flat`: every kept pair `[seed index, relationship, neighbour, outgoing]`, in seed-rank order then
+#   heaviest first; `outgoing`: the seed is the relationship's start.
 # - `firsts`: each distinct neighbour once, with the part of its first pair: a neighbour is projected once
 #   (a hub next to many seeds too), in the part that first needs it. A relationship's endpoints are its
-#   seed and its neighbour, so their names are not read again (the caller has them). RELATED only joins
-#   entities, so the rows are not checked for the label.
-# - Each part: its pairs `[seed index, relationship, neighbour id]` in order, its new neighbours, and in
+#   seed and its neighbour: only the neighbour's id is read, from the relationship's endpoint marker (the
+#   same the expansion seeks on), and no name again (the caller has them). RELATED only joins entities,
+#   so the rows are not checked for the label.
+# - Each part: its pairs `[seed index, outgoing, neighbour id, relationship]` in order, its new neighbours, and in
 #   the first part (the only one when nothing matched) every kept seed in rank order. `parts` is their
 #   number, so the caller knows the answer whole.
 _PROJECT = (
@@ -139,7 +142,7 @@ CALL (kept_groups) {
   UNWIND range(0, size(kept_groups) - 1) AS i
   UNWIND range(0, size(kept_groups[i].pairs) - 1) AS j
   WITH i, j, kept_groups[i].pairs[j] AS p ORDER BY i, j
-  RETURN collect([i, p.r, p.n]) AS flat
+  RETURN collect([i, p.r, p.n, p.outgoing]) AS flat
 }
 CALL (flat) {
   UNWIND range(0, size(flat) - 1) AS k
@@ -162,12 +165,13 @@ CALL (part, kept_groups) {
 CALL (part, flat) {
   UNWIND range(part * $part_rows, part * $part_rows + $part_rows - 1) AS k
   WITH k, flat[k] AS f WHERE f IS NOT NULL
-  WITH k, f[0] AS seed_index, f[1] AS x, f[2].id AS neighbour_id
+  WITH k, f[0] AS seed_index, f[1] AS x, f[3] AS outgoing
+  WITH k, seed_index, x, outgoing, CASE WHEN outgoing THEN x.in_id ELSE x.out_id END AS neighbour_id
 """
     + _RELATIONSHIP
     + """
-  WITH k, seed_index, projected, neighbour_id ORDER BY k
-  RETURN collect([seed_index, projected, neighbour_id]) AS pairs
+  WITH k, seed_index, outgoing, neighbour_id, projected ORDER BY k
+  RETURN collect([seed_index, outgoing, neighbour_id, projected]) AS pairs
 }
 CALL (part, firsts) {
   UNWIND [f IN firsts WHERE f[0] = part | f[1]] AS x
@@ -219,15 +223,15 @@ CALL (kept) {
       MATCH ()-[r:RELATED]->(n)
       WHERE r.kb = $kb AND r.valid = true AND r.out_id = s.id AND r.rank_weight IS NOT NULL AND r.id IS NOT NULL
       WITH r, n ORDER BY r.kb, r.valid, r.out_id, r.rank_weight, r.id LIMIT $max_rows
-      RETURN r, n, r.rank_weight AS w, r.id AS rid
+      RETURN r, n, r.rank_weight AS w, r.id AS rid, true AS outgoing
       UNION ALL
       MATCH (n)-[r:RELATED]->()
       WHERE r.kb = $kb AND r.valid = true AND r.in_id = s.id AND r.rank_weight IS NOT NULL AND r.id IS NOT NULL
       WITH r, n ORDER BY r.kb, r.valid, r.in_id, r.rank_weight, r.id LIMIT $max_rows
-      RETURN r, n, r.rank_weight AS w, r.id AS rid
+      RETURN r, n, r.rank_weight AS w, r.id AS rid, false AS outgoing
     }
-    WITH r, n ORDER BY w, rid LIMIT $max_rows
-    RETURN collect({r: r, n: n}) AS pairs
+    WITH r, n, outgoing ORDER BY w, rid LIMIT $max_rows
+    RETURN collect({r: r, n: n, outgoing: outgoing}) AS pairs
   }
   WITH i, s, pairs[0..room] AS pairs ORDER BY i
   RETURN collect({s: s, pairs: pairs}) AS kept_groups

@@ -13,7 +13,7 @@ from driftrag.store.graph_search import _PartsInOrder
 
 SEED = ["e-1", "Hub", "THING", "the hub", ["the hub"], ["chunk-1"], 1]
 NEIGHBOUR = ["e-2", "Leaf", "THING", "a leaf", ["a leaf"], ["chunk-1"], 1]
-RELATIONSHIP = ["r-1", "e-1", "e-2", "KNOWS", "they meet", 1.0, ["chunk-1"], 1]
+RELATIONSHIP = ["r-1", "KNOWS", "they meet", 1.0, ["chunk-1"], 1]
 
 
 def record(part: int, parts: int = 3, **columns: Any) -> dict[str, Any]:
@@ -27,7 +27,8 @@ def record(part: int, parts: int = 3, **columns: Any) -> dict[str, Any]:
         "parts": parts,
         "part": part,
         "seeds": [SEED] if part == 0 else [],
-        "pairs": [[0, RELATIONSHIP, "e-2"]],
+        # Seed e-1 -> e-2 in the first part, e-2 -> seed e-1 in the others.
+        "pairs": [[0, part == 0, "e-2", RELATIONSHIP]],
         "neighbours": [NEIGHBOUR] if part == 0 else [],
     } | columns
 
@@ -41,7 +42,12 @@ def test_parts_are_handed_over_in_order_as_tuples_whatever_order_they_arrive_in(
     parts.add(record(1))
     assert [len(part.seeds) for part in handed] == [1, 0, 0]
     assert handed[0].seeds[0].name == "Hub" and handed[0].neighbours[0].id == "e-2"
-    assert handed[2].pairs[0][1].target_id == "e-2" and handed[2].pairs[0][2] == "e-2"
+    # A pair's relationship gets its endpoints from its seed and its neighbour, in its direction.
+    assert [(pair.source_id, pair.target_id, neighbour) for part in handed for _, pair, neighbour in part.pairs] == [
+        ("e-1", "e-2", "e-2"),
+        ("e-2", "e-1", "e-2"),
+        ("e-2", "e-1", "e-2"),
+    ]
     assert parts.counts() == OneHopCounts(1, False, 3, False)
 
 
