@@ -41,6 +41,9 @@ def data_list(as_json: JsonOption = False) -> None:
         lines = [f"{corpus.name:<8}{corpus.title}", f"{'':<8}source: {corpus.describe_source()}"]
         if corpus.sha256:
             lines.append(f"{'':<8}sha256: {corpus.sha256} ({corpus.size:,} bytes; {corpus.edition})")
+        if corpus.text_sha256:
+            kept = f"{corpus.text_size:,} bytes, the publisher's header and licence stripped"
+            lines.append(f"{'':<8}story:  {corpus.text_sha256} ({kept})")
         lines.append(f"{'':<8}license: {corpus.license}")
         typer.echo("\n".join(lines))
 
@@ -48,7 +51,7 @@ def data_list(as_json: JsonOption = False) -> None:
 @data_app.command("fetch")
 def data_fetch(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="A corpus from `driftrag data list` (alice, sample).")],
+    name: Annotated[str, typer.Argument(help="A corpus from `driftrag data list` (alice, verne, sample).")],
     dest: Annotated[
         Path | None, typer.Option("--dest", help="Folder to put it in (default: <DRIFTRAG_HOME>/corpora).")
     ] = None,
@@ -69,7 +72,10 @@ def data_fetch(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Download a corpus (checksum verified; not again when present) and print its path on stdout.
+    """Download a corpus (checksum verified; not again when present), keep its story, print its path.
+
+    Only the story is kept: the publisher's header and licence (Project Gutenberg's `*** START OF` and
+    `*** END OF` lines) are stripped. A corpus that ships its stripped text is copied without network.
 
     Exit codes: 1 checksum mismatch or bad file, 2 unknown corpus, 3 no network (use --from PATH).
     A shipped corpus (sample) prints its folder; with --dest it is copied there.

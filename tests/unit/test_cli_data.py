@@ -27,10 +27,12 @@ def test_list_shows_the_registry(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "alice" in done.stdout and "https://www.gutenberg.org/cache/epub/11/pg11.txt" in done.stdout
     assert corpora.get_corpus("alice").sha256 in done.stdout
+    assert corpora.get_corpus("alice").text_sha256 in done.stdout  # the stripped story's checksum too
     assert "shipped: data/sample/" in done.stdout
+    assert "data/corpora/vingt_mille_lieues_sous_les_mers.txt" in done.stdout
 
     listed = json.loads(driftrag(tmp_path, "data", "list", "--json").stdout)
-    assert [item["name"] for item in listed] == ["alice", "sample"]
+    assert [item["name"] for item in listed] == ["alice", "verne", "sample"]
 
 
 def test_offline_fetch_exits_3_and_says_how_to_use_from(tmp_path: Path) -> None:
