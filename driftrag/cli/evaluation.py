@@ -51,6 +51,14 @@ def _aa_option(text: str | None) -> str | None:
     return _methods_option(text)
 
 
+def _split_option(text: str) -> str:
+    from driftrag.eval.questions import SPLIT_CHOICES
+
+    if text not in SPLIT_CHOICES:
+        raise typer.BadParameter(f"one of {', '.join(SPLIT_CHOICES)}")
+    return text
+
+
 def _row_bar(bar, label: str):
     task = bar.add_task(label, total=None)
 
@@ -79,6 +87,14 @@ def eval_run(
     retry_errors: Annotated[
         bool, typer.Option("--retry-errors/--keep-errors", help="Run again the rows that recorded an error.")
     ] = True,
+    split: Annotated[
+        str,
+        typer.Option(
+            "--split",
+            help="The fixed half of the set to run: tune (choose settings on it), report (publish it) or all.",
+            callback=_split_option,
+        ),
+    ] = "all",
     as_json: JsonOption = False,
 ) -> None:
     """Run each method on each question (one JSONL row each, resumable) and write a summary."""
@@ -103,6 +119,7 @@ def eval_run(
                     mode_description=rag.describe(),
                     budget_tokens=budget,
                     retry_errors=retry_errors,
+                    split=split,  # type: ignore[arg-type]
                     progress=_row_bar(bar, "questions x methods"),
                 )
 

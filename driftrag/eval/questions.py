@@ -3,6 +3,9 @@
 Evidence strings are verbatim substrings of the corpus under one normalisation rule, applied to both
 sides before comparing: CRLF (and lone CR) becomes LF, then every run of whitespace, newlines
 included, becomes a single space (see data/README.md).
+
+A shipped set also fixes a split: each question is `tune` (choose weights, shares and thresholds on
+these) or `report` (the figures that are published). `select_split` picks one half, or all.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from driftrag.errors import ConfigurationError
 
 QuestionType = Literal["local", "multi-hop", "global"]
 QUESTION_TYPES: tuple[QuestionType, ...] = ("local", "multi-hop", "global")
+Split = Literal["tune", "report"]
+SplitChoice = Literal["tune", "report", "all"]
+SPLIT_CHOICES: tuple[SplitChoice, ...] = ("tune", "report", "all")
 # Corpus files taken from a folder, in name order.
 CORPUS_SUFFIXES = (".md", ".txt")
 _WHITESPACE = re.compile(r"\s+")
@@ -39,6 +45,7 @@ class QuestionItem(BaseModel):
     question: str = Field(min_length=1)
     reference_answer: str = ""
     evidence: list[str] = Field(default_factory=list)
+    split: Split | None = Field(default=None, description="The fixed half it belongs to; None: no split.")
 
     @field_validator("id", "question")
     @classmethod
@@ -92,8 +99,22 @@ def load_questions(path: str | Path) -> list[QuestionItem]:
 
 
 def dump_questions(items: Iterable[QuestionItem]) -> str:
-    """JSONL text, one question per line, fields in schema order."""
-    return "".join(json.dumps(item.model_dump(mode="json"), ensure_ascii=False) + "\n" for item in items)
+    """JSONL text, one question per line, fields in schema order (no `split` key for a set without one)."""
+    return "".join(
+        json.dumps(item.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n" for item in items
+    )
+
+
+def select_split(items: Sequence[QuestionItem], split: SplitChoice) -> list[QuestionItem]:
+    """The questions of one half (`tune`, `report`), or all of them; refuses a half that is empty."""
+    if split == "all":
+        return list(items)
+    if split not in SPLIT_CHOICES:
+        raise QuestionSetError(f"unknown split {split!r}: one of {', '.join(SPLIT_CHOICES)}")
+    chosen = [item for item in items if item.split == split]
+    if not chosen:
+        raise QuestionSetError(f"no question of the set is in the {split!r} split (the set may have no split)")
+    return chosen
 
 
 def questions_digest(items: Sequence[QuestionItem]) -> str:

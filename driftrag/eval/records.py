@@ -66,6 +66,7 @@ class RunManifest(BaseModel):
     kb: str
     questions_file: str
     questions_sha256: str
+    split: str = Field(default="all", description="The half of the question set that was run: tune, report or all.")
     mode: str = Field(description="`offline` or `openai`: rows of one run come from one kind of model.")
     mode_description: str
     methods: list[Method]

@@ -104,7 +104,7 @@ def render(data: ReportData, type_counts: Counter[str], plots: Sequence[Path], p
         f"# Evaluation of kb `{summary.kb}`",
         "",
         f"- Mode: {summary.mode_description or summary.mode}",
-        f"- Questions: {summary.questions} ({types}); methods: {', '.join(summary.methods)}; "
+        f"- Questions: {summary.questions} ({types}) of split {summary.split}; methods: {', '.join(summary.methods)}; "
         f"repeats: {summary.repeats}",
         f"- Rows: {summary.rows} of {summary.expected_rows} expected; errors: {summary.errors}",
         f"- Context budget of the retrieval metrics: {budget} cl100k tokens for every method",

@@ -15,7 +15,14 @@ from pathlib import Path
 from driftrag.errors import KnowledgeBaseNotFoundError
 from driftrag.eval.jsonl import JsonlLog, ResultsFileError, read_rows
 from driftrag.eval.methods import Method, MethodOutput, run_method
-from driftrag.eval.questions import QuestionItem, dump_questions, load_questions, questions_digest
+from driftrag.eval.questions import (
+    QuestionItem,
+    SplitChoice,
+    dump_questions,
+    load_questions,
+    questions_digest,
+    select_split,
+)
 from driftrag.eval.records import (
     MANIFEST,
     QUESTIONS,
@@ -43,13 +50,19 @@ def _prepare(
     repeats: int,
     mode: str,
     mode_description: str,
+    split: SplitChoice = "all",
 ) -> RunManifest:
     """Create the results folder, or check that the existing run is the same experiment."""
     digest = questions_digest(questions)
     manifest_path = out_dir / MANIFEST
     if manifest_path.is_file():
         old = RunManifest.model_validate_json(manifest_path.read_text(encoding="utf-8"))
-        checks = (("kb", old.kb, kb), ("question set", old.questions_sha256, digest), ("mode", old.mode, mode))
+        checks = (
+            ("kb", old.kb, kb),
+            ("question set", old.questions_sha256, digest),
+            ("split", old.split, split),
+            ("mode", old.mode, mode),
+        )
         clashes = [f"{name} {there!r} there, {here!r} here" for name, there, here in checks if there != here]
         if clashes:
             raise ResultsFileError(f"{out_dir} holds another run ({'; '.join(clashes)}): choose another --out")
@@ -61,6 +74,7 @@ def _prepare(
             kb=kb,
             questions_file=str(questions_file),
             questions_sha256=digest,
+            split=split,
             mode=mode,
             mode_description=mode_description,
             methods=list(methods),
@@ -109,19 +123,23 @@ async def run_eval(
     mode_description: str = "",
     budget_tokens: int | None = None,
     retry_errors: bool = True,
+    split: SplitChoice = "all",
     run: MethodRunner = run_method,
     progress: ProgressSink | None = None,
 ) -> RunSummary:
     """Run what is missing from `out_dir`, one row at a time, then write and return the summary.
+
+    `split` runs one fixed half of the question set (`tune` or `report`) or all of it; the results
+    folder keeps only the questions that were run, and the manifest and summary say which half.
 
     Questions run one after another so wall times are not inflated by each other. `run` replaces
     the method adapter (tests use it to simulate a kill)."""
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     # File work runs in worker threads: nothing blocks the event loop the queries run on.
-    questions = await asyncio.to_thread(load_questions, questions_file)
+    questions = select_split(await asyncio.to_thread(load_questions, questions_file), split)
     manifest = await asyncio.to_thread(
-        _prepare, out_dir, kb, questions_file, questions, methods, repeats, mode, mode_description
+        _prepare, out_dir, kb, questions_file, questions, methods, repeats, mode, mode_description, split
     )
     log = JsonlLog(out_dir / ROWS, RunRow)
     with log:
@@ -161,8 +179,8 @@ def summary_lines(summary: RunSummary, out_dir: Path) -> list[str]:
     """The terminal view of a run: rows, errors, and recall and cost per method."""
     metrics = summary.metrics
     lines = [
-        f"kb {summary.kb} ({summary.mode}): {summary.rows}/{summary.expected_rows} rows, {summary.errors} errors; "
-        f"results in {out_dir}",
+        f"kb {summary.kb} ({summary.mode}), {summary.questions} questions of split {summary.split}: "
+        f"{summary.rows}/{summary.expected_rows} rows, {summary.errors} errors; results in {out_dir}",
         f"evidence recall at {metrics.budget_tokens} context tokens (exact / fuzzy), calls and wall time per question:",
     ]
     for method, aggregate in metrics.by_method.items():

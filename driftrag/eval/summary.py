@@ -36,6 +36,7 @@ class RunSummary(BaseModel):
     kb: str
     mode: str
     mode_description: str
+    split: str = "all"
     questions: int
     methods: list[str]
     repeats: int
@@ -90,6 +91,7 @@ def summarize(
         kb=manifest.kb,
         mode=manifest.mode,
         mode_description=manifest.mode_description,
+        split=manifest.split,
         questions=len(questions),
         methods=methods,
         repeats=manifest.repeats,

@@ -54,6 +54,7 @@ def test_judge_and_generate_refuse_without_a_model(results: Path, tmp_path: Path
     [
         ["run", "--kb", "kb1", "--questions", "q.jsonl", "--out", "o", "--methods", "drift,everything"],
         ["run", "--kb", "bad kb!", "--questions", "q.jsonl", "--out", "o"],
+        ["run", "--kb", "kb1", "--questions", "q.jsonl", "--out", "o", "--split", "half"],
         ["judge", "--results", "r", "--trials", "3"],
         ["judge", "--results", "r", "--aa", "nobody"],
         ["generate", "--out", "d.jsonl"],

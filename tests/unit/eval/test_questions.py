@@ -16,6 +16,7 @@ from driftrag.eval.questions import (
     parse_questions,
     questions_digest,
     read_corpus,
+    select_split,
 )
 
 
@@ -79,3 +80,20 @@ def test_digest_changes_with_the_set() -> None:
     two = [QuestionItem(id="a", type="local", question="??")]
     assert questions_digest(one) == questions_digest(list(one))
     assert questions_digest(one) != questions_digest(two)
+
+
+def test_a_split_selects_its_half_and_a_set_without_one_only_all() -> None:
+    items = [
+        QuestionItem(id="a", type="local", question="q?", split="tune"),
+        QuestionItem(id="b", type="local", question="q?", split="report"),
+        QuestionItem(id="c", type="global", question="q?", split="tune"),
+    ]
+    assert [q.id for q in select_split(items, "tune")] == ["a", "c"]
+    assert [q.id for q in select_split(items, "report")] == ["b"]
+    assert select_split(items, "all") == items
+    unsplit = [QuestionItem(id="a", type="local", question="q?")]
+    assert select_split(unsplit, "all") == unsplit
+    with pytest.raises(QuestionSetError, match="no question of the set is in the 'tune' split"):
+        select_split(unsplit, "tune")
+    assert '"split"' not in dump_questions(unsplit)  # sets without a split keep their digest
+    assert parse_questions(dump_questions(items))[1].split == "report"

@@ -136,3 +136,24 @@ async def test_a_corrupt_row_in_the_middle_is_an_error_not_skipped(tmp_path: Pat
     (out / ROWS).write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(ResultsFileError, match=":2: unreadable row"):
         await run(out, questions_file, fake_methods(), methods=["basic"])
+
+
+async def test_a_split_runs_only_its_half_and_says_so(tmp_path: Path) -> None:
+    items = [
+        QuestionItem(id="t1", type="local", question="Who rang the bell?", evidence=["rang the bell"], split="tune"),
+        QuestionItem(id="r1", type="local", question="What was cut?", evidence=["oil was cut"], split="report"),
+        QuestionItem(id="t2", type="global", question="What are the themes?", split="tune"),
+    ]
+    path = tmp_path / "split.jsonl"
+    path.write_text(dump_questions(items), encoding="utf-8")
+
+    tuned = await run(tmp_path / "tune", path, fake_methods(), split="tune")
+    manifest, questions, rows = load_run(tmp_path / "tune")
+    assert [q.id for q in questions] == ["t1", "t2"] and {row.question_id for row in rows} == {"t1", "t2"}
+    assert manifest.split == tuned.split == "tune"
+
+    reported = await run(tmp_path / "report", path, fake_methods(), split="report")
+    assert reported.questions == 1 and reported.split == "report"
+    assert (await run(tmp_path / "all", path, fake_methods())).split == "all"
+    with pytest.raises(ResultsFileError, match="split 'tune' there, 'report' here"):
+        await run(tmp_path / "tune", path, fake_methods(), split="report")
