@@ -1,4 +1,5 @@
-"""The bundled question sets (data/questions/*.jsonl): well-formed, enough of each type, evidence verbatim.
+"""The bundled question sets (data/questions/*.jsonl): well-formed, enough of each type, evidence verbatim,
+and a fixed tuning/reporting split, balanced per type.
 
 Loading, validation and the evidence normalisation rule live in `driftrag.eval.questions`; this file
 holds the extra requirements of the shipped sets.
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from driftrag.eval.questions import QuestionItem, load_questions, missing_evidence, read_corpus
+from driftrag import corpora
+from driftrag.eval.questions import QUESTION_TYPES, QuestionItem, load_questions, missing_evidence, read_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = ROOT / "data" / "questions"
@@ -20,15 +22,21 @@ SAMPLE_DIR = ROOT / "data" / "sample"
 FIELDS = set(QuestionItem.model_fields)
 # Minimum number of questions per type, and allowed evidence length in words, for each set.
 MIN_COUNTS = {
-    "sample": {"local": 6, "multi-hop": 5, "global": 4},
-    "alice": {"local": 12, "multi-hop": 10, "global": 8},
+    "sample": {"local": 10, "multi-hop": 8, "global": 5},
+    "alice": {"local": 15, "multi-hop": 15, "global": 12},
+    "verne": {"local": 12, "multi-hop": 12, "global": 8},
 }
-EVIDENCE_WORDS = {"sample": (5, 25), "alice": (4, 25)}
+EVIDENCE_WORDS = {"sample": (5, 25), "alice": (4, 25), "verne": (4, 25)}
 SETS = sorted(MIN_COUNTS)
+MIN_TOTAL = 120  # over all the sets
 
 
 def load_set(name: str) -> list[QuestionItem]:
     return load_questions(QUESTIONS / f"{name}.jsonl")
+
+
+def test_every_set_in_the_folder_is_checked() -> None:
+    assert sorted(path.stem for path in QUESTIONS.glob("*.jsonl")) == SETS
 
 
 @pytest.mark.parametrize("name", SETS)
@@ -52,6 +60,28 @@ def test_enough_questions_of_each_type(name: str) -> None:
         assert counts[kind] >= minimum, f"{name}: {counts[kind]} {kind} questions, need at least {minimum}"
 
 
+def test_enough_questions_over_all_sets_and_unique_ids_across_them() -> None:
+    ids = [q.id for name in SETS for q in load_set(name)]
+    assert len(ids) >= MIN_TOTAL
+    assert len(set(ids)) == len(ids), "an id is used in two sets"
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_the_split_alternates_within_each_type(name: str) -> None:
+    # The documented rule (data/README.md): within each type, in file order, tune, report, tune, ...
+    items = load_set(name)
+    for kind in QUESTION_TYPES:
+        splits = [q.split for q in items if q.type == kind]
+        assert splits == [("tune", "report")[i % 2] for i in range(len(splits))], f"{name}: {kind} split"
+        assert abs(splits.count("tune") - splits.count("report")) <= 1
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_no_question_is_repeated(name: str) -> None:
+    questions = [" ".join(q.question.lower().split()) for q in load_set(name)]
+    assert len(set(questions)) == len(questions)
+
+
 def test_sample_corpus_is_four_titled_story_files() -> None:
     files = sorted(SAMPLE_DIR.iterdir())
     assert [path.suffix for path in files] == [".md"] * 4, "data/sample holds exactly the four story files"
@@ -65,3 +95,9 @@ def test_sample_evidence_is_verbatim() -> None:
 
 def test_alice_evidence_is_verbatim(alice_book: Path) -> None:
     assert missing_evidence(load_set("alice"), read_corpus([alice_book])) == []
+
+
+def test_verne_evidence_is_verbatim_in_the_shipped_text() -> None:
+    shipped = corpora.get_corpus("verne").shipped_text_path
+    assert shipped is not None
+    assert missing_evidence(load_set("verne"), read_corpus([shipped])) == []
