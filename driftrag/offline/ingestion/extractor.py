@@ -34,7 +34,7 @@ from driftrag.models.graph import (
     ExtractedRelationship,
     ExtractionOutcome,
 )
-from driftrag.offline.entities import Mention, SpanDetector, guess_type, resolve_mentions
+from driftrag.offline.entities import Mention, SpanDetector, guess_type, lowercase_words, resolve_mentions
 from driftrag.offline.lexicon import lexicon_for
 from driftrag.offline.nlp import AUTO, LanguageResources, paragraphs, words
 
@@ -77,7 +77,7 @@ class OfflineGraphExtractor:
         listed = [node.name for node in config.nodes]
         sentences = [s for p in paragraphs(text) if not p.heading for s in language.sentences(p.text)]
         mentions = [m for i, sentence in enumerate(sentences) for m in detector.mentions(sentence, i, listed)]
-        mentions = resolve_mentions(mentions, language, lexicon)
+        mentions = resolve_mentions(mentions, language, lexicon, lowercase_words(sentences))
 
         by_key: dict[str, list[Mention]] = defaultdict(list)
         for mention in mentions:
