@@ -17,9 +17,19 @@ dropped). The rules, applied to the whole kb at once so the result depends only 
   no head in this sense: the one-word name is a given name that others may share, so it is left
   alone. Languages whose modifiers follow the noun without a
   connector ("Lapin Blanc") get no alias from the last-word rule; they only miss a merge.
+- **A titled form is an alias of the name it titles**: a name that is another name of the kb plus
+  leading titles or epithets ("old mattias crane", "lady maud ferrers", "captain wren halloway"), with
+  compatible types, joins it. The remaining name must have at least two words: "Mr Crane" and "Mrs
+  Crane", or "Father William" and "William", may be different people, so a title before a single word
+  is never dropped. Only leading words are compared, never a shared surname or head word: "lady maud
+  ferrers" and "tom ferrers" stay apart.
 
-The merged entity keeps the multi-word name's key, id and display name; the one-word names it
-absorbed are recorded on it (`MergedEntity.aliases`).
+The merged entity keeps the key and id of the name absorbing the others: the multi-word name for a
+one-word alias, the untitled name for its titled forms (the part every form shares, which stays the
+same when a title changes or a narrator drops it). The display name of a one-word fold stays the
+multi-word name's; when titled forms join, it is the form found in the most chunks (ties: the longer
+form, which the graph search's substring match finds from either form). The other names are
+recorded on it (`MergedEntity.aliases`).
 """
 
 from __future__ import annotations
@@ -70,6 +80,11 @@ ADDRESS_POSSESSIVES: Mapping[str, frozenset[str]] = {
     "french": frozenset("votre vos sa son ses leur leurs mon ma mes notre nos".split()),
     "russian": frozenset("ваше вашего вашему вашим вашем ваша вашей его её ее их".split()),
 }
+# Epithets that precede a name as a title does ("Old Mattias Crane"); only the alias rule strips them.
+EPITHETS: Mapping[str, frozenset[str]] = {
+    "english": frozenset("old young little".split()),
+    "french": frozenset("vieux vieil vieille jeune petit petite".split()),
+}
 # Lower-case words that join a head noun to its complement ("Queen of Hearts", "Reine de Cœur").
 HEAD_CONNECTORS: Mapping[str, frozenset[str]] = {
     "english": frozenset({"of"}),
@@ -85,6 +100,7 @@ _ADDRESS = _union(ADDRESS_WORDS)
 _POSSESSIVES = _union(ADDRESS_POSSESSIVES)
 _CONNECTORS = _union(HEAD_CONNECTORS)
 _TITLES = _union(TITLES)
+_LEADING = _TITLES | _union(EPITHETS)
 
 
 def is_form_of_address(key: str) -> bool:
@@ -113,13 +129,27 @@ def is_titled_name(key: str) -> bool:
     return len(words) >= 2 and all(word.rstrip(".") in _TITLES for word in words[:-1])
 
 
+def untitled(key: str) -> str | None:
+    """The name without its leading titles and epithets ("old mattias crane" -> "mattias crane"); None
+    when there are none, or fewer than two words remain, or what remains starts with a connector."""
+    words = key.split()
+    start = 0
+    while start < len(words) and words[start].rstrip(".") in _LEADING:
+        start += 1
+    rest = words[start:]
+    if start == 0 or len(rest) < 2 or rest[0] in _CONNECTORS:
+        return None
+    return " ".join(rest)
+
+
 def compatible(type_a: str, type_b: str) -> bool:
     return type_a == type_b or UNKNOWN_ENTITY_TYPE in (type_a, type_b)
 
 
 @dataclass(frozen=True)
 class AliasPlan:
-    """`canonical`: one-word key -> the multi-word key it joins; `address`: keys that are forms of address."""
+    """`canonical`: key -> the key it joins (a one-word alias -> its multi-word name, a titled form -> the
+    untitled name; never a key that joins another); `address`: keys that are forms of address."""
 
     canonical: dict[str, str]
     address: frozenset[str]
@@ -134,12 +164,17 @@ class AliasPlan:
 def plan_aliases(types: Mapping[str, str]) -> AliasPlan:
     """The plan for a kb's names (`{key: type}`), by the rules of the module docstring."""
     address = frozenset(key for key in types if is_form_of_address(key))
+    titled = {}
+    for key, type_ in sorted(types.items()):
+        base = untitled(key)
+        if key not in address and base in types and base not in address and compatible(type_, types[base]):
+            titled[key] = base
     heads: dict[str, list[str]] = {}
     for key in sorted(types):
         head = head_word(key)
-        if head is not None and key not in address and not is_titled_name(key):
+        if head is not None and key not in address and key not in titled and not is_titled_name(key):
             heads.setdefault(head, []).append(key)
-    canonical = {}
+    canonical = dict(titled)
     for key, type_ in sorted(types.items()):
         if key in address or " " in key:
             continue

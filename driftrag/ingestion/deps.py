@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor, GraphRefiner
-from driftrag.models.graph import KbProfile
+from driftrag.models.graph import KbProfile, SourceDocument
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 from driftrag.store.protocols import DocumentStorage, GraphStorage, Stores
@@ -18,13 +19,16 @@ class IngestionTasks:
     """The model tasks of ingestion; LLM-backed or offline implementations fit the same slots.
 
     `refiner` (optional) runs on the merged graph before summaries; the offline mode uses it for
-    corpus-level thresholds and PMI weights, the LLM mode leaves it out.
+    corpus-level thresholds and PMI weights, the LLM mode leaves it out. `document_check` (optional)
+    sees every loaded document before anything is written and raises an `InputError` for one this
+    mode cannot extract from (the offline mode: text without spaces between words).
     """
 
     extractor: GraphExtractor
     summarizer: DescriptionSummarizer
     reporter: CommunityReporter
     refiner: GraphRefiner | None = None
+    document_check: Callable[[SourceDocument], None] | None = None
 
 
 @dataclass(frozen=True)

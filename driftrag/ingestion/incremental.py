@@ -5,9 +5,10 @@ checkpoint and rewrites every entity and relationship. After a delete, only the 
 chunks extracted can change, and with them the alias groups they belong to. So this update:
 
 1. takes the merge keys (normalised names) of the deleted chunks' extractions, and widens them to
-   whole alias groups: for each key, its head word (a one-word key is its own head) and every
-   multi-word key of the kb with that head (`aliases.plan_aliases` decides a group from its members
-   and their types alone, so a complete group folds as it does in the whole kb);
+   whole alias groups: for each key, the untitled name and every titled form of it, its head word
+   (a one-word key is its own head) and every multi-word key of the kb with that head
+   (`aliases.plan_aliases` decides a group from its members and their types alone, so a complete
+   group folds as it does in the whole kb);
 2. re-merges those keys from the checkpoints of every remaining chunk that lists them (the source
    chunks of the stored entities holding them; of each, only the items naming them), in chunk id
    order as the full rebuild reads them, so descriptions, display names, types and weights come out
@@ -35,7 +36,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from driftrag.ingestion.aliases import AliasPlan, head_word, is_form_of_address, plan_aliases
+from driftrag.ingestion.aliases import AliasPlan, head_word, is_form_of_address, plan_aliases, untitled
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.merge import (
     apply_summaries,
@@ -122,13 +123,24 @@ def widen_to_alias_groups(changed: set[str], stored: Sequence[StoredEntityKey], 
         head = head_word(entity.normalised_name)
         if head is not None:
             multiword_by_head[head].add(entity.normalised_name)
-    heads = {key if " " not in key else head_word(key) for key in changed}
-    widened = set(changed)
+    # A titled form and the name it titles are one group too ("old mattias crane", "mattias crane").
+    titled_by_base: dict[str, set[str]] = defaultdict(set)
+    for key in holder:
+        base = untitled(key)
+        if base is not None:
+            titled_by_base[base].add(key)
+
+    def with_titled_forms(keys: set[str]) -> set[str]:
+        bases = {untitled(key) or key for key in keys}
+        return keys | {k for base in bases if base in titled_by_base for k in (base, *titled_by_base[base])}
+
+    widened = with_titled_forms(set(changed))
+    heads = {key if " " not in key else head_word(key) for key in widened}
     for head in heads:
         if head is not None and head in holder:
             widened.add(head)
             widened |= multiword_by_head.get(head, set())
-    return widened
+    return with_titled_forms(widened)
 
 
 def listing_removed_chunks(

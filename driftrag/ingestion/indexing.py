@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from driftrag.ingestion.chunking import chunk_document
@@ -56,12 +56,18 @@ A = TypeVar("A")
 B = TypeVar("B")
 
 
-async def load_documents(request: IngestRequest, max_file_mb: float) -> list[SourceDocument]:
-    """Read and validate every input before anything is written: one bad file stops the run cleanly."""
+async def load_documents(
+    request: IngestRequest, max_file_mb: float, check: Callable[[SourceDocument], None] | None = None
+) -> list[SourceDocument]:
+    """Read and validate every input before anything is written: one bad file stops the run cleanly.
+    `check` (the mode's `IngestionTasks.document_check`) may refuse a document the mode cannot read."""
     kb = validate_kb_id(request.kb)
     max_bytes = int(max_file_mb * 1024 * 1024)
     documents = [await asyncio.to_thread(load_document, path, kb, max_bytes=max_bytes) for path in request.paths]
     documents += [document_from_text(item.text, kb, item.title) for item in request.texts]
+    if check is not None:
+        for document in documents:
+            await asyncio.to_thread(check, document)
     return documents
 
 

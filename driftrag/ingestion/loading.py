@@ -24,6 +24,11 @@ class InputError(DriftRAGError):
     """An input document cannot be ingested (missing, empty, binary, not UTF-8, too large)."""
 
 
+class UnextractableTextError(InputError):
+    """The ingestion mode cannot extract entities from this document (the offline mode and text written
+    without spaces between words); a configured model can."""
+
+
 def normalise_text(text: str) -> str:
     """Strip a BOM and turn CRLF / CR line endings into LF."""
     if text.startswith("\ufeff"):

@@ -12,8 +12,9 @@ dropped. An endpoint that no chunk listed as an entity is created with type `UNK
 relationship's description. Outputs are sorted by id so re-runs produce identical data.
 
 Then aliases are folded (`fold_aliases`, rules in `driftrag.ingestion.aliases`): names that are only a
-form of address ("Majesty") are dropped, and a one-word name that heads exactly one multi-word name
-of a compatible type ("Cat" / "Cheshire Cat") is merged into it and listed in its `aliases`. The
+form of address ("Majesty") are dropped, a one-word name that heads exactly one multi-word name
+of a compatible type ("Cat" / "Cheshire Cat") is merged into it and listed in its `aliases`, and so
+is a titled form into the name it titles ("Old Mattias Crane" / "Mattias Crane"). The
 rule sees only the kb's set of names, so the rebuild from chunk checkpoints after a re-ingest or a
 delete gives the same result as a fresh ingest of the same chunks.
 
@@ -245,8 +246,9 @@ def merge_by_name(outcomes: Sequence[ExtractionOutcome]) -> MergeResult:
 
 def fold_aliases(merged: MergeResult, total_chunks: int, plan: AliasPlan | None = None) -> MergeResult:
     """Apply `aliases.plan_aliases` to a merge: forms of address go with their relationships, and each
-    one-word alias is folded into its multi-word name (chunks united, descriptions appended, its
-    display name added to `aliases`); relationships are re-keyed on the folded ids, those between a
+    one-word alias or titled form is folded into the name it joins (chunks united, descriptions
+    appended, its display name added to `aliases`; titled forms may give the display name, see
+    `driftrag.ingestion.aliases`); relationships are re-keyed on the folded ids, those between a
     name and its alias dropped, duplicates merged as in `merge_extractions`, and every PMI recomputed
     from the folded chunk sets (`total_chunks` = N).
 
@@ -263,7 +265,9 @@ def fold_aliases(merged: MergeResult, total_chunks: int, plan: AliasPlan | None 
         new_id[entity.id] = None if key is None else entity_id(key)
     warnings: Counter[str] = Counter()
     folded: dict[str, MergedEntity] = {}
-    # Multi-word names first, so each alias finds its target already there.
+    # Display-name candidates of the entities that titled forms join: (chunks, words, name).
+    titled_forms: dict[str, list[tuple[int, int, str]]] = {}
+    # Names that absorb others first, so each alias finds its target already there.
     for entity in sorted(merged.entities, key=lambda e: (e.normalised_name in plan.canonical, e.id)):
         target = new_id[entity.id]
         if target is None:
@@ -271,6 +275,9 @@ def fold_aliases(merged: MergeResult, total_chunks: int, plan: AliasPlan | None 
         elif target == entity.id:
             folded[target] = entity
         elif target in folded:
+            if " " in entity.normalised_name:  # a titled form, not a one-word alias
+                forms = titled_forms.setdefault(target, [_display_form(folded[target])])
+                forms.append(_display_form(entity))
             base = folded[target]
             descriptions = list(base.descriptions)
             _append_unique(descriptions, entity.descriptions)
@@ -310,6 +317,12 @@ def fold_aliases(merged: MergeResult, total_chunks: int, plan: AliasPlan | None 
                 "source_chunk_ids": sorted(set(old.source_chunk_ids) | set(rel.source_chunk_ids)),
             }
         )
+    for target, forms in titled_forms.items():
+        # The form found in most chunks, the longer on a tie (aliases module docstring).
+        name = min(forms, key=lambda form: (-form[0], -form[1], form[2]))[2]
+        entity = folded[target]
+        others = {*entity.aliases, entity.name} - {name}
+        folded[target] = entity.model_copy(update={"name": name, "aliases": sorted(others)})
     chunk_counts = {entity.id: len(entity.source_chunk_ids) for entity in folded.values()}
     rescored = [
         rel.model_copy(
@@ -329,6 +342,10 @@ def fold_aliases(merged: MergeResult, total_chunks: int, plan: AliasPlan | None 
         warnings=[*merged.warnings, *(f"{n} {what} dropped" for what, n in sorted(warnings.items()))],
         total_chunks=total_chunks,
     )
+
+
+def _display_form(entity: MergedEntity) -> tuple[int, int, str]:
+    return len(entity.source_chunk_ids), len(entity.name.split()), entity.name
 
 
 def needs_summary(descriptions: Sequence[str]) -> bool:

@@ -170,7 +170,8 @@ class MergedEntity(_Model):
     source_chunk_ids: list[str] = Field(default_factory=list)
     summary: str | None = None
     aliases: list[str] = Field(
-        default_factory=list, description="One-word names merged into this one at ingestion (ingestion.aliases)."
+        default_factory=list,
+        description="Names merged into this one at ingestion: one-word names and titled forms (ingestion.aliases).",
     )
 
 
@@ -320,7 +321,7 @@ class KbCounts(BaseModel):
     relationships: int = 0
     communities: int = 0
     reports: int = 0
-    aliases: int = Field(default=0, description="One-word names merged into a multi-word entity (its `aliases`).")
+    aliases: int = Field(default=0, description="Names merged into another entity (its `aliases`).")
 
 
 class KbProfile(BaseModel):

@@ -17,6 +17,18 @@ a sentence, a quotation or a line of verse (*initial*) is resolved per chunk (`r
 - several words: kept whole if the first word is not a common word, or the whole span also occurs at
   a non-initial position; else the first word is dropped ("Poor Alice" gives "Alice").
 
+The chunk itself also says which words are common: a word that its running text uses in lower case
+("time", "prizes") is a common word *here*, whatever Punkt saw, so
+
+- an initial one-word span that the chunk also writes in lower case is dropped, even if the Punkt
+  model only saw it capitalised ("Prizes!" next to "there must be prizes");
+- a non-initial span made only of such words is emphasis or personification, not evidence of a name
+  ("if you knew Time" next to "just time to begin"), unless some mention of it in the chunk has a
+  determiner before it ("the Mouse", with "a mouse" elsewhere), a title, or a type vote ("said Five").
+
+A calendar word on its own ("March", "Monday") is not a name: the language capitalises it anyway.
+As the head of a longer span it is ("March Hare").
+
 A span that begins with a title ("Queen Victoria", "Captain Voss") is always kept whole; a title on
 its own is a name only after a determiner ("the Queen", not "Yes, Sir").
 
@@ -34,7 +46,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from driftrag.ingestion.merge import normalise_name
@@ -63,6 +75,7 @@ class Mention:
     initial: bool
     votes: Counter[str] = field(default_factory=Counter)
     listed: bool = False
+    determined: bool = False
 
     @property
     def key(self) -> str:
@@ -174,7 +187,9 @@ class SpanDetector:
         gap = sentence[tokens[start - 1].end : tokens[start].start] if start else ""
         # A line break inside a sentence only survives in verse, where every line starts capitalised.
         initial = start == 0 or "\n" in gap or (gap.rstrip() == gap and gap[-1:] in _OPENERS)
-        return Mention(name, index, span[0].start, span[-1].end, initial, self._votes(sentence, tokens, start, end))
+        votes = self._votes(sentence, tokens, start, end)
+        determined = self._determined(sentence, tokens, start)
+        return Mention(name, index, span[0].start, span[-1].end, initial, votes, determined=determined)
 
     def _determined(self, sentence: str, tokens: list[_Token], start: int) -> bool:
         """A determiner right before token `start` ("the Queen")."""
@@ -212,17 +227,25 @@ class SpanDetector:
         return +votes
 
 
-def resolve_mentions(mentions: Sequence[Mention], language: Language, lexicon: Lexicon) -> list[Mention]:
-    """Apply the chunk-level rules for initial spans (module docstring); others pass unchanged."""
+def resolve_mentions(
+    mentions: Sequence[Mention], language: Language, lexicon: Lexicon, lowercase: Collection[str] = frozenset()
+) -> list[Mention]:
+    """Apply the chunk-level rules of the module docstring; `lowercase` holds the casefolded words the
+    chunk's running text writes in lower case."""
     connectors = lexicon.connectors
     non_initial = {m.key for m in mentions if not m.initial}
     kept = []
     for mention in mentions:
         words = mention.words
-        if not mention.initial or mention.listed or mention.key in non_initial or is_title(words[0]):
+        if mention.listed:
+            kept.append(mention)
+        elif len(words) == 1 and words[0].casefold() in lexicon.calendar_words:
+            continue
+        elif not mention.initial or mention.key in non_initial or is_title(words[0]):
             kept.append(mention)
         elif len(words) == 1:
-            if words[0].casefold() in language.proper_words:
+            folded = words[0].casefold()
+            if folded in language.proper_words and folded not in lowercase:
                 kept.append(mention)
         elif words[0].casefold() not in language.common_words:
             kept.append(mention)
@@ -233,7 +256,20 @@ def resolve_mentions(mentions: Sequence[Mention], language: Language, lexicon: L
             if rest:
                 name = " ".join(rest)
                 kept.append(replace(mention, name=name, start=mention.end - len(name), initial=False))
-    return [m for m in kept if m.key]
+    named = {m.key for m in kept if m.listed or m.votes or m.determined or is_title(m.words[0])}
+    return [m for m in kept if m.key and (m.key in named or not _all_lowercase(m.words, lowercase))]
+
+
+def _all_lowercase(words: Sequence[str], lowercase: Collection[str]) -> bool:
+    """Every word of a name is one the chunk also writes in lower case."""
+    folded = [_base(word).casefold() for word in words]
+    return bool(lowercase) and all(word in lowercase for word in folded)
+
+
+def lowercase_words(sentences: Iterable[str]) -> frozenset[str]:
+    """The words the sentences write in lower case (casefolded), the chunk's own evidence of common words."""
+    tokens = (m.group() for sentence in sentences for m in WORD.finditer(sentence))
+    return frozenset(_base(token).casefold() for token in tokens if token[:1].islower())
 
 
 def guess_type(votes: Counter[str]) -> str:

@@ -31,8 +31,10 @@ class Lexicon:
     determiners: frozenset[str] = field(default_factory=frozenset)
     # Lower-case words allowed inside a name between capitalised words ("Queen of Hearts").
     connectors: frozenset[str] = field(default_factory=frozenset)
-    # Capitalised words that are never names on their own (interjections, months, days).
+    # Capitalised words that are never name words (interjections, most months and days).
     never_names: frozenset[str] = field(default_factory=frozenset)
+    # Month and weekday names: never a name on their own, though they may head one ("March Hare").
+    calendar_words: frozenset[str] = field(default_factory=frozenset)
     # Where the head noun of a name sits: last in English ("Amber Lighthouse"), first in French ("Phare Rouge").
     head_first: bool = False
 
@@ -69,6 +71,10 @@ ENGLISH = Lexicon(
         "hello january february april june july august september october november december monday "
         "tuesday wednesday thursday friday saturday sunday"
     ),
+    calendar_words=_set(
+        "january february march april may june july august september october november december monday "
+        "tuesday wednesday thursday friday saturday sunday"
+    ),
 )
 
 FRENCH = Lexicon(
@@ -94,6 +100,10 @@ FRENCH = Lexicon(
     never_names=_set(
         "ah oh hélas oui non eh bon bien merci adieu bonjour janvier février mars avril mai juin juillet "
         "août septembre octobre novembre décembre lundi mardi mercredi jeudi vendredi samedi dimanche"
+    ),
+    calendar_words=_set(
+        "janvier février mars avril mai juin juillet août septembre octobre novembre décembre lundi mardi "
+        "mercredi jeudi vendredi samedi dimanche"
     ),
     head_first=True,
 )

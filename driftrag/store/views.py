@@ -41,7 +41,7 @@ class ViewEntity(_Model):
     id: str
     name: str
     type: str | None = None
-    aliases: list[str] = Field(default_factory=list, description="One-word names merged into this entity.")
+    aliases: list[str] = Field(default_factory=list, description="Names merged into this entity (short, titled forms).")
     degree: int = Field(ge=0, description="Relationships in the view's scope touching this entity (before a cap).")
     mentions: int = Field(ge=0, description="Valid (existing, enabled) source chunks.")
 

@@ -135,7 +135,9 @@ class IngestionWorkflow(Workflow):
         # The tokenizer loads in a thread (up to a second, the first time) while the schema is checked.
         tokenizer = asyncio.ensure_future(indexing.load_tokenizer())
         try:
-            documents = await indexing.load_documents(ev.request, self._deps.settings.max_file_mb)
+            documents = await indexing.load_documents(
+                ev.request, self._deps.settings.max_file_mb, self._deps.tasks.document_check
+            )
             await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
             if ev.extract_config is not None:
                 await self._deps.graph.set_extract_config(kb, ev.extract_config)

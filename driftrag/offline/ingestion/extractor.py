@@ -8,8 +8,11 @@ Per chunk: the language is resolved (setting or stopword guess), the text is spl
   by the chunk boundaries only when there is nothing else): the description is provenance text,
   not a paraphrase;
 - each pair of entities co-occurring in a sentence, or within `window` following sentences, gets a
-  `RELATED_TO` relationship whose description is the first sentences where they co-occur and whose
-  strength is the number of such co-occurrences in the chunk, capped to 1..10. A co-occurrence is
+  relationship whose description is the first sentences where they co-occur and whose strength is
+  the number of such co-occurrences in the chunk, capped to 1..10. Its type is `RELATED_TO`, unless a
+  sentence names the two side by side with a verb of `offline.relations` between them ("Alice asked
+  the Caterpillar"): then the type those verbs give most often in the chunk (the first on a tie), in
+  the direction of the text, with the verb as `original_type`. A co-occurrence is
   counted once per *anchor* sentence holding one end while the other end is in the same sentence or
   in one of the `window` sentences after it (paragraph breaks do not stop the window: in dialogue,
   each line is its own paragraph).
@@ -21,6 +24,7 @@ text, custom instructions and relationship tags need a model and are ignored (wi
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -34,9 +38,10 @@ from driftrag.models.graph import (
     ExtractedRelationship,
     ExtractionOutcome,
 )
-from driftrag.offline.entities import Mention, SpanDetector, guess_type, resolve_mentions
+from driftrag.offline.entities import PLACE, Mention, SpanDetector, guess_type, lowercase_words, resolve_mentions
 from driftrag.offline.lexicon import lexicon_for
 from driftrag.offline.nlp import AUTO, LanguageResources, paragraphs, words
+from driftrag.offline.relations import TABLES, VerbTable, relation_type
 
 _OPENING = re.compile(r"^[\s'\"‘“«(\[—–-]*")
 _ENDINGS = (".", "!", "?", "…", ":", ";", "'", '"', "’", "”", "»", ")")
@@ -77,23 +82,25 @@ class OfflineGraphExtractor:
         listed = [node.name for node in config.nodes]
         sentences = [s for p in paragraphs(text) if not p.heading for s in language.sentences(p.text)]
         mentions = [m for i, sentence in enumerate(sentences) for m in detector.mentions(sentence, i, listed)]
-        mentions = resolve_mentions(mentions, language, lexicon)
+        mentions = resolve_mentions(mentions, language, lexicon, lowercase_words(sentences))
 
         by_key: dict[str, list[Mention]] = defaultdict(list)
         for mention in mentions:
             by_key[mention.key].append(mention)
         names = {key: _display_name(group) for key, group in by_key.items()}
+        types = {key: guess_type(sum((m.votes for m in group), Counter())) for key, group in by_key.items()}
         partial = _partial_sentences(sentences)
         entities = [
             ExtractedEntity(
                 name=names[key],
-                type=guess_type(sum((m.votes for m in group), Counter())),
+                type=types[key],
                 description=excerpt([sentences[i] for i in _evidence({m.sentence for m in group}, partial)]),
             )
             for key, group in sorted(by_key.items())
         ]
         keys_in = [sorted({m.key for m in mentions if m.sentence == i}) for i in range(len(sentences))]
-        relationships = self._cooccurrences(sentences, keys_in, names)
+        typed = _typed_pairs(sentences, mentions, types, TABLES.get(language.name))
+        relationships = self._cooccurrences(sentences, keys_in, names, typed)
         return ExtractionOutcome(
             chunk_id=chunk_id,
             entities=entities,
@@ -102,7 +109,11 @@ class OfflineGraphExtractor:
         )
 
     def _cooccurrences(
-        self, sentences: Sequence[str], keys_in: Sequence[Sequence[str]], names: dict[str, str]
+        self,
+        sentences: Sequence[str],
+        keys_in: Sequence[Sequence[str]],
+        names: dict[str, str],
+        typed: dict[tuple[str, str], Counter[tuple[str, str, str, str]]],
     ) -> list[ExtractedRelationship]:
         """Pairs counted once per anchor sentence: one end in it, the other in it or the window after it."""
         counts: Counter[tuple[str, str]] = Counter()
@@ -122,16 +133,43 @@ class OfflineGraphExtractor:
                 if len(evidence[pair]) < DESCRIPTION_SENTENCES:
                     seen = evidence[pair]
                     seen += [i for i in range(anchor, anchor + offset + 1) if i not in seen]
-        return [
-            ExtractedRelationship(
-                source=names[a],
-                target=names[b],
-                type=GENERIC_RELATIONSHIP_TYPE,
-                description=excerpt([sentences[i] for i in evidence[(a, b)]]),
-                strength=min(MAX_STRENGTH, count),
+        relationships = []
+        for (a, b), count in sorted(counts.items()):
+            source, target, type_, verb = a, b, GENERIC_RELATIONSHIP_TYPE, None
+            if typed.get((a, b)):
+                (type_, source, target, verb), _ = typed[(a, b)].most_common(1)[0]
+            relationships.append(
+                ExtractedRelationship(
+                    source=names[source],
+                    target=names[target],
+                    type=type_,
+                    description=excerpt([sentences[i] for i in evidence[(a, b)]]),
+                    strength=min(MAX_STRENGTH, count),
+                    original_type=verb,
+                )
             )
-            for (a, b), count in sorted(counts.items())
-        ]
+        return relationships
+
+
+def _typed_pairs(
+    sentences: Sequence[str], mentions: Sequence[Mention], types: dict[str, str], table: VerbTable | None
+) -> dict[tuple[str, str], Counter[tuple[str, str, str, str]]]:
+    """`{(key, key) in order: Counter((type, source key, target key, verb))}` over the sentences where
+    two names stand side by side with a known verb between them (`offline.relations`)."""
+    typed: dict[tuple[str, str], Counter[tuple[str, str, str, str]]] = defaultdict(Counter)
+    if table is None:
+        return typed
+    for first, second in itertools.pairwise(mentions):
+        if first.sentence != second.sentence or first.key == second.key:
+            continue
+        sentence = sentences[first.sentence]
+        between = [w.casefold() for w in words(sentence[first.end : second.start])]
+        before = [w.casefold() for w in words(sentence[: first.start])][-2:]
+        found = relation_type(between, table, before=before, target_is_place=types[second.key] == PLACE)
+        if found is not None:
+            type_, verb = found
+            typed[(min(first.key, second.key), max(first.key, second.key))][(type_, first.key, second.key, verb)] += 1
+    return typed
 
 
 def _partial_sentences(sentences: Sequence[str]) -> set[int]:

@@ -3,6 +3,13 @@
 Per-chunk extraction cannot tell a recurring name from a one-off capitalised word, nor a meaningful
 pair from two names that happen to share a sentence; the whole merged graph can:
 
+- the relationships of one pair of entities become one: extraction types a pair per chunk (a verb
+  between the names, else `RELATED_TO`), so a pair may carry several types over the kb; the verb
+  type with the most weight wins (ties: alphabetical), `RELATED_TO` only when no chunk gave a verb
+  (it is the fallback: it only says that the names meet, which the verb type says too), in the
+  direction of its heaviest relationship, and the pair keeps all weights, chunks and descriptions
+  (the PMI is recomputed from the united chunks). The thresholds below then see the pair's whole
+  count, as they did when every relationship was a co-occurrence;
 - entities found in fewer than `min_entity_chunks` chunks are dropped, unless their name has two or
   more words (multi-word capitalised spans, titled names such as "Captain Voss" or "Father William",
   are rarely accidental); their relationships go with them;
@@ -18,8 +25,11 @@ pair from two names that happen to share a sentence; the whole merged graph can:
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from collections.abc import Sequence
 
-from driftrag.models.graph import MergedRelationship, MergeResult
+from driftrag.ingestion.merge import relationship_id
+from driftrag.models.graph import GENERIC_RELATIONSHIP_TYPE, MergedRelationship, MergeResult, pmi
 
 DEFAULT_MIN_ENTITY_CHUNKS = 2
 DEFAULT_MIN_COOCCURRENCES = 2
@@ -46,6 +56,49 @@ def is_multiword_name(name: str) -> bool:
     return len(name.split()) >= 2
 
 
+def one_per_pair(merged: MergeResult, total_chunks: int) -> list[MergedRelationship]:
+    """The relationships of each pair of entities united under one type (module docstring)."""
+    pairs: dict[frozenset[str], list[MergedRelationship]] = defaultdict(list)
+    for rel in merged.relationships:
+        pairs[frozenset((rel.source_id, rel.target_id))].append(rel)
+    chunks = {entity.id: len(entity.source_chunk_ids) for entity in merged.entities}
+    united = []
+    for group in pairs.values():
+        if len(group) == 1:
+            united.append(group[0])
+            continue
+        united.append(_unite(group, chunks, total_chunks))
+    return sorted(united, key=lambda r: r.id)
+
+
+def _unite(group: Sequence[MergedRelationship], chunks: dict[str, int], total_chunks: int) -> MergedRelationship:
+    weights: dict[str, float] = defaultdict(float)
+    for rel in group:
+        weights[rel.type] += rel.weight
+    type_ = min(weights, key=lambda t: (t == GENERIC_RELATIONSHIP_TYPE, -weights[t], t))
+    lead = max((rel for rel in group if rel.type == type_), key=lambda rel: (rel.weight, rel.id))
+    source_id, target_id = lead.source_id, lead.target_id
+    if type_ == GENERIC_RELATIONSHIP_TYPE and target_id < source_id:
+        source_id, target_id = target_id, source_id
+    descriptions: list[str] = []
+    for rel in sorted(group, key=lambda r: r is not lead):
+        descriptions += [d for d in rel.descriptions if d not in descriptions]
+    sources = sorted({c for rel in group for c in rel.source_chunk_ids})
+    known = source_id in chunks and target_id in chunks
+    return lead.model_copy(
+        update={
+            "id": relationship_id(source_id, target_id, type_),
+            "source_id": source_id,
+            "target_id": target_id,
+            "original_types": sorted({t for rel in group for t in rel.original_types}),
+            "descriptions": descriptions,
+            "weight": sum(rel.weight for rel in group),
+            "source_chunk_ids": sources,
+            "pmi": pmi(len(sources), chunks[source_id], chunks[target_id], total_chunks) if known else None,
+        }
+    )
+
+
 def refine_graph(
     merged: MergeResult,
     extracted_chunks: int,
@@ -58,7 +111,8 @@ def refine_graph(
     kept = {e.id for e in entities}
     relationships = []
     dropped_rare = 0
-    for rel in merged.relationships:
+    pairs = one_per_pair(merged, extracted_chunks)
+    for rel in pairs:
         if rel.source_id not in kept or rel.target_id not in kept:
             continue
         if rel.weight < min_cooccurrences:
@@ -67,7 +121,7 @@ def refine_graph(
         weight = offline_weight(rel.weight, normalised_pmi(rel, extracted_chunks))
         relationships.append(rel.model_copy(update={"weight": round(weight, 4)}))
     dropped_entities = len(merged.entities) - len(entities)
-    dropped_orphans = len(merged.relationships) - len(relationships) - dropped_rare
+    dropped_orphans = len(pairs) - len(relationships) - dropped_rare
     warnings = list(merged.warnings)
     if dropped_entities:
         warnings.append(

@@ -8,11 +8,13 @@ from driftrag.offline.ingestion.refine import OfflineGraphRefiner
 from driftrag.offline.ingestion.reports import OfflineCommunityReporter
 from driftrag.offline.ingestion.summaries import OfflineDescriptionSummarizer
 from driftrag.offline.nlp import LanguageResources
+from driftrag.offline.scripts import check_document
 from driftrag.settings import Settings
 
 
 def offline_ingestion_tasks(settings: Settings, resources: LanguageResources | None = None) -> IngestionTasks:
-    """Extractor, summarizer, reporter and refiner that need no model API (and do no I/O until used)."""
+    """Extractor, summarizer, reporter, refiner and document check that need no model API (and do no
+    I/O until used)."""
 
     resources = resources or LanguageResources()
     language = settings.offline_language
@@ -24,4 +26,5 @@ def offline_ingestion_tasks(settings: Settings, resources: LanguageResources | N
             min_entity_chunks=settings.offline_min_entity_chunks,
             min_cooccurrences=settings.offline_min_cooccurrences,
         ),
+        document_check=check_document,
     )

@@ -16,6 +16,7 @@ import pytest
 from driftrag.composition import ingestion_deps
 from driftrag.ingestion import indexing
 from driftrag.ingestion.deps import IngestionDeps
+from driftrag.ingestion.merge import entity_id
 from driftrag.ingestion.requests import IngestionResult, IngestRequest, TextInput, no_progress
 from driftrag.providers import build_providers
 from driftrag.providers.embeddings import AccountedEmbedding
@@ -118,3 +119,22 @@ async def test_the_merge_follows_a_delete_and_a_re_ingest(deps: IngestionDeps, k
         return {name: (row["id"], row["aliases"], sorted(row["source_chunk_ids"])) for name, row in rows.items()}
 
     assert shape(after) == shape(before)
+
+
+async def test_a_titled_form_joins_the_name_and_a_shared_surname_does_not(deps: IngestionDeps, kb: str) -> None:
+    quay = TextInput(
+        title="The Quay",
+        text=(
+            "On the quay, Old Mattias Crane trimmed the lamp while Lady Maud Ferrers watched. "
+            "'It will hold,' said Old Mattias Crane to Lady Maud Ferrers.\n\n"
+            "Old Mattias Crane went home. Later Tom Ferrers came by and spoke with Mattias Crane about the "
+            "storm, and Mattias Crane laughed."
+        ),
+    )
+    await ingest(deps, kb, quay)
+    found = await entities(deps, kb)
+    assert "Mattias Crane" not in found
+    assert found["Old Mattias Crane"]["aliases"] == ["Mattias Crane"]
+    assert found["Old Mattias Crane"]["id"] == entity_id("mattias crane")
+    assert {"Lady Maud Ferrers", "Tom Ferrers"} <= set(found)
+    assert found["Lady Maud Ferrers"]["aliases"] == found["Tom Ferrers"]["aliases"] == []

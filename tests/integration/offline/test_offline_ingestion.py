@@ -13,6 +13,7 @@ import re
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.requests import IngestionResult, IngestRequest, no_progress
 from driftrag.models.graph import CommunityReport
 from driftrag.offline.ingestion.extractor import OfflineGraphExtractor
+from driftrag.offline.relations import RELATIONSHIP_TYPES
 from driftrag.providers import build_providers
 from driftrag.providers.embeddings import AccountedEmbedding
 from driftrag.settings import Settings
@@ -204,6 +206,8 @@ async def test_the_sample_story_yields_its_cast_places_and_objects(sample_run: O
         assert by_name[name]["type"] == "PERSON", name
     for name in ["Cinder Point Lighthouse", "Blackwater Quay", "Copper Market", "Saltreed Bridge"]:
         assert by_name[name]["type"] == "PLACE", name
+    # "Old Mattias Crane" at a sentence start gave "Mattias Crane" too: one entity, as the story names him.
+    assert by_name["Old Mattias Crane"]["aliases"] == ["Mattias Crane"] and "Mattias Crane" not in by_name
 
 
 async def test_sample_descriptions_and_summaries_are_text_of_the_story(sample_run: OfflineRun) -> None:
@@ -231,8 +235,13 @@ async def test_sample_relationships_link_characters_who_meet(sample_run: Offline
     ]:
         assert frozenset((a, b)) in pairs, (a, b)
     for row in pairs.values():
-        assert row["type"] == "RELATED_TO" and row["pmi"] is not None
+        assert row["type"] in {"RELATED_TO", *RELATIONSHIP_TYPES} and row["pmi"] is not None
         assert row["descriptions"] and row["source_chunk_ids"]
+    # One relationship per pair; a verb between the names types some of them, co-occurrence the rest.
+    assert len(pairs) == len(await sample_run.graph.relationships(sample_run.kb))
+    types = Counter(row["type"] for row in pairs.values())
+    assert types["RELATED_TO"] and len(types) >= 3, types
+    assert pairs[frozenset(("Harbourmaster", "Captain Wren Halloway"))]["type"] == "SPEAKS_TO"
 
 
 async def test_sample_communities_are_reported_and_embedded(sample_run: OfflineRun) -> None:
@@ -298,6 +307,8 @@ async def test_alice_yields_the_main_characters(alice_run: OfflineRun) -> None:
         assert by_name[name]["type"] == "PERSON", name
     assert all(row["embedded"] for row in by_name.values())
     assert "Curiouser" not in by_name and "Suddenly" not in by_name
+    # Capitalised common and calendar words: "it was in March", "if you knew Time" beside "just time".
+    assert not {"March", "Time", "Prizes"} & set(by_name), sorted(by_name)
 
 
 async def test_alice_relationships_join_characters_who_meet(alice_run: OfflineRun) -> None:

@@ -1,6 +1,6 @@
 """The alias rule (one-word name -> the one multi-word name it heads) and forms of address, in the merge."""
 
-from driftrag.ingestion.aliases import head_word, is_form_of_address, plan_aliases
+from driftrag.ingestion.aliases import head_word, is_form_of_address, plan_aliases, untitled
 from driftrag.ingestion.merge import entity_id, merge_extractions, pmi, relationship_id
 from driftrag.models.graph import ExtractedEntity, ExtractedRelationship, ExtractionOutcome
 
@@ -138,3 +138,78 @@ def test_the_plan_depends_on_the_set_of_names_not_on_the_order_of_the_chunks():
     forward, backward = merge_extractions(outcomes), merge_extractions(list(reversed(outcomes)))
     assert shape(forward) == shape(backward)
     assert [(e.name, e.aliases) for e in forward.entities if e.aliases] == [("Queen of Hearts", ["Queen"])]
+
+
+def test_a_titled_form_joins_the_name_it_titles():
+    plan = plan_aliases(
+        {
+            "old mattias crane": "PERSON",
+            "mattias crane": "UNKNOWN",
+            "lady maud ferrers": "PERSON",
+            "captain old wren halloway": "PERSON",
+            "wren halloway": "PERSON",
+            "crane": "UNKNOWN",
+        }
+    )
+    assert plan.canonical == {
+        "old mattias crane": "mattias crane",
+        "captain old wren halloway": "wren halloway",
+        # With the titled form folded, one multi-word name is left for "crane" to join.
+        "crane": "mattias crane",
+    }
+    assert untitled("lady maud ferrers") == "maud ferrers"
+    assert untitled("mr. john smith") == "john smith"
+    assert untitled("king of hearts") is None  # a connector is not a name
+    assert untitled("mattias crane") is None
+
+
+def test_a_title_before_one_word_or_a_shared_surname_never_merges():
+    plan = plan_aliases(
+        {
+            "lady maud ferrers": "PERSON",
+            "tom ferrers": "PERSON",
+            "maud": "PERSON",
+            "mr crane": "PERSON",
+            "mrs crane": "PERSON",
+            "crane": "PERSON",
+            "father william": "PERSON",
+            "william": "PERSON",
+            "ferrers": "PERSON",
+        }
+    )
+    assert plan.canonical == {}
+
+
+def test_titled_and_untitled_names_of_different_types_stay_apart():
+    plan = plan_aliases({"saint orlas chapel": "PLACE", "orlas chapel": "PLACE", "old ruth hale": "PERSON"})
+    assert plan.canonical == {"saint orlas chapel": "orlas chapel"}
+    assert plan_aliases({"captain wren halloway": "PERSON", "wren halloway": "PLACE"}).canonical == {}
+
+
+def test_merge_folds_a_titled_form_and_shows_the_form_found_most():
+    merged = merge_extractions(
+        [
+            _outcome(
+                "c1",
+                [("Old Mattias Crane", "PERSON", "The keeper."), ("Pip", "PERSON", "A boy.")],
+                [("Old Mattias Crane", "Pip", "Old Mattias Crane met Pip.", 1)],
+            ),
+            _outcome("c2", [("Old Mattias Crane", "PERSON", "He rang the bell.")]),
+            _outcome(
+                "c3",
+                [("Mattias Crane", "UNKNOWN", "Mattias Crane trimmed the wick."), ("Pip", "PERSON", "A boy.")],
+                [("Mattias Crane", "Pip", "Mattias Crane and Pip.", 2)],
+            ),
+            _outcome("c4", [("Lady Maud Ferrers", "PERSON", "Chairs the council."), ("Tom Ferrers", "PERSON", "")]),
+        ]
+    )
+    by_name = {e.name: e for e in merged.entities}
+    assert sorted(by_name) == ["Lady Maud Ferrers", "Old Mattias Crane", "Pip", "Tom Ferrers"]
+    crane = by_name["Old Mattias Crane"]
+    assert crane.id == entity_id("mattias crane")  # the key every form shares
+    assert crane.aliases == ["Mattias Crane"]
+    assert crane.type == "PERSON"
+    assert crane.source_chunk_ids == ["c1", "c2", "c3"]
+    [rel] = [r for r in merged.relationships if entity_id("pip") in (r.source_id, r.target_id)]
+    assert rel.weight == 3 and rel.source_chunk_ids == ["c1", "c3"]
+    assert by_name["Tom Ferrers"].aliases == [] and by_name["Lady Maud Ferrers"].aliases == []

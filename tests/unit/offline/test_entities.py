@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from driftrag.offline.entities import PERSON, PLACE, SpanDetector, guess_type, resolve_mentions
+from driftrag.offline.entities import PERSON, PLACE, SpanDetector, guess_type, lowercase_words, resolve_mentions
 from driftrag.offline.lexicon import lexicon_for
 from driftrag.offline.nlp import Language
 
@@ -12,7 +12,8 @@ from driftrag.offline.nlp import Language
 def _names(language: Language, *sentences: str) -> list[str]:
     detector = SpanDetector(language, lexicon_for(language.name))
     mentions = [m for i, s in enumerate(sentences) for m in detector.mentions(s, i)]
-    return [m.name for m in resolve_mentions(mentions, language, lexicon_for(language.name))]
+    resolved = resolve_mentions(mentions, language, lexicon_for(language.name), lowercase_words(sentences))
+    return [m.name for m in resolved]
 
 
 def _types(language: Language, *sentences: str) -> dict[str, str]:
@@ -69,6 +70,27 @@ def test_a_common_first_word_of_an_initial_span_is_dropped_unless_the_span_recur
         "White Rabbit",
     ]
     assert _names(english, "Captain Wren Halloway sailed.") == ["Captain Wren Halloway"]  # a title keeps it
+
+
+def test_a_word_the_chunk_writes_in_lower_case_is_not_a_name_without_evidence(english: Language) -> None:
+    # Sentence-initial: the chunk's own lower-case use outweighs the Punkt model's capitalised sightings.
+    assert _names(english, "Prizes!", "There must be prizes, said she.") == []
+    # Inside a sentence: a capitalised common word is emphasis or personification...
+    assert _names(english, "If you knew Time as well as I do.", "It was just time for tea.") == []
+    assert _names(english, "It ought to be Number One.", "Take one number.") == []
+    # ... unless the chunk writes it only capitalised, or gives a name's evidence: a determiner, a
+    # speech verb, a title.
+    assert _names(english, "If you knew Time as well as I do.") == ["Time"]
+    assert _names(english, "The Mouse bowed.", "She saw a mouse.", "Then the Mouse left.") == ["Mouse", "Mouse"]
+    assert _names(english, "'Hush,' said Five.", "They saw five cards.") == ["Five"]
+    assert _names(english, "They all looked at Bill.", "He paid the bill.") == []
+
+
+def test_calendar_words_alone_are_not_names(english: Language, french: Language) -> None:
+    assert _names(english, "It was in March, on a Monday, that Alice left.") == ["Alice"]
+    assert _names(english, "May I come in?") == []
+    assert _names(english, "Then the March Hare spoke.") == ["March Hare"]  # a calendar word may head a name
+    assert _names(french, "C'était en Mars, un Lundi, que Jeanne partit.") == ["Jeanne"]
 
 
 def test_verse_line_starts_count_as_initial(english: Language) -> None:

@@ -42,7 +42,9 @@ async def test_cooccurrences_are_counted_per_sentence_and_window(resources: Lang
     same_sentence = _relationships(OfflineGraphExtractor(resources, window=0).extract_text("c", CHUNK))
     assert set(same_sentence) == {("Gryphon", "Mock Turtle"), ("Alice", "Gryphon"), ("Alice", "Mock Turtle")}
     pair = same_sentence[("Gryphon", "Mock Turtle")]
-    assert pair.type == GENERIC_RELATIONSHIP_TYPE
+    # "said the Gryphon to the Mock Turtle" gives the type (offline.relations), in the text's direction.
+    assert (pair.source, pair.type, pair.target) == ("Gryphon", "SPEAKS_TO", "Mock Turtle")
+    assert same_sentence[("Alice", "Gryphon")].type == GENERIC_RELATIONSHIP_TYPE
     assert pair.strength == 2  # two sentences name both
     assert pair.description == (
         "'What fun!' said the Gryphon to the Mock Turtle. Alice watched the Mock Turtle and the Gryphon for a while."
