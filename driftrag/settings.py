@@ -139,9 +139,10 @@ class Settings(BaseSettings):
     basic_top_k: int = Field(default=10, ge=1, description="Chunks retrieved by basic vector search.")
     local_top_k_entities: int = Field(default=5, ge=1, description="Entities that seed a local search.")
     local_context_tokens: int = Field(default=4000, ge=200, description="Context budget of one local answer.")
-    # Source text holds most of the evidence; entities, relationships and one report keep the rest.
+    # Source text holds most of the evidence (at least basic search's share of the budget, so the question's
+    # own chunks are not pushed out); entities, relationships and one report keep the rest.
     local_text_proportion: float = Field(
-        default=0.6, ge=0, le=1, description="Share of the local context given to source chunks."
+        default=0.8, ge=0, le=1, description="Share of the local context given to source chunks."
     )
     local_community_proportion: float = Field(
         default=0.1, ge=0, le=1, description="Share of the local context given to community reports."

@@ -195,9 +195,11 @@ def local_context(
     text_proportion: float,
     community_proportion: float,
     similar_chunks: Sequence[Source] = (),
+    question_rankings: Sequence[Ranking] | None = None,
 ) -> SearchContext:
     """The context of a local search from its top entities (ranked), what the graph holds on them, and
-    the question's own nearest chunks (`similar_chunks`, by similarity).
+    the question's own chunks (`similar_chunks`, ranked by `question_rankings`: the question's vector and
+    word searches, `driftrag.search.question_chunks`; without them, `similar_chunks`' order).
 
     Shares: source chunks `text_proportion`, community reports `community_proportion`, entities and
     relationships the rest (if the two proportions add up to more than 1 they are scaled to sum to 1).
@@ -237,7 +239,7 @@ def local_context(
         question,
         pool,
         [
-            Ranking("question", QUESTION_WEIGHT, [c.id for c in similar_chunks]),
+            *(question_rankings or [Ranking("question", QUESTION_WEIGHT, [c.id for c in similar_chunks])]),
             *(Ranking(f"graph-{i}", GRAPH_WEIGHT, [s.id for s in ranked]) for i, ranked in enumerate(graph_rankings)),
         ],
     )

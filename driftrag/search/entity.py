@@ -1,7 +1,7 @@
 """Entity search: chunks reached through the entities a question names, beside plain vector search.
 
-The namer task lists the names in the question while the question is embedded. Vector search returns
-the question's nearest enabled chunks (basic search's, `QUESTION_DEPTH` times deeper). Valid entities
+The namer task lists the names in the question while the question is embedded. The question's own
+chunk search (`driftrag.search.question_chunks`: by meaning and by words) returns its enabled chunks. Valid entities
 whose name contains one of the names (case-sensitive; exact matches first, then shorter names; at most
 `entity_search_max_entities`) and their one-hop neighbours (at most as many again, nearest to the
 best-ranked match first) lead to the enabled chunks that mention them; those the vector search did not
@@ -29,13 +29,15 @@ from driftrag.search.context import (
     entity_source,
 )
 from driftrag.search.models import SearchContext
-from driftrag.search.ranking import GRAPH_WEIGHT, QUESTION_DEPTH, QUESTION_WEIGHT, Ranking, relevance_order
+from driftrag.search.question_chunks import search_question_chunks
+from driftrag.search.ranking import GRAPH_WEIGHT, QUESTION_WEIGHT, Ranking, relevance_order
 from driftrag.search.run import QueryRun
 
-# Shares of the budget: the question's nearest chunks hold the evidence most often; the linked chunks
-# (those the question's own search ranked past its depth) add the graph's reach, and take unused budget first.
-SIMILAR_SHARE = 0.75
-LINKED_SHARE = 0.15
+# Shares of the budget: the question's own chunks (by meaning and by words) hold the evidence most often;
+# the linked chunks (those the question's own searches did not return) add the graph's reach, and take
+# unused budget first. Chosen on the tuning halves of the question sets.
+SIMILAR_SHARE = 0.85
+LINKED_SHARE = 0.10
 MAX_LINKED_CHUNKS = 50
 
 
@@ -47,16 +49,18 @@ def entity_context(
     budget_tokens: int,
     *,
     graph_ranking: Sequence[str] = (),
+    question_rankings: Sequence[Ranking] | None = None,
 ) -> SearchContext:
     """The three groups, each ranked by relevance to `question` across all of them: the fusion of the
-    vector ranking (`similar`'s order), the graph's ranking of the chunks (`graph_ranking`, the order
-    the named entities lead to them, `similar` ones included), the entities' own order and the BM25
-    ranking of the question over everything (`driftrag.search.ranking`)."""
+    question's own chunk rankings (`question_rankings`; without them `similar`'s order), the graph's
+    ranking of the chunks (`graph_ranking`, the order the named entities lead to them, `similar` ones
+    included), the entities' own order and the BM25 ranking of the question over everything
+    (`driftrag.search.ranking`)."""
     order = relevance_order(
         question,
         [*similar, *linked, *entities],
         [
-            Ranking("question", QUESTION_WEIGHT, [s.id for s in similar]),
+            *(question_rankings or [Ranking("question", QUESTION_WEIGHT, [s.id for s in similar])]),
             Ranking("graph", GRAPH_WEIGHT, graph_ranking or [s.id for s in linked]),
             Ranking("entities", GRAPH_WEIGHT, [s.id for s in entities]),
         ],
@@ -88,10 +92,11 @@ async def retrieve_entity(run: QueryRun) -> SearchContext:
     names, vector = await asyncio.gather(
         run.tasks.namer.entity_names(run.question), run.deps.embedder.aget_query_embedding(run.question)
     )
-    similar, matched = await asyncio.gather(
-        store.search_chunks(kb, vector, QUESTION_DEPTH * settings.basic_top_k),
+    question_chunks, matched = await asyncio.gather(
+        search_question_chunks(store, kb, run.question, vector, settings),
         store.match_entity_names(kb, names, settings.entity_search_max_entities),
     )
+    similar = question_chunks.sources
     neighbours = await store.entity_neighbours(kb, [e.id for e in matched], settings.entity_search_max_entities)
     ranked = matched + neighbours
     rows = await store.entity_chunks(kb, [e.id for e in ranked], MAX_LINKED_CHUNKS, order="rank")
@@ -103,5 +108,11 @@ async def retrieve_entity(run: QueryRun) -> SearchContext:
         entity_source(n, origin=f"neighbour:{matched[n.via_rank or 0].name}") for n in neighbours
     ]
     return entity_context(
-        run.question, similar, linked, entities, settings.local_context_tokens, graph_ranking=[row.id for row in rows]
+        run.question,
+        similar,
+        linked,
+        entities,
+        settings.local_context_tokens,
+        graph_ranking=[row.id for row in rows],
+        question_rankings=question_chunks.rankings(),
     )

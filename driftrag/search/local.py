@@ -2,11 +2,11 @@
 
 Query embedding → top `local_top_k_entities` valid entities → in one read, the enabled chunks that
 mention them, the reported communities they belong to, the relationships among them and to their
-neighbours; beside it, the question's own chunk search (basic search's, `QUESTION_DEPTH` times deeper)
-→ all of it ranked by relevance to the question (rank fusion, `driftrag.search.ranking`) into a context
-within `local_context_tokens` that keeps every part (see `driftrag.search.context.local_context`) → an
-answer citing the ids of that context. DRIFT builds the local context of each follow-up from a vector it
-embedded in a batch, and answers it within its own run.
+neighbours; beside it, the question's own chunk search by meaning and by words
+(`driftrag.search.question_chunks`) → all of it ranked by relevance to the question (rank fusion,
+`driftrag.search.ranking`) into a context within `local_context_tokens` that keeps every part (see
+`driftrag.search.context.local_context`) → an answer citing the ids of that context. DRIFT builds the
+local context of each follow-up from a vector it embedded in a batch, and answers it within its own run.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from driftrag.search.context import local_context
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext
-from driftrag.search.ranking import QUESTION_DEPTH
+from driftrag.search.question_chunks import search_question_chunks
 from driftrag.search.run import QueryRun
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.search import SeenRows
@@ -36,9 +36,9 @@ async def build_local_context(
     settings = deps.settings
     store = deps.stores.search
     kb = validate_kb_id(kb)
-    # The question's chunk search needs only the vector: it runs beside the entity search.
+    # The question's chunk searches need only the vector and the words: they run beside the entity search.
     similar_chunks = asyncio.ensure_future(
-        store.search_chunks(kb, question_vector, QUESTION_DEPTH * settings.basic_top_k, seen=seen)
+        search_question_chunks(store, kb, question, question_vector, settings, seen=seen)
     )
     try:
         entities = await store.search_entities(kb, question_vector, settings.local_top_k_entities, seen=seen)
@@ -64,7 +64,8 @@ async def build_local_context(
         budget_tokens=settings.local_context_tokens,
         text_proportion=settings.local_text_proportion,
         community_proportion=settings.local_community_proportion,
-        similar_chunks=similar,
+        similar_chunks=similar.sources,
+        question_rankings=similar.rankings(),
     )
 
 

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 
 from driftrag.models.search import Source
 
-# The usual RRF constant: damps the gap between the first ranks of one list.
-RRF_K = 60
+# Damps the gap between the first ranks of one list. Below the usual 60: the question's own first
+# chunks must stay ahead of material that many follow-up searches merely agree on (chosen on the
+# tuning halves of the question sets, data/README.md).
+RRF_K = 20
 # Weights of the rankings: the question's vector search over chunks, BM25 of the question over
 # everything gathered, DRIFT's answer citations, one DRIFT follow-up's local search, and a ranking the
 # graph made (the chunks mentioning local search's entities, the chunks of entity search's named
@@ -36,6 +38,10 @@ RRF_K = 60
 # of their own: long, and already ranked inside the follow-ups' contexts.) The vector search weighs
 # twice the lexical one: it alone judged each chunk by meaning against the question.
 QUESTION_WEIGHT = 6.0
+# The question's full-text search over the whole kb (`driftrag.search.question_chunks`) weighs as much
+# as its vector search: on the tuning halves of the question sets, words found as much evidence as
+# meaning (more in French), and the two together most.
+QUESTION_WORDS_WEIGHT = 6.0
 LEXICAL_WEIGHT = 3.0
 CITED_WEIGHT = 1.0
 FOLLOW_UP_WEIGHT = 0.3

@@ -346,6 +346,33 @@ class Neo4jStore:
                 short = fetched if fetched < fetch else -1
             fetch = min(_next_fetch(fetch, len(kept), k), _MAX_VECTOR_FETCH)
 
+    async def text_hits(
+        self,
+        kb: str,
+        query: str,
+        k: int,
+        details: LiteralString,
+        *,
+        checked: CheckedRows | None = None,
+        **params: Any,
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Top-k chunks of one kb for the Lucene `query` of the chunk full-text index, best first, as
+        (row, score): only those `details` returns a row for (enabled chunks). The index is shared by the
+        kbs, so the lookup widens (x4) while fewer than k of the kb's remain and a wider one can bring more."""
+        validate_kb_id(kb)
+        if k < 1:
+            return []
+        checked = CheckedRows() if checked is None else checked
+        fetch = k * _OVER_FETCH
+        while True:
+            found = await self.read_record(
+                cy.QUERY_CHUNK_TEXT_INDEX, index=cy.CHUNK_TEXT_INDEX, words=query, kb=kb, fetch=fetch
+            )
+            kept = await self._detailed_hits(found["rows"], k, details, checked, kb=kb, **params)
+            if len(kept) >= k or found["fetched"] < fetch or fetch >= _MAX_VECTOR_FETCH:
+                return kept[:k]
+            fetch = min(fetch * _OVER_FETCH, _MAX_VECTOR_FETCH)
+
     def _first_fetch(self, index: str, kb: str, k: int) -> int:
         """k x `_OVER_FETCH`, divided by the kb's last share in this index: the same margin over what
         that share predicts k needs as a kb alone in the index gets."""

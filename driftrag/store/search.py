@@ -9,6 +9,7 @@ or the kb has no more.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Literal, LiteralString
 
@@ -45,6 +46,22 @@ _TOP_RATED_CANDIDATES = 8
 # Entity search: names longer than this cannot be entity names, and more than this many is an abuse.
 _MAX_NAME_CHARS = 200
 _MAX_NAMES = 64
+
+# Full-text search: a question's words of at least this many characters (shorter ones carry little
+# topic in any alphabetic language), at most this many of them.
+_WORD = re.compile(r"\w+")
+_MIN_TERM_CHARS = 3
+_MAX_TERMS = 64
+
+
+def lucene_words_query(kb: str, text: str) -> str | None:
+    """The Lucene query of the chunk full-text index for the words of `text` within kb `kb` (None when
+    `text` has no word to search). Words are runs of word characters, lower-cased: no Lucene operator or special
+    character can pass, so caller text never becomes query syntax; the kb id is validated."""
+    words = list(dict.fromkeys(w for w in _WORD.findall(text.casefold()) if len(w) >= _MIN_TERM_CHARS))
+    if not words:
+        return None
+    return f'+kb:"{validate_kb_id(kb)}" +({" ".join(words[:_MAX_TERMS])})'
 
 
 class SeenRows:
@@ -83,6 +100,19 @@ class SearchStore:
         )
         return [
             Source(id=row["id"], kind="chunk", title=row["title"], text=row["text"], score=score, origin="vector")
+            for row, score in hits
+        ]
+
+    async def search_chunks_text(self, kb: str, text: str, k: int, *, seen: SeenRows | None = None) -> list[Source]:
+        """Top-k enabled chunks by the full-text (BM25) score of the words of `text`, best first."""
+        kb = validate_kb_id(kb)
+        query = lucene_words_query(kb, text)
+        if query is None:
+            return []
+        checked = seen.of(kb, cy.MATCH_ENABLED_CHUNKS, {}) if seen is not None else None
+        hits = await self._store.text_hits(kb, query, k, cy.MATCH_ENABLED_CHUNKS, checked=checked)
+        return [
+            Source(id=row["id"], kind="chunk", title=row["title"], text=row["text"], score=score, origin="fulltext")
             for row, score in hits
         ]
 

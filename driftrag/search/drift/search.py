@@ -4,10 +4,10 @@ runs them as steps, and tests can drive them directly.
 Phases: HyDE (a hypothetical answer shaped like the highest-rated report) → community-report vector
 search → primer (intermediate answer, score, follow-ups) → rounds of follow-up local searches, in
 parallel up to `drift_num_workers`, for up to `drift_max_depth` rounds → reduce over every round's
-answers, weighted by score. The question's own chunk search (basic search's, `QUESTION_DEPTH` times
-deeper) is in the pool from the start; the result's `ranking` fuses every search's ranking with the
-answer's citations (`driftrag.search.ranking`). One call and a share of the prompt tokens are
-held back from the start so the reduce can always run inside the query's hard budget.
+answers, weighted by score. The question's own chunk search (by meaning and by words,
+`driftrag.search.question_chunks`) is in the pool from the start; the result's `ranking` fuses every
+search's ranking with the answer's citations (`driftrag.search.ranking`). One call and a share of the
+prompt tokens are held back from the start so the reduce can always run inside the query's hard budget.
 """
 
 from __future__ import annotations
@@ -29,14 +29,8 @@ from driftrag.search.drift.reports import reports_context
 from driftrag.search.local import build_local_context
 from driftrag.search.models import AnswerPayload, SearchResult
 from driftrag.search.modes import start_run
-from driftrag.search.ranking import (
-    CITED_WEIGHT,
-    FOLLOW_UP_WEIGHT,
-    QUESTION_DEPTH,
-    QUESTION_WEIGHT,
-    Ranking,
-    relevance_order,
-)
+from driftrag.search.question_chunks import search_question_chunks
+from driftrag.search.ranking import CITED_WEIGHT, FOLLOW_UP_WEIGHT, Ranking, relevance_order
 from driftrag.search.streaming import AnswerStream
 from driftrag.store.search import SeenRows
 
@@ -126,16 +120,17 @@ class DriftSearch:
         await self.emit(DriftProgress(phase="hyde", message=f"hypothetical answer of {len(self.hyde_text)} chars"))
 
     async def find_communities(self) -> None:
-        """The searches of the two vectors, at once: the question's own chunk search (basic search's,
-        deeper: DRIFT begins with what basic search finds, and the follow-ups add to it), its nearest
+        """The searches of the two vectors, at once: the question's own chunk search (by meaning, basic
+        search's ranking taken deeper, and by words: DRIFT begins with what they find, and the follow-ups
+        add to it), its nearest
         entities, and the community reports nearest to the HyDE answer; then the graph neighbourhood."""
         started = time.monotonic()
         settings = self.settings
         store, kb = self.search_store, self.kb
-        self.question_chunks, self.communities, nearest = await asyncio.gather(
+        question_chunks, self.communities, nearest = await asyncio.gather(
             self._retrying(
-                lambda: store.search_chunks(
-                    kb, self.question_vector, QUESTION_DEPTH * settings.basic_top_k, seen=self._seen
+                lambda: search_question_chunks(
+                    store, kb, self.question, self.question_vector, settings, seen=self._seen
                 )
             ),
             self._retrying(
@@ -151,8 +146,9 @@ class DriftSearch:
                 lambda: store.search_entities(kb, self.question_vector, settings.local_top_k_entities, seen=self._seen)
             ),
         )
+        self.question_chunks = question_chunks.sources
         self._remember(self.question_chunks)
-        self.rankings.append(Ranking("question", QUESTION_WEIGHT, [c.id for c in self.question_chunks]))
+        self.rankings.extend(question_chunks.rankings())
         self._remember(self.communities)
         self.neighbourhood = await self._retrying(lambda: self._neighbourhood(nearest))
         self._time("communities", started)
@@ -430,7 +426,7 @@ class DriftSearch:
     def _final_ranking(self, cited: list[str]) -> list[str]:
         answer = Ranking("answer", CITED_WEIGHT, cited)
         # Follow-ups finish in any order: sorted by id, so ties break the same way on every run.
-        searches = sorted(self.rankings, key=lambda r: (r.name != "question", r.name))
+        searches = sorted(self.rankings, key=lambda r: (not r.name.startswith("question"), r.name))
         return relevance_order(self.question, list(self.sources.values()), [*searches, answer])
 
     def _remember(self, sources: Sequence[Source]) -> None:

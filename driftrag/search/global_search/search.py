@@ -1,9 +1,10 @@
 """One global search as plain async phases; `driftrag.workflows.global_search` runs them as steps.
 
-Phases: plan (the guard, the question's embedding, every report with its similarity to it, the level
-and its batches, `levels`) → map (one call per batch, `global_num_workers` at once: key points scored
-0-100) → reduce (the best points within `local_context_tokens`, one call) → the sources behind the
-points (`sources`).
+Phases: plan (the guard, the question's embedding, every report with its similarity to it, the level and
+its batches, `levels`; beside them the question's own chunk search, `question_chunks`) → map (one call
+per batch, `global_num_workers` at once: key points scored 0-100) → reduce (the best points within
+`local_context_tokens`, one call) → the sources: the chunks behind the points and the question's own
+chunks, ranked together (`sources`).
 
 Budget, as in every mode (`QueryRun`): one call and the reduce's share of prompt tokens are held back
 from the start, so the reduce can always run; the map gets what is left, and the level is chosen to
@@ -34,6 +35,7 @@ from driftrag.search.global_search.models import (
 )
 from driftrag.search.global_search.sources import CHUNKS_PER_REPORT, rank_sources
 from driftrag.search.modes import start_run
+from driftrag.search.question_chunks import QuestionChunks, search_question_chunks
 from driftrag.search.streaming import AnswerStream
 
 T = TypeVar("T")
@@ -78,6 +80,7 @@ class GlobalSearch:
         self.tasks = self.run.tasks
         self.requested, self.reason = self._requested_level(community_level)
         self.question_vector: list[float] = []
+        self.question_chunks = QuestionChunks((), ())
         self.level: LevelChoice | None = None
         self.batches: list[ReportBatch] = []
         self.points: list[GlobalPoint] = []
@@ -111,7 +114,13 @@ class GlobalSearch:
         started = time.monotonic()
         await self._retrying(self.run.ensure_available)
         self.question_vector = await self.deps.embedder.aget_query_embedding(self.question)
-        reports = await self._retrying(lambda: self.deps.stores.search.community_reports(self.kb, self.question_vector))
+        store = self.deps.stores.search
+        reports, self.question_chunks = await asyncio.gather(
+            self._retrying(lambda: store.community_reports(self.kb, self.question_vector)),
+            self._retrying(
+                lambda: search_question_chunks(store, self.kb, self.question, self.question_vector, self.settings)
+            ),
+        )
         reports = [r for r in reports if not r.failed]
         chosen = choose_level(reports, self.map_budget(), self.requested, self.reason)
         if chosen is None:
@@ -171,8 +180,8 @@ class GlobalSearch:
         by_report = {r.id: r for r in reports}
         ordered_reports = [by_report[i] for i in behind if i in by_report]
         ordered_reports += [r for r in reports if r.id not in set(behind)]
-        ranking, support = rank_sources(self.question, chosen, chunks_of, ordered_reports)
-        chunks = {c.id: c for cs in chunks_of.values() for c in cs}
+        ranking, support = rank_sources(self.question, chosen, chunks_of, ordered_reports, self.question_chunks)
+        chunks = {c.id: c for cs in [*chunks_of.values(), self.question_chunks.sources] for c in cs}
         sources: list[Source] = list(chunks.values()) + ordered_reports
         cited_reports = [i for i in dict.fromkeys(citations) if i in by_report]
         # A cited report also cites the chunk that best supports each key point drawn from it.

@@ -6,7 +6,10 @@ weighted reciprocal rank fusion (`driftrag.search.ranking.fuse`) of:
 
 - support (weight 6): for each reduced key point, best first, the chunk of its reports that shares the
   most with the point's text (BM25 of the point over those chunks), so each point brings its evidence;
-- question (weight 6): the pool by the cosine of each chunk's stored embedding to the question;
+- similarity (weight 6): the chunks by the cosine of their stored embedding to the question;
+- the question's own chunk search by meaning and by words (`driftrag.search.question_chunks`, weights
+  of `driftrag.search.ranking`): its chunks join the pool, so a question the reports cannot help keeps
+  what plain vector search would have found;
 - lexical (weight 3): BM25 of the question over the pool;
 - reports (weight 1): each report's chunks in report order (the order of the key points citing them).
 
@@ -20,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from driftrag.models.search import Source
 from driftrag.search.global_search.models import GlobalPoint
+from driftrag.search.question_chunks import QuestionChunks
 from driftrag.search.ranking import Ranking, final_order, fuse, lexical_ranking
 
 CHUNKS_PER_REPORT = 10
@@ -46,16 +50,22 @@ def rank_sources(
     points: Sequence[GlobalPoint],
     chunks_of: Mapping[str, Sequence[Source]],
     reports: Sequence[Source],
+    question_chunks: QuestionChunks | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The source ids in final-context order (chunks by fusion, then reports), and each point's chunk."""
-    pool = list({c.id: c for chunks in chunks_of.values() for c in chunks}.values())
+    question_chunks = question_chunks or QuestionChunks((), ())
+    grounded = list({c.id: c for chunks in chunks_of.values() for c in chunks}.values())
+    pool = list({c.id: c for c in [*grounded, *question_chunks.sources]}.values())
     support = supporting_chunks(points, chunks_of)
-    by_similarity = sorted(pool, key=lambda c: (-(c.score or 0.0), c.id))
+    # Cosine scores only: the reports' chunks and the question's vector hits (word hits score BM25).
+    similar = list({c.id: c for c in [*grounded, *question_chunks.by_vector]}.values())
+    by_similarity = sorted(similar, key=lambda c: (-(c.score or 0.0), c.id))
     report_order = [c.id for report_id in chunks_of for c in chunks_of[report_id]]
     fused = fuse(
         [
             Ranking("support", SUPPORT_WEIGHT, [support[p.id] for p in points if p.id in support]),
-            Ranking("question", QUESTION_WEIGHT, [c.id for c in by_similarity]),
+            Ranking("similarity", QUESTION_WEIGHT, [c.id for c in by_similarity]),
+            *question_chunks.rankings(),
             Ranking("lexical", LEXICAL_WEIGHT, lexical_ranking(question, pool)),
             Ranking("reports", REPORT_WEIGHT, report_order),
         ]

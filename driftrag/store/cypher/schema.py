@@ -6,6 +6,7 @@ CHUNK_VECTOR_INDEX = "driftrag_chunk"
 ENTITY_VECTOR_INDEX = "driftrag_entity"
 COMMUNITY_VECTOR_INDEX = "driftrag_community"
 VECTOR_INDEXES = (CHUNK_VECTOR_INDEX, ENTITY_VECTOR_INDEX, COMMUNITY_VECTOR_INDEX)
+CHUNK_TEXT_INDEX = "driftrag_chunk_text"
 
 # (kb, id) is the key of every node kind; Community edition supports composite uniqueness.
 CREATE_CONSTRAINTS = (
@@ -31,6 +32,11 @@ CREATE_LOOKUP_INDEXES = (
     # Name substrings (graph search, entity search): a trigram text index answers `name CONTAINS $q`
     # with the matching entities, where the (kb, name) range index is scanned name by name.
     "CREATE TEXT INDEX driftrag_entity_name_text IF NOT EXISTS FOR (n:__Entity__) ON (n.name)",
+    # The question's words over every chunk (Lucene BM25): the lexical half of the question's own chunk
+    # search. The kb is indexed too, so a query keeps to its kb's chunks inside Lucene; the analyzer keeps
+    # stop words because it knows no language but English (BM25's idf weighs them down anyway).
+    "CREATE FULLTEXT INDEX driftrag_chunk_text IF NOT EXISTS FOR (n:__Chunk__) ON EACH [n.text, n.kb] "
+    "OPTIONS {indexConfig: {`fulltext.analyzer`: 'standard-no-stop-words'}}",
     # Graph search reads seeds and rows in their ranked order and stops at the caps (markers.py):
     # a kb's valid entities shortest name first, then by name and id; and per entity its valid
     # relationships, heaviest first then by id, one index per direction.
@@ -84,6 +90,14 @@ QUERY_VECTOR_INDEX = """
 CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node, score
 WITH collect({id: node.id, kb: node.kb, score: score}) AS hits
 RETURN size(hits) AS fetched, [hit IN hits WHERE hit.kb = $kb | {id: hit.id, score: hit.score}][0..$k] AS rows
+"""
+
+# The full-text index is shared by all knowledge bases: `$words` names the kb (a Lucene clause, which
+# may also match a kb whose id holds the same words) and the rows keep the kb's own chunks exactly.
+QUERY_CHUNK_TEXT_INDEX = """
+CALL db.index.fulltext.queryNodes($index, $words, {limit: $fetch}) YIELD node, score
+WITH collect({id: node.id, kb: node.kb, score: score}) AS hits
+RETURN size(hits) AS fetched, [hit IN hits WHERE hit.kb = $kb | {id: hit.id, score: hit.score}] AS rows
 """
 
 # A kb with few nodes of a kind is searched exactly: its nodes read on the (kb, id) key index and each

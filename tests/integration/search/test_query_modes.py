@@ -24,7 +24,9 @@ from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.protocols import Stores
 from driftrag.store.search import SearchStore
 from driftrag.workflows.search import SearchProgress, SearchStart, SearchWorkflow
+from tests.fakes.harbor_corpus import DescriptiveChatModel
 from tests.fakes.scripted_llm import ScriptedChatModel
+from tests.integration.ingestion.conftest import Ingestor
 from tests.integration.search.conftest import ingested_kb
 
 MODES = ("basic", "local", "entity")
@@ -275,6 +277,7 @@ async def test_a_disabled_chunk_never_appears_in_any_mode(
         vector = await search_providers.embedder.aget_query_embedding(MONASTERY_QUESTION)
         store = SearchStore(neo4j)
         assert not {s.id for s in await store.search_chunks(kb, vector, 50)} & disabled
+        assert not {s.id for s in await store.search_chunks_text(kb, MONASTERY_QUESTION, 50)} & disabled
         assert not {s.id for s in await store.search_entities(kb, vector, 50)} & only_there
 
         await switches.set_chunks_enabled(kb, sorted(disabled), True)
@@ -405,3 +408,39 @@ async def test_unknown_kbs_and_disabled_graphs_fail_with_their_own_errors(
     finally:
         await GraphSearchStore(module_store).set_graph_enabled(graph_kb, True)
     assert chat.calls == {"answer": 1}
+
+
+# --- the question's search by words ---------------------------------------------------------------------------
+
+
+async def test_the_word_search_finds_the_named_chunks_of_its_own_kb_only(
+    module_store, search_settings, search_providers, graph_kb, graph_ids
+) -> None:
+    store = SearchStore(module_store)
+    found = await store.search_chunks_text(graph_kb, MONASTERY_QUESTION, 5)
+    assert found and {s.id for s in found} <= graph_ids["chunk"]
+    assert all(s.origin == "fulltext" and s.score and s.score > 0 for s in found)
+    assert [s.score for s in found] == sorted((s.score for s in found), reverse=True)
+    assert "Monastery" in found[0].text or "Anselm" in found[0].text
+    # A second kb with the same chunks and an id whose words hold the first one's: the full-text index
+    # is shared, so each search must keep to its own kb's enabled chunks exactly.
+    twin = f"{graph_kb}-twin"
+    await Ingestor(settings=search_settings, store=module_store, providers=search_providers).run(
+        twin, DescriptiveChatModel()
+    )
+    try:
+        twin_chunks = {row["id"] for row in await GraphStore(module_store).chunks(twin)}
+        assert await GraphSearchStore(module_store).set_chunks_enabled(twin, sorted(twin_chunks), False)
+        assert await store.search_chunks_text(twin, MONASTERY_QUESTION, 5) == []
+        again = await store.search_chunks_text(graph_kb, MONASTERY_QUESTION, 5)
+        assert [s.id for s in again] == [s.id for s in found]
+    finally:
+        await GraphStore(module_store).delete_kb(twin)
+
+
+@pytest.mark.parametrize("question", [*HOSTILE, "", "? ! ... -- ++ ** ::", "a b c"])
+async def test_the_word_search_takes_any_text_as_words_only(module_store, graph_kb, graph_ids, question) -> None:
+    before = await GraphStore(module_store).counts(graph_kb)
+    found = await SearchStore(module_store).search_chunks_text(graph_kb, question, 5)
+    assert {s.id for s in found} <= graph_ids["chunk"]
+    assert await GraphStore(module_store).counts(graph_kb) == before

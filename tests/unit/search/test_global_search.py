@@ -155,7 +155,8 @@ def test_map_points_cite_report_handles_mapped_back_to_ids() -> None:
 
 
 class _Reports:
-    """The two store reads global search makes, over hand-made reports and chunks."""
+    """The store reads global search makes, over hand-made reports and chunks; the question's own chunk
+    search finds nothing here, so the sources are the reports' chunks alone."""
 
     def __init__(self, reports: Sequence[ReportRow], chunks: dict[str, list[Source]]) -> None:
         self.reports = list(reports)
@@ -169,6 +170,12 @@ class _Reports:
 
     async def community_chunks(self, kb, community_ids, vector, per_community) -> dict[str, list[Source]]:
         return {c: self.chunks.get(c, [])[:per_community] for c in community_ids}
+
+    async def search_chunks(self, kb, vector, k, *, seen=None) -> list[Source]:
+        return []
+
+    async def search_chunks_text(self, kb, text, k, *, seen=None) -> list[Source]:
+        return []
 
 
 THEMES = [
