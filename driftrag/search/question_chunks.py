@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from driftrag.models.search import Source
+from driftrag.search.context import unique_sources
 from driftrag.search.ranking import QUESTION_DEPTH, QUESTION_WEIGHT, QUESTION_WORDS_WEIGHT, Ranking
 from driftrag.settings import Settings
 from driftrag.store.protocols import SearchStorage
@@ -31,10 +32,7 @@ class QuestionChunks:
     @property
     def sources(self) -> list[Source]:
         """Each chunk once: the vector ranking's, then the chunks only the words found."""
-        unique: dict[str, Source] = {}
-        for source in [*self.by_vector, *self.by_words]:
-            unique.setdefault(source.id, source)
-        return list(unique.values())
+        return unique_sources([*self.by_vector, *self.by_words])
 
     def rankings(self) -> list[Ranking]:
         return [
