@@ -19,10 +19,11 @@ import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
+from llama_index.core.settings import Settings as LlamaIndexSettings
 
 from driftrag.composition import ingestion_deps, neo4j_stores, query_deps
 from driftrag.ingestion.deps import IngestionDeps
@@ -36,14 +37,29 @@ from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.global_search.models import GlobalResult
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.search.models import QueryResult, SearchResult
-from driftrag.search.modes import DEFAULT_MODE, QueryOptions
+from driftrag.search.modes import DEFAULT_MODE, QueryOptions, get_mode
 from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished, StreamEvent
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import ServerInfo, VectorIndexInfo, check_server_version
 from driftrag.store.protocols import Stores
 from driftrag.store.views import GraphView
 
+if TYPE_CHECKING:
+    from llama_index.core.tools import QueryEngineTool
+
+    from driftrag.llamaindex import DriftRAGQueryEngine, DriftRAGRetriever
+
 ProgressHandler = Callable[[Any], Awaitable[None] | None]
+T = TypeVar("T")
+
+
+def llama_index_defaults(settings: Settings) -> tuple[LLM | None, BaseEmbedding | None]:
+    """The LLM and embedder set on LlamaIndex's global `Settings`, when driftrag's own settings name no model
+    API (offline): a notebook that set `Settings.llm = …` gets that model. Read without resolving
+    LlamaIndex's own default (which would reach for OpenAI)."""
+    if settings.resolved_llm_provider() != "offline":
+        return None, None
+    return LlamaIndexSettings._llm, LlamaIndexSettings._embed_model
 
 
 class DriftRAG:
@@ -63,11 +79,15 @@ class DriftRAG:
         LM Studio, Ollama, Anthropic, a `CustomLLM`…); what is not given comes from `settings`. The LLM
         gets driftrag's response cache, concurrency limit and usage accounting; an embedder of unknown
         size is probed once, on `connect`. `providers` passes a finished model side instead, and `chat`
-        any `ChatModel` used as it is, without that wrapping (test doubles). `stores` defaults to Neo4j."""
+        any `ChatModel` used as it is, without that wrapping (test doubles). `stores` defaults to Neo4j.
+        With none of them and offline settings, LlamaIndex's `Settings.llm` / `Settings.embed_model` are used
+        when set (`llama_index_defaults`)."""
         if providers is not None and (llm is not None or embed_model is not None):
             raise ValueError("pass either providers or llm / embed_model, not both")
         if chat is not None and llm is not None:
             raise ValueError("pass either llm (a LlamaIndex LLM) or chat (a ChatModel), not both")
+        if providers is None and chat is None and llm is None and embed_model is None:
+            llm, embed_model = llama_index_defaults(settings)
         self.settings = settings
         self.stores = stores or neo4j_stores(settings)
         self.providers = providers or build_providers(settings, llm=llm, embed_model=embed_model)
@@ -75,6 +95,7 @@ class DriftRAG:
         self._connected: ServerInfo | None = None
         self._ingestion: IngestionDeps | None = None
         self._queries: QueryDeps | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> DriftRAG:
@@ -131,6 +152,36 @@ class DriftRAG:
 
     async def close(self) -> None:
         await self.stores.database.close()
+
+    def run_sync(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Run `call()` to its end from synchronous code, on this engine's own event loop (the Neo4j driver's
+        connections belong to one loop, so every sync call shares it; it connects first if needed).
+        Refused inside a running loop (a notebook cell, an async agent): `await` the async form there."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "a synchronous driftrag call inside a running event loop: await the async form instead "
+                "(aretrieve, aquery, or the DriftRAG coroutine)"
+            )
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+
+        async def connected() -> T:
+            if self._connected is None:
+                await self.connect()
+            return await call()
+
+        return self._loop.run_until_complete(connected())
+
+    def close_sync(self) -> None:
+        """`close` for an engine used through `run_sync`; its loop is closed too."""
+        if self._loop is None or self._loop.is_closed():
+            return
+        self._loop.run_until_complete(self.close())
+        self._loop.close()
 
     async def __aenter__(self) -> DriftRAG:
         await self.connect()
@@ -281,7 +332,7 @@ class DriftRAG:
         return await self.stores.graph.communities(kb)
 
     async def chunks(self, kb: str) -> list[dict[str, Any]]:
-        """Every chunk: id, document_id, index, extractable, extraction_status, embedded."""
+        """Every chunk: id, document_id, index, text, extractable, extraction_status, embedded."""
         return await self.stores.graph.chunks(kb)
 
     async def graph_view(self, kb: str, *, community_id: str | None = None, max_nodes: int | None = None) -> GraphView:
@@ -333,6 +384,37 @@ class DriftRAG:
 
         options = QueryOptions.of(community_level=community_level)
         return stream_query(self.query_deps(), mode, kb, question, options=options)
+
+    # --- LlamaIndex parts ----------------------------------------------------------------------------
+
+    def as_retriever(
+        self, kb: str, *, mode: str = DEFAULT_MODE, top_k: int = 10, community_level: int | None = None
+    ) -> DriftRAGRetriever:
+        """A LlamaIndex `BaseRetriever`: the `top_k` best-ranked sources of `mode`'s query as `NodeWithScore`s
+        (node id = source id; metadata kind, title, origin, rank)."""
+        from driftrag.llamaindex import DriftRAGRetriever
+
+        get_mode(mode)
+        return DriftRAGRetriever(self, kb, mode=mode, top_k=top_k, community_level=community_level)
+
+    def as_query_engine(
+        self, kb: str, *, mode: str = DEFAULT_MODE, streaming: bool = False, community_level: int | None = None
+    ) -> DriftRAGQueryEngine:
+        """A LlamaIndex query engine: `Response` with the answer, the cited sources as `source_nodes` and
+        the run's metadata (mode, calls, tokens, seconds, DRIFT's follow-ups, the result itself)."""
+        from driftrag.llamaindex import DriftRAGQueryEngine
+
+        get_mode(mode)
+        return DriftRAGQueryEngine(self, kb, mode=mode, streaming=streaming, community_level=community_level)
+
+    def as_tool(
+        self, kb: str, *, mode: str = DEFAULT_MODE, name: str | None = None, description: str | None = None
+    ) -> QueryEngineTool:
+        """A LlamaIndex `QueryEngineTool` an agent can call: `as_query_engine(kb, mode=mode)` named and
+        described for the agent (defaults name the kb and the mode)."""
+        from driftrag.llamaindex import query_engine_tool
+
+        return query_engine_tool(self.as_query_engine(kb, mode=mode), name=name, description=description)
 
     async def drift(self, kb: str, question: str, *, on_progress: ProgressHandler | None = None) -> DriftResult:
         """DRIFT search; `on_progress` gets each `DriftProgress` (HyDE, communities, primer, searches, rounds)."""

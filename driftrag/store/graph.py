@@ -571,7 +571,7 @@ class GraphStore:
     # --- reads of the derived layers (inspection, tests) ------------------------------------------
 
     async def chunks(self, kb: str) -> list[dict[str, Any]]:
-        """Every chunk: id, document_id, index, extractable, extraction_status, embedded."""
+        """Every chunk: id, document_id, index, text, extractable, extraction_status, embedded."""
         return await self._store.read(cy.MATCH_CHUNKS, kb=validate_kb_id(kb))
 
     async def entities(self, kb: str) -> list[dict[str, Any]]:

@@ -437,7 +437,7 @@ DELETE_KB_NODES = (
 
 MATCH_CHUNKS = """
 MATCH (c:__Chunk__ {kb: $kb})
-RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.extractable AS extractable,
+RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.text AS text, c.extractable AS extractable,
        c.extraction_status AS extraction_status, c.embedding IS NOT NULL AS embedded
 ORDER BY c.document_id, c.index
 """
