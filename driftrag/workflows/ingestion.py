@@ -24,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
@@ -34,21 +34,11 @@ from driftrag.ingestion import indexing
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, IngestRequest, Progress
 from driftrag.models.graph import ExtractConfig, MergeResult
+from driftrag.providers.usage import Usage
 from driftrag.store.identifiers import validate_kb_id
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 CHUNK_VECTORS_STAGE = "chunk embeddings (in the background)"
-
-
-@contextlib.contextmanager
-def _cancelled_on_error(background: asyncio.Future | None) -> Iterator[None]:
-    """A step that fails cancels the run's background work (the chunk vectors), which no step would await."""
-    try:
-        yield
-    except BaseException:
-        if background is not None:
-            background.cancel()
-        raise
 
 
 class IngestStart(StartEvent):
@@ -73,44 +63,47 @@ class ChunksExtracted(Event):
     documents: list[DocumentOutcome]
     extracted: int
     rebuild: bool = True
-    # The chunk vectors of this run's documents, made in the background (awaited by the last step), and
-    # the lock their writes share with the entity layer's (both touch the chunk nodes).
-    chunk_vectors: asyncio.Future[int] | None = None
-    chunk_writes: asyncio.Lock | None = None
 
 
-class EntityLayerBuilt(Event):
-    kb: str
-    documents: list[DocumentOutcome]
-    extracted: int
-    rebuild: bool = True
-    chunk_vectors: asyncio.Future[int] | None = None
-    chunk_writes: asyncio.Lock | None = None
+class EntityLayerBuilt(ChunksExtracted):
     merged: MergeResult | None
     summaries: int
 
 
-class CommunitiesBuilt(Event):
-    kb: str
-    documents: list[DocumentOutcome]
-    extracted: int
-    rebuild: bool = True
-    chunk_vectors: asyncio.Future[int] | None = None
-    chunk_writes: asyncio.Lock | None = None
-    merged: MergeResult | None
-    summaries: int
+class CommunitiesBuilt(EntityLayerBuilt):
     reports: int
     unknown_report_citations: int
     entities_embedded: int
     communities_embedded: int
 
 
+class IngestionState(BaseModel):
+    """One run's state, in the workflow context: what it has spent and how long each stage took (data,
+    serialised with the context), and the live handles of the background chunk vectors (not serialised: a
+    run resumed elsewhere embeds whatever chunk vectors are still missing in its last step)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    seconds_per_stage: dict[str, float] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    # The usage counters when the last stage ended, in this process: the next stage counts from there, so
+    # background work between two stages is counted too.
+    usage_mark: Usage | None = Field(default=None, exclude=True)
+    # The chunk vectors of this run's documents, made in the background (awaited by the last step), and
+    # the lock their writes share with the entity layer's (both touch the chunk nodes).
+    chunk_vectors: asyncio.Future[int] | None = Field(default=None, exclude=True)
+    chunk_writes: asyncio.Lock | None = Field(default=None, exclude=True)
+
+
 class IngestionWorkflow(Workflow):
+    """Run with `IngestionWorkflow(deps).run(start_event=IngestStart(request=…))`; one instance may run
+    several times at once (a run's state is in its context). A stopped run resumes from its context:
+    `workflow.run(ctx=Context.from_dict(workflow, saved))` re-runs the step it was stopped in (every step
+    is idempotent: extraction is checkpointed per chunk) and goes on."""
+
     def __init__(self, deps: IngestionDeps, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
         super().__init__(timeout=timeout)
         self._deps = deps
-        self._timings: dict[str, float] = {}
-        self._usage_start = deps.usage.snapshot()
 
     def _progress(self, ctx: Context):
         async def report(progress: Progress) -> None:
@@ -118,42 +111,46 @@ class IngestionWorkflow(Workflow):
 
         return report
 
-    def _time(self, stage: str, started: float) -> None:
-        self._timings[stage] = round(self._timings.get(stage, 0.0) + time.monotonic() - started, 3)
+    @contextlib.asynccontextmanager
+    async def _stage(self, ctx: Context[IngestionState], stage: str) -> AsyncIterator[None]:
+        """Adds the stage's wall time and model/embedding usage to the run's state once it finishes."""
+        started = time.monotonic()
+        before = (await ctx.store.get_state()).usage_mark or self._deps.usage.snapshot()
+        yield
+        async with ctx.store.edit_state() as state:
+            seconds = state.seconds_per_stage.get(stage, 0.0) + time.monotonic() - started
+            state.seconds_per_stage[stage] = round(seconds, 3)
+            state.usage_mark = self._deps.usage.snapshot()
+            state.usage = state.usage + (state.usage_mark - before)
 
     @step
-    async def store_documents(self, ctx: Context, ev: IngestStart) -> DocumentsStored:
-        started = time.monotonic()
-        self._timings = {}  # a workflow object may run several times
-        self._usage_start = self._deps.usage.snapshot()
-        if ev.request is None:
-            if ev.kb is None:
-                raise ValueError("IngestStart needs a request, or the kb whose derived layers to rebuild")
-            await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
-            return DocumentsStored(kb=validate_kb_id(ev.kb), documents=[])
-        kb = ev.request.kb
-        # The tokenizer loads in a thread (up to a second, the first time) while the schema is checked.
-        tokenizer = asyncio.ensure_future(indexing.load_tokenizer())
-        try:
-            documents = await indexing.load_documents(
-                ev.request, self._deps.settings.max_file_mb, self._deps.tasks.document_check
-            )
-            await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
-            if ev.extract_config is not None:
-                await self._deps.graph.set_extract_config(kb, ev.extract_config)
-        finally:
-            await tokenizer
-        outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
-        if any(outcome.status != "unchanged" for outcome in outcomes):
-            await self._deps.graph.mark_stale(kb, True)
-            await self._deps.graph.set_profile(kb, self._deps.profile)  # the mode and embedder of what changed
-        self._time("documents", started)
+    async def store_documents(self, ctx: Context[IngestionState], ev: IngestStart) -> DocumentsStored:
+        async with self._stage(ctx, "documents"):
+            if ev.request is None:
+                if ev.kb is None:
+                    raise ValueError("IngestStart needs a request, or the kb whose derived layers to rebuild")
+                await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
+                return DocumentsStored(kb=validate_kb_id(ev.kb), documents=[])
+            kb = ev.request.kb
+            # The tokenizer loads in a thread (up to a second, the first time) while the schema is checked.
+            tokenizer = asyncio.ensure_future(indexing.load_tokenizer())
+            try:
+                documents = await indexing.load_documents(
+                    ev.request, self._deps.settings.max_file_mb, self._deps.tasks.document_check
+                )
+                await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
+                if ev.extract_config is not None:
+                    await self._deps.graph.set_extract_config(kb, ev.extract_config)
+            finally:
+                await tokenizer
+            outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
+            if any(outcome.status != "unchanged" for outcome in outcomes):
+                await self._deps.graph.mark_stale(kb, True)
+                await self._deps.graph.set_profile(kb, self._deps.profile)  # the mode and embedder of what changed
         return DocumentsStored(kb=kb, documents=outcomes, rebuild=ev.rebuild)
 
     @step
-    async def extract(self, ctx: Context, ev: DocumentsStored) -> ChunksExtracted:
-        started = time.monotonic()
-        config = await self._deps.graph.extract_config(ev.kb) or ExtractConfig()
+    async def extract(self, ctx: Context[IngestionState], ev: DocumentsStored) -> ChunksExtracted:
         ids = [outcome.document_id for outcome in ev.documents]
         chunk_writes = asyncio.Lock()
 
@@ -167,52 +164,48 @@ class IngestionWorkflow(Workflow):
             embedded, _ = await indexing.embed_chunks(
                 self._deps, ev.kb, self._progress(ctx), ids, write_lock=chunk_writes
             )
-            self._time(CHUNK_VECTORS_STAGE, chunk_started)
+            async with ctx.store.edit_state() as state:
+                seconds = state.seconds_per_stage.get(CHUNK_VECTORS_STAGE, 0.0) + time.monotonic() - chunk_started
+                state.seconds_per_stage[CHUNK_VECTORS_STAGE] = round(seconds, 3)
             return embedded
 
-        background = asyncio.ensure_future(chunk_vectors())
-        try:
-            extracted = await indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx))
-            if extracted:
-                await self._deps.graph.mark_stale(ev.kb, True)
-            if self._deps.embedder_on_local_cpu:
-                await asyncio.shield(background)  # the last step reads its result
-        except BaseException:
-            background.cancel()
-            raise
-        self._time("extract", started)
-        return ChunksExtracted(
-            kb=ev.kb,
-            documents=ev.documents,
-            extracted=extracted,
-            rebuild=ev.rebuild,
-            chunk_vectors=background,
-            chunk_writes=chunk_writes,
-        )
+        async with self._stage(ctx, "extract"):
+            config = await self._deps.graph.extract_config(ev.kb) or ExtractConfig()
+            background = asyncio.ensure_future(chunk_vectors())
+            async with ctx.store.edit_state() as state:
+                state.chunk_vectors, state.chunk_writes = background, chunk_writes
+            try:
+                extracted = await indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx))
+                if extracted:
+                    await self._deps.graph.mark_stale(ev.kb, True)
+                if self._deps.embedder_on_local_cpu:
+                    await asyncio.shield(background)  # the last step reads its result
+            except BaseException:
+                background.cancel()
+                raise
+        return ChunksExtracted(kb=ev.kb, documents=ev.documents, extracted=extracted, rebuild=ev.rebuild)
 
     @step
-    async def build_entity_layer(self, ctx: Context, ev: ChunksExtracted) -> EntityLayerBuilt:
-        started = time.monotonic()
+    async def build_entity_layer(self, ctx: Context[IngestionState], ev: ChunksExtracted) -> EntityLayerBuilt:
         merged, summaries = None, 0
-        with _cancelled_on_error(ev.chunk_vectors):
+        async with self._stage(ctx, "entities"), self._cancelled_on_error(ctx):
             if ev.rebuild and await self._deps.graph.is_stale(ev.kb):
                 merged, summaries = await indexing.derive_entity_layer(self._deps, ev.kb, self._progress(ctx))
-        self._time("entities", started)
         return EntityLayerBuilt(**ev.model_dump(), merged=merged, summaries=summaries)
 
     @step
-    async def build_communities(self, ctx: Context, ev: EntityLayerBuilt) -> CommunitiesBuilt:
-        started = time.monotonic()
+    async def build_communities(self, ctx: Context[IngestionState], ev: EntityLayerBuilt) -> CommunitiesBuilt:
         reports = unknown = entities_embedded = communities_embedded = 0
-        if ev.merged is not None:
-            # The entity layer is written, and its vectors made, while the reports are generated; the
-            # community vectors are requested while the communities are written.
-            with _cancelled_on_error(ev.chunk_vectors):
-                reports, unknown, entity_vectors, community_vectors = await indexing.rebuild_communities(
-                    self._deps, ev.kb, ev.merged, self._progress(ctx), chunk_writes=ev.chunk_writes
-                )
-            entities_embedded, communities_embedded = entity_vectors[0], community_vectors[0]
-        self._time("communities", started)
+        async with self._stage(ctx, "communities"):
+            if ev.merged is not None:
+                # The entity layer is written, and its vectors made, while the reports are generated; the
+                # community vectors are requested while the communities are written.
+                chunk_writes = (await ctx.store.get_state()).chunk_writes
+                async with self._cancelled_on_error(ctx):
+                    reports, unknown, entity_vectors, community_vectors = await indexing.rebuild_communities(
+                        self._deps, ev.kb, ev.merged, self._progress(ctx), chunk_writes=chunk_writes
+                    )
+                entities_embedded, communities_embedded = entity_vectors[0], community_vectors[0]
         return CommunitiesBuilt(
             **ev.model_dump(),
             reports=reports,
@@ -222,29 +215,31 @@ class IngestionWorkflow(Workflow):
         )
 
     @step
-    async def embed(self, ctx: Context, ev: CommunitiesBuilt) -> StopEvent:
-        started = time.monotonic()
-        # First the background chunk vectors: what is missing after them is embedded again below.
-        chunks_embedded = await ev.chunk_vectors if ev.chunk_vectors is not None else 0
-        embedded: dict[str, int] = {}
-        if ev.merged is not None:
-            embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
-            embedded["chunk"] += chunks_embedded
-            embedded["entity"] += ev.entities_embedded
-            embedded["community"] += ev.communities_embedded
-            if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
-                await self._deps.graph.mark_stale(ev.kb, False)
-        elif not ev.rebuild:  # the per-document half: its chunk vectors (made in the background); retry what failed
+    async def embed(self, ctx: Context[IngestionState], ev: CommunitiesBuilt) -> StopEvent:
+        async with self._stage(ctx, "embeddings"):
+            # First the background chunk vectors: what is missing after them is embedded again below. A
+            # resumed run has none (they stayed with the stopped process): what they lack is embedded below.
+            background = (await ctx.store.get_state()).chunk_vectors
+            chunks_embedded = await background if background is not None else 0
             ids = [outcome.document_id for outcome in ev.documents]
-            retried, failed = (
-                await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids) if ids else (0, 0)
-            )
-            embedded = {"chunk": chunks_embedded + retried, "failed": failed}
-        self._time("embeddings", started)
+            embedded: dict[str, int] = {}
+            if ev.merged is not None:
+                embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
+                embedded["chunk"] += chunks_embedded
+                embedded["entity"] += ev.entities_embedded
+                embedded["community"] += ev.communities_embedded
+                if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
+                    await self._deps.graph.mark_stale(ev.kb, False)
+            elif not ev.rebuild:  # the per-document half: its chunk vectors (made in the background); retry what failed
+                retried, failed = (
+                    await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids) if ids else (0, 0)
+                )
+                embedded = {"chunk": chunks_embedded + retried, "failed": failed}
         graph = self._deps.graph
         counts, failed_chunks, stale = await asyncio.gather(
             graph.counts(ev.kb), graph.failed_chunks(ev.kb), graph.is_stale(ev.kb)
         )
+        state = await ctx.store.get_state()
         result = IngestionResult(
             kb=ev.kb,
             documents=ev.documents,
@@ -257,7 +252,18 @@ class IngestionWorkflow(Workflow):
             reports_generated=ev.reports,
             unknown_report_citations=ev.unknown_report_citations,
             embedded=embedded,
-            usage=self._deps.usage.since(self._usage_start),
-            seconds_per_stage=dict(self._timings),
+            usage=state.usage,
+            seconds_per_stage=dict(state.seconds_per_stage),
         )
         return StopEvent(result=result)
+
+    @contextlib.asynccontextmanager
+    async def _cancelled_on_error(self, ctx: Context[IngestionState]) -> AsyncIterator[None]:
+        """A step that fails cancels the run's background work (the chunk vectors), which no step would await."""
+        try:
+            yield
+        except BaseException:
+            background = (await ctx.store.get_state()).chunk_vectors
+            if background is not None:
+                background.cancel()
+            raise
