@@ -208,7 +208,9 @@ class Settings(BaseSettings):
     drift_max_depth: int = Field(default=2, ge=0, description="Rounds of follow-up local searches.")
     drift_followups_per_answer: int = Field(default=3, ge=0, description="Follow-ups kept per intermediate answer.")
     drift_followups_per_round: int = Field(default=5, ge=0, description="Follow-up local searches per round.")
-    drift_num_workers: int = Field(default=5, ge=1, description="Follow-up local searches run at once.")
+    drift_num_workers: int = Field(
+        default=5, ge=1, le=16, description="Follow-up local searches run at once (at most the 16 workers of the step)."
+    )
     drift_dedup_similarity: float = Field(
         default=0.92, gt=0, le=1, description="Follow-ups at least this similar (cosine) to an earlier one are dropped."
     )

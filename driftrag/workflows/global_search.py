@@ -7,6 +7,7 @@ straight to the reduce, which answers that nothing was found without a model cal
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field
 from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
@@ -28,12 +29,29 @@ class GlobalProgressEvent(Event):
     progress: GlobalProgress
 
 
-class _Planned(Event):
-    search: GlobalSearch
+class ReportsPlanned(Event):
+    level: int | None
+    batches: int
 
 
-class _Mapped(Event):
-    search: GlobalSearch
+class ReportsMapped(Event):
+    points: int
+
+
+class GlobalState(BaseModel):
+    """The query's live `GlobalSearch` (budget, model tasks, what it has read), outside what the context
+    serialises."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    search: GlobalSearch | None = Field(default=None, exclude=True)
+
+
+async def _search(ctx: Context[GlobalState]) -> GlobalSearch:
+    search = (await ctx.store.get_state()).search
+    if search is None:  # a context restored elsewhere has no live query to go on with
+        raise RuntimeError("this global search's state is not in this process: run the query again")
+    return search
 
 
 class GlobalWorkflow(Workflow):
@@ -44,7 +62,7 @@ class GlobalWorkflow(Workflow):
         self._deps = deps
 
     @step
-    async def plan(self, ctx: Context, ev: GlobalStart) -> _Planned:
+    async def plan(self, ctx: Context[GlobalState], ev: GlobalStart) -> ReportsPlanned:
         async def emit(progress: GlobalProgress) -> None:
             ctx.write_event_to_stream(GlobalProgressEvent(progress=progress))
 
@@ -56,14 +74,18 @@ class GlobalWorkflow(Workflow):
             emit=emit,
             stream=answer_stream(ctx, ev.stream),
         )
+        async with ctx.store.edit_state() as state:
+            state.search = search
         await search.plan()
-        return _Planned(search=search)
+        level = search.level.level if search.level is not None else None
+        return ReportsPlanned(level=level, batches=len(search.batches))
 
     @step
-    async def map(self, ev: _Planned) -> _Mapped:
-        await ev.search.map()
-        return _Mapped(search=ev.search)
+    async def map(self, ctx: Context[GlobalState], ev: ReportsPlanned) -> ReportsMapped:
+        search = await _search(ctx)
+        await search.map()
+        return ReportsMapped(points=len(search.points))
 
     @step
-    async def reduce(self, ev: _Mapped) -> StopEvent:
-        return StopEvent(result=await ev.search.reduce())
+    async def reduce(self, ctx: Context[GlobalState], ev: ReportsMapped) -> StopEvent:
+        return StopEvent(result=await (await _search(ctx)).reduce())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field
 from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
@@ -45,13 +46,28 @@ class SearchProgress(Event):
     n_tokens: int = 0
 
 
-class _Started(Event):
-    run: QueryRun
+class SearchStarted(Event):
+    mode: str
+    kb: str
 
 
-class _Retrieved(Event):
-    run: QueryRun
+class ContextRetrieved(Event):
     context: SearchContext
+
+
+class SearchState(BaseModel):
+    """The query's live run (budget, model tasks, accounting), outside what the context serialises."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run: QueryRun | None = Field(default=None, exclude=True)
+
+
+async def _run(ctx: Context[SearchState]) -> QueryRun:
+    run = (await ctx.store.get_state()).run
+    if run is None:  # a context restored elsewhere has no live query to go on with
+        raise RuntimeError("this query's run is not in this process: run the query again")
+    return run
 
 
 class SearchWorkflow(Workflow):
@@ -62,18 +78,20 @@ class SearchWorkflow(Workflow):
         self._deps = deps
 
     @step
-    async def start(self, ctx: Context, ev: SearchStart) -> _Started:
+    async def start(self, ctx: Context[SearchState], ev: SearchStart) -> SearchStarted:
         if not get_mode(ev.mode).single_pass:
             raise ValueError(f"{ev.mode} is not a single-pass mode; run it with its own workflow")
         run = start_run(self._deps, ev.mode, ev.kb, ev.question, stream=answer_stream(ctx, ev.stream))
+        async with ctx.store.edit_state() as state:
+            state.run = run
         ctx.write_event_to_stream(
             SearchProgress(mode=run.mode, phase="started", message=f"{run.mode} search on {run.kb}")
         )
-        return _Started(run=run)
+        return SearchStarted(mode=run.mode, kb=run.kb)
 
     @step
-    async def retrieve(self, ctx: Context, ev: _Started) -> _Retrieved:
-        run = ev.run
+    async def retrieve(self, ctx: Context[SearchState], ev: SearchStarted) -> ContextRetrieved:
+        run = await _run(ctx)
         retrieve = get_mode(run.mode).retrieve()
 
         async def guarded() -> SearchContext:
@@ -90,11 +108,11 @@ class SearchWorkflow(Workflow):
                 n_tokens=context.n_tokens,
             )
         )
-        return _Retrieved(run=run, context=context)
+        return ContextRetrieved(context=context)
 
     @step
-    async def answer(self, ctx: Context, ev: _Retrieved) -> StopEvent:
-        run = ev.run
+    async def answer(self, ctx: Context[SearchState], ev: ContextRetrieved) -> StopEvent:
+        run = await _run(ctx)
         result: SearchResult = await run.retrying(lambda: run.answer(ev.context, final=True))
         ctx.write_event_to_stream(
             SearchProgress(

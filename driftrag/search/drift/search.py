@@ -83,6 +83,9 @@ class DriftSearch:
         self._vectors: dict[str, list[float]] = {}
         # The candidates of every vector search of the query, read once (the follow-ups find the same ones).
         self._seen = SeenRows()
+        self._workers = asyncio.Semaphore(deps.settings.drift_num_workers)
+        self._round_started = time.monotonic()
+        self._round_done = 0
         settings = self.settings
         answers_reduced = 1 + settings.drift_max_depth * settings.drift_followups_per_round
         reserve = answers_reduced * settings.answer_max_tokens + _REDUCE_PROMPT_OVERHEAD_TOKENS
@@ -200,45 +203,50 @@ class DriftSearch:
         )
         return selected
 
-    async def search_round(self, depth: int, selected: Sequence[FollowUp]) -> list[FollowUp]:
-        """Run this round's local searches in parallel; return the next round's selection."""
-        started = time.monotonic()
-        runnable = self._within_budget(selected)
-        limit = asyncio.Semaphore(self.settings.drift_num_workers)
-        done = 0
+    def start_round(self, depth: int, selected: Sequence[FollowUp]) -> list[FollowUp]:
+        """The round's follow-ups that fit the budget, to search in parallel (`answer_follow_up` each, then
+        `finish_round`); the rest are marked over budget."""
+        self._round_started = time.monotonic()
+        self._round_done = 0
+        return self._within_budget(selected)
 
-        async def one(follow_up: FollowUp) -> IntermediateAnswer | None:
-            nonlocal done
-            async with limit:
-                answer = await self._local(follow_up, depth)
-            done += 1
-            await self.emit(
-                DriftProgress(
-                    phase="local_search",
-                    message=follow_up.query,
-                    depth=depth,
-                    done=done,
-                    total=len(runnable),
-                    answer_id=follow_up.id,
-                    score=answer.score if answer else None,
-                )
+    async def answer_follow_up(self, depth: int, follow_up: FollowUp, total: int) -> IntermediateAnswer | None:
+        """One follow-up's local search and answer (None when it failed or the budget refused it); at most
+        `drift_num_workers` run at once."""
+        async with self._workers:
+            answer = await self._local(follow_up, depth)
+        self._round_done += 1
+        await self.emit(
+            DriftProgress(
+                phase="local_search",
+                message=follow_up.query,
+                depth=depth,
+                done=self._round_done,
+                total=total,
+                answer_id=follow_up.id,
+                score=answer.score if answer else None,
             )
-            return answer
+        )
+        return answer
 
-        answers = [a for a in await asyncio.gather(*(one(f) for f in runnable)) if a is not None]
-        self.intermediate.extend(answers)
+    async def finish_round(
+        self, depth: int, selected: int, answers: Sequence[IntermediateAnswer | None]
+    ) -> list[FollowUp]:
+        """Keep the round's answers (in the order of its follow-ups); return the next round's selection."""
+        found = [answer for answer in answers if answer is not None]
+        self.intermediate.extend(found)
         next_round: list[FollowUp] = []
-        if depth < self.settings.drift_max_depth and answers:
-            proposals = await self._proposals(*answers)
+        if depth < self.settings.drift_max_depth and found:
+            proposals = await self._proposals(*found)
             next_round = self._select(proposals, depth=depth + 1, per_answer=self.settings.drift_followups_per_answer)
-        self._time(f"depth-{depth}", started)
+        self._time(f"depth-{depth}", self._round_started)
         await self.emit(
             DriftProgress(
                 phase="depth",
-                message=f"round {depth}: {len(answers)} answers, {len(next_round)} follow-ups for the next round",
+                message=f"round {depth}: {len(found)} answers, {len(next_round)} follow-ups for the next round",
                 depth=depth,
-                done=len(answers),
-                total=len(selected),
+                done=len(found),
+                total=selected,
             )
         )
         return next_round
