@@ -24,7 +24,6 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.tools import QueryEngineTool
 
 from driftrag.models.search import Source
-from driftrag.search.drift.models import DriftResult
 from driftrag.search.models import QueryResult
 from driftrag.search.streaming import AnswerDelta, AnswerReset, QueryFinished
 
@@ -63,8 +62,9 @@ def result_metadata(result: QueryResult) -> dict[str, Any]:
         "source_ids": list(result.source_ids),
         "result": result,
     }
-    if isinstance(result, DriftResult):
-        metadata["follow_ups"] = [follow_up.model_dump() for follow_up in result.follow_ups]
+    extras = result.extras()
+    if extras.follow_ups:
+        metadata["follow_ups"] = [follow_up.model_dump() for follow_up in extras.follow_ups]
     return metadata
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from driftrag.models.search import Source
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp
-from driftrag.search.models import SearchResult
+from driftrag.search.models import QueryResult
 from driftrag.views.mermaid import escape_label
 
 
@@ -68,17 +68,16 @@ class Table:
         return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def cited_sources(result: DriftResult | SearchResult) -> list[Source]:
-    """The sources the answer cites, in citation order (a DRIFT result keeps every source once)."""
-    pool = result.sources if isinstance(result, DriftResult) else result.context.sources
-    by_id = {source.id: source for source in pool}
+def cited_sources(result: QueryResult) -> list[Source]:
+    """The sources the answer cites, in citation order, whatever the mode."""
+    by_id = {source.id: source for source in result.retrieved_sources()}
     return [by_id[source_id] for source_id in result.source_ids if source_id in by_id]
 
 
 class AnswerView:
     """An answer and the sources it cites (id, kind, title, the start of the text)."""
 
-    def __init__(self, result: DriftResult | SearchResult, *, max_sources: int = 10, snippet: int = 160) -> None:
+    def __init__(self, result: QueryResult, *, max_sources: int = 10, snippet: int = 160) -> None:
         self.result = result
         self.sources = cited_sources(result)
         self.max_sources = max_sources
@@ -93,9 +92,10 @@ class AnswerView:
 
     def header(self) -> str:
         result = self.result
-        mode = "drift" if isinstance(result, DriftResult) else result.mode
-        calls = result.llm_calls if isinstance(result, DriftResult) else result.usage.chat_calls
-        return f"{mode} answer in {result.seconds:.1f} s, {calls} model calls, {len(self.sources)} cited sources"
+        return (
+            f"{result.mode} answer in {result.seconds:.1f} s, {result.llm_calls} model calls, "
+            f"{len(self.sources)} cited sources"
+        )
 
     def __str__(self) -> str:
         return "\n".join([self.header(), "", self.result.answer.strip(), "", "Sources:", *self._source_lines()])

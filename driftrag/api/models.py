@@ -9,10 +9,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from driftrag.models.graph import FailedChunk, KbCounts, KbSummary
 from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
-from driftrag.search.drift.models import DriftResult, IntermediateAnswer
-from driftrag.search.global_search.models import GlobalResult
+from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.graph_search import MAX_QUERY_CHARS, MAX_ROWS_LIMIT, MAX_SEEDS_LIMIT
-from driftrag.search.models import QueryResult, SearchResult
+from driftrag.search.models import QueryResult
 from driftrag.search.modes import DEFAULT_MODE, MODE_NAMES, ModeName
 
 MAX_QUESTION_CHARS = MAX_QUERY_CHARS
@@ -127,10 +126,8 @@ class QueryResponse(_Model):
 
     @classmethod
     def from_result(cls, result: QueryResult) -> QueryResponse:
-        """Any mode's result: the fields of the result base, plus DRIFT's or the single-pass modes' extras."""
-        drift = result if isinstance(result, DriftResult) else None
-        single = result if isinstance(result, SearchResult) else None
-        global_ = result if isinstance(result, GlobalResult) else None
+        """Any mode's result: the fields of the result base, plus what its mode adds (`extras()`)."""
+        extras = result.extras()
         return cls(
             kb=result.kb,
             mode=result.mode,
@@ -138,11 +135,11 @@ class QueryResponse(_Model):
             answer=result.answer,
             extractive=result.extractive,
             cited_source_ids=result.source_ids,
-            sources=drift.sources if drift else result.retrieved_sources(),
-            intermediate_answers=drift.intermediate if drift else [],
-            follow_up_queries=single.follow_up_queries if single else [],
-            notes=drift.notes if drift else global_.notes if global_ else [],
-            community_level=global_.level.level if global_ and global_.level else None,
+            sources=result.retrieved_sources(),
+            intermediate_answers=extras.intermediate_answers,
+            follow_up_queries=extras.follow_up_queries,
+            notes=extras.notes,
+            community_level=extras.community_level,
             llm_calls=result.llm_calls,
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,

@@ -63,17 +63,7 @@ def _print_tail(result) -> None:
     """Everything of the result but its answer, already printed while streamed."""
     from rich.markdown import Markdown
 
-    from driftrag.search.drift.models import DriftResult
-    from driftrag.search.global_search.models import GlobalResult
-    from driftrag.search.markdown import drift_result_markdown, global_result_markdown, search_result_markdown
-
-    if isinstance(result, DriftResult):
-        text = drift_result_markdown(result, with_answer=False)
-    elif isinstance(result, GlobalResult):
-        text = global_result_markdown(result, with_answer=False)
-    else:
-        text = search_result_markdown(result, with_answer=False)
-    console.print(Markdown(text))
+    console.print(Markdown(result.markdown(with_answer=False)))
 
 
 def _print_result(result, as_json: bool) -> None:
@@ -83,7 +73,7 @@ def _print_result(result, as_json: bool) -> None:
         # Plain JSON: the answer, intermediate answers (DRIFT) and every source with its id and text.
         typer.echo(result.model_dump_json(indent=2))
     else:
-        console.print(Markdown(result._repr_markdown_()))
+        console.print(Markdown(result.markdown()))
 
 
 @app.command("query")

@@ -37,6 +37,18 @@ def _head(result: QueryResult, line: str, with_answer: bool) -> list[str]:
     return [f"### {result.question}", line, "", result.answer, ""] if with_answer else ["", line, ""]
 
 
+def query_result_markdown(result: QueryResult, *, with_answer: bool = True) -> str:
+    """Any mode's result: the question, the answer, its cited sources and the run's cost."""
+    mode = f"{result.mode} search" + (", extractive" if result.extractive else "")
+    parts = [
+        *_head(result, f"*{mode} in `{result.kb}`*", with_answer),
+        sources_markdown(result.cited_sources(), "Cited sources"),
+        "",
+        f"*{result.llm_calls} model calls, {result.seconds:.2f} s*",
+    ]
+    return "\n".join(parts)
+
+
 def search_result_markdown(result: SearchResult, *, with_answer: bool = True) -> str:
     mode = f"{result.mode} search" + (", extractive" if result.extractive else "")
     line = f"*{mode} in `{result.kb}`; score {result.score}*" if result.score is not None else f"*{mode}*"

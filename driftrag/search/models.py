@@ -104,12 +104,38 @@ class QueryResult(_Model):
     seconds: float = 0.0
 
     def retrieved_sources(self) -> list[Source]:
-        """Everything retrieved, best-ranked first (the order retrieval metrics truncate in)."""
-        raise NotImplementedError
+        """Everything retrieved, best-ranked first (the order retrieval metrics truncate in). Each mode's
+        result says it; the base knows no sources."""
+        return []
 
     def cited_sources(self) -> list[Source]:
         cited = set(self.source_ids)
         return [source for source in self.retrieved_sources() if source.id in cited]
+
+    def extras(self) -> ResultExtras:
+        """What this mode adds to the common fields, as the HTTP API and LlamaIndex metadata show it."""
+        return ResultExtras()
+
+    def markdown(self, *, with_answer: bool = True) -> str:
+        """The result in Markdown (Jupyter, the CLI); `with_answer=False` after a streamed answer. A mode's
+        result may say more; this is the question, the answer and its cited sources."""
+        from driftrag.search.markdown import query_result_markdown
+
+        return query_result_markdown(self, with_answer=with_answer)
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown()
+
+
+class ResultExtras(_Model):
+    """The fields some modes add to a result. Lists of models are typed where the API declares them
+    (`driftrag.api.models.QueryResponse`): DRIFT's intermediate answers and follow-up tree."""
+
+    intermediate_answers: list[Any] = Field(default_factory=list, description="DRIFT: `IntermediateAnswer`s.")
+    follow_ups: list[Any] = Field(default_factory=list, description="DRIFT: the follow-up tree (`FollowUp`s).")
+    follow_up_queries: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    community_level: int | None = None
 
 
 class SearchResult(QueryResult):
@@ -123,7 +149,10 @@ class SearchResult(QueryResult):
         # The context's own order is the mode's ranking.
         return list(self.context.sources)
 
-    def _repr_markdown_(self) -> str:
+    def extras(self) -> ResultExtras:
+        return ResultExtras(follow_up_queries=self.follow_up_queries)
+
+    def markdown(self, *, with_answer: bool = True) -> str:
         from driftrag.search.markdown import search_result_markdown
 
-        return search_result_markdown(self)
+        return search_result_markdown(self, with_answer=with_answer)

@@ -1,16 +1,22 @@
-"""The query modes, registered once: the facade, CLI, HTTP API, evaluation and workflows all read `MODES`.
+"""The query modes, registered once: the facade, CLI, HTTP API, evaluation, notebooks and streaming all
+read `MODES` and switch on nothing.
 
-A single-pass mode names its retriever (`QueryRun` → `SearchContext`, imported when first used, so
-reading the registry stays cheap for the CLI); the run's answerer answers that context, and
-`driftrag.workflows.search.SearchWorkflow` runs every such mode with the same steps. A multi-step mode
-(DRIFT) has no retriever: `driftrag.workflows.query` runs it with its own workflow. Either way the query
-gets `QueryRun`'s budget, retries, guard and accounting, and the workflow's timeout. Global search is
-multi-step too (map over community reports, reduce): its workflow is `driftrag.workflows.global_search`.
+A mode is one `Mode` entry naming its workflow ("module:Class", imported when first run, so reading the
+registry stays cheap for the CLI). The workflow builds its own start event (`start_event`), streams its
+progress as `QueryProgressEvent`s and ends with its result, a `QueryResult` that ranks its sources,
+renders itself (`markdown`) and says what it adds to the common fields (`extras`). Every mode gets
+`QueryRun`'s budget, retries, guard and accounting, and the workflow's timeout.
+
+A single-pass mode (basic, local, entity) only names its retriever (`QueryRun` → `SearchContext`):
+`driftrag.workflows.search.SearchWorkflow` runs every such mode with the same steps, and the run's
+answerer answers the context. Multi-step modes (DRIFT, global) have their own workflow.
 
 Per-query options (`QueryOptions`) are declared by the modes that read them; giving one to a mode that
 does not is an error, not a silent no-op.
 
 Adding a single-pass mode: a module in `driftrag/search/` with its retriever, and one entry below.
+Adding a multi-step mode: its search and result (`driftrag/search/<mode>/`), its workflow
+(`driftrag/workflows/<mode>.py`), and one entry below.
 """
 
 from __future__ import annotations
@@ -30,6 +36,12 @@ if TYPE_CHECKING:
     from driftrag.search.run import QueryRun
 
 Retriever = Callable[["QueryRun"], Awaitable["SearchContext"]]
+SEARCH_WORKFLOW = "driftrag.workflows.search:SearchWorkflow"
+
+
+def _load(path: str) -> Any:
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 class QueryOptions(BaseModel):
@@ -62,8 +74,14 @@ class Mode:
     uses_graph: bool = True
     # Single-pass modes: "module:function" of the retriever whose context `QueryRun.answer` answers.
     retriever: str | None = None
+    # "module:Class" of the workflow that runs a query of this mode (a single-pass mode: `SearchWorkflow`).
+    workflow: str = SEARCH_WORKFLOW
     # The `QueryOptions` fields this mode reads.
     options: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if (self.retriever is None) == (self.workflow == SEARCH_WORKFLOW):
+            raise ValueError(f"mode {self.name!r}: name a retriever (single-pass) or its own workflow, not both")
 
     @property
     def single_pass(self) -> bool:
@@ -72,8 +90,11 @@ class Mode:
     def retrieve(self) -> Retriever:
         if self.retriever is None:
             raise ValueError(f"{self.name} is a multi-step mode: it has no single retriever")
-        module, function = self.retriever.split(":")
-        return getattr(importlib.import_module(module), function)
+        return _load(self.retriever)
+
+    def workflow_class(self) -> Any:
+        """The workflow class (a `driftrag.workflows.query.QueryWorkflow`)."""
+        return _load(self.workflow)
 
     def check_options(self, options: QueryOptions) -> QueryOptions:
         """`options`, or InvalidQueryError naming an option this mode does not read."""
@@ -86,10 +107,15 @@ class Mode:
 MODES: dict[str, Mode] = {
     mode.name: mode
     for mode in (
-        Mode("drift", "HyDE, community reports, rounds of follow-up local searches, one reduced answer."),
+        Mode(
+            "drift",
+            "HyDE, community reports, rounds of follow-up local searches, one reduced answer.",
+            workflow="driftrag.workflows.drift:DriftWorkflow",
+        ),
         Mode(
             "global",
             "Map over the community reports of one level (key points), reduce the best: corpus-wide themes.",
+            workflow="driftrag.workflows.global_search:GlobalWorkflow",
             options=frozenset({"community_level"}),
         ),
         Mode(

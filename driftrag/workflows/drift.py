@@ -21,7 +21,9 @@ from workflows.events import Event, StartEvent, StopEvent
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftProgress, FollowUp, IntermediateAnswer
 from driftrag.search.drift.search import DriftSearch
-from driftrag.workflows.streaming import answer_stream
+from driftrag.search.modes import QueryOptions
+from driftrag.search.streaming import ProgressEvent
+from driftrag.workflows.streaming import QueryProgressEvent, answer_stream
 
 # Workers of the local-search step: a bound on the step; `drift_num_workers` (at most this many) sets
 # how many follow-ups are searched at once.
@@ -35,8 +37,15 @@ class DriftStart(StartEvent):
     stream: bool = False
 
 
-class DriftProgressEvent(Event):
+class DriftProgressEvent(QueryProgressEvent):
     progress: DriftProgress
+
+    def payload(self) -> DriftProgress:
+        return self.progress
+
+    def progress_event(self, mode: str) -> ProgressEvent:
+        p = self.progress
+        return ProgressEvent(mode=mode, phase=p.phase, message=p.message, depth=p.depth, done=p.done, total=p.total)
 
 
 class HydeWritten(Event):
@@ -80,6 +89,10 @@ class DriftWorkflow(Workflow):
     def __init__(self, deps: QueryDeps, *, timeout: float | None = None) -> None:
         super().__init__(timeout=timeout if timeout is not None else deps.settings.query_timeout_s)
         self._deps = deps
+
+    @classmethod
+    def start_event(cls, mode: str, kb: str, question: str, options: QueryOptions, *, stream: bool) -> DriftStart:
+        return DriftStart(kb=kb, question=question, stream=stream)
 
     @step
     async def hyde(self, ctx: Context[DriftState], ev: DriftStart) -> HydeWritten:

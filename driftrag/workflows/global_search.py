@@ -14,7 +14,9 @@ from workflows.events import Event, StartEvent, StopEvent
 from driftrag.search.deps import QueryDeps
 from driftrag.search.global_search.models import GlobalProgress
 from driftrag.search.global_search.search import GlobalSearch
-from driftrag.workflows.streaming import answer_stream
+from driftrag.search.modes import QueryOptions
+from driftrag.search.streaming import ProgressEvent
+from driftrag.workflows.streaming import QueryProgressEvent, answer_stream
 
 
 class GlobalStart(StartEvent):
@@ -25,8 +27,15 @@ class GlobalStart(StartEvent):
     stream: bool = False
 
 
-class GlobalProgressEvent(Event):
+class GlobalProgressEvent(QueryProgressEvent):
     progress: GlobalProgress
+
+    def payload(self) -> GlobalProgress:
+        return self.progress
+
+    def progress_event(self, mode: str) -> ProgressEvent:
+        g = self.progress
+        return ProgressEvent(mode=mode, phase=g.phase, message=g.message, done=g.done, total=g.total)
 
 
 class ReportsPlanned(Event):
@@ -60,6 +69,10 @@ class GlobalWorkflow(Workflow):
     def __init__(self, deps: QueryDeps, *, timeout: float | None = None) -> None:
         super().__init__(timeout=timeout if timeout is not None else deps.settings.query_timeout_s)
         self._deps = deps
+
+    @classmethod
+    def start_event(cls, mode: str, kb: str, question: str, options: QueryOptions, *, stream: bool) -> GlobalStart:
+        return GlobalStart(kb=kb, question=question, community_level=options.community_level, stream=stream)
 
     @step
     async def plan(self, ctx: Context[GlobalState], ev: GlobalStart) -> ReportsPlanned:

@@ -23,9 +23,10 @@ from workflows.events import Event, StartEvent, StopEvent
 
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext, SearchResult
-from driftrag.search.modes import get_mode, start_run
+from driftrag.search.modes import QueryOptions, get_mode, start_run
 from driftrag.search.run import QueryRun
-from driftrag.workflows.streaming import answer_stream
+from driftrag.search.streaming import ProgressEvent
+from driftrag.workflows.streaming import QueryProgressEvent, answer_stream
 
 SearchPhase = Literal["started", "retrieved", "answered"]
 
@@ -38,12 +39,15 @@ class SearchStart(StartEvent):
     stream: bool = False
 
 
-class SearchProgress(Event):
+class SearchProgress(QueryProgressEvent):
     mode: str
     phase: SearchPhase
     message: str
     n_sources: int = 0
     n_tokens: int = 0
+
+    def progress_event(self, mode: str) -> ProgressEvent:
+        return ProgressEvent(mode=mode, phase=self.phase, message=self.message, done=self.n_sources)
 
 
 class SearchStarted(Event):
@@ -76,6 +80,10 @@ class SearchWorkflow(Workflow):
     def __init__(self, deps: QueryDeps, *, timeout: float | None = None) -> None:
         super().__init__(timeout=timeout if timeout is not None else deps.settings.query_timeout_s)
         self._deps = deps
+
+    @classmethod
+    def start_event(cls, mode: str, kb: str, question: str, options: QueryOptions, *, stream: bool) -> SearchStart:
+        return SearchStart(mode=mode, kb=kb, question=question, stream=stream)
 
     @step
     async def start(self, ctx: Context[SearchState], ev: SearchStart) -> SearchStarted:

@@ -6,6 +6,7 @@ from driftrag.ingestion.requests import Progress
 from driftrag.models.search import Source
 from driftrag.notebook import AnswerView, FollowUpTree, ProgressPrinter, Table, cited_sources
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp, IntermediateAnswer
+from driftrag.search.global_search.models import GlobalResult
 from driftrag.search.models import SearchContext, SearchResult
 
 
@@ -89,6 +90,21 @@ def test_answer_view_shows_the_answer_then_each_cited_source() -> None:
     assert "- [chunk-1] chunk 'CHUNK-1': text 1" in text
     assert "- … and 1 more" in text
     assert "`chunk-1`" in view._repr_markdown_()
+
+
+def test_answer_view_shows_a_global_search_result_like_any_other() -> None:
+    result = GlobalResult(
+        kb="kb",
+        question="What are the themes?",
+        answer="Growing up [chunk-2], and time [community-1].",
+        source_ids=["chunk-2", "community-1"],
+        sources=[source("community-1", "community"), source("chunk-2", text="text 2")],
+        ranking=["chunk-2", "community-1"],
+        llm_calls=3,
+    )
+    text = str(AnswerView(result))
+    assert text.startswith("global answer in 0.0 s, 3 model calls, 2 cited sources")
+    assert "- [chunk-2] chunk 'CHUNK-2': text 2" in text and "- [community-1] community" in text
 
 
 def test_follow_up_tree_nests_follow_ups_under_the_answer_that_proposed_them() -> None:

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.models.search import Source
-from driftrag.search.models import QueryResult
+from driftrag.search.models import QueryResult, ResultExtras
 
 FollowUpStatus = Literal["searched", "duplicate", "over_cap", "over_budget", "failed"]
 
@@ -76,10 +76,13 @@ class DriftResult(QueryResult):
         unique = {source.id: source for source in reversed(self.sources)}
         return sorted(unique.values(), key=lambda s: (s.id not in cited, -best.get(s.id, -1), s.id))
 
-    def _repr_markdown_(self) -> str:
+    def extras(self) -> ResultExtras:
+        return ResultExtras(intermediate_answers=self.intermediate, follow_ups=self.follow_ups, notes=self.notes)
+
+    def markdown(self, *, with_answer: bool = True) -> str:
         from driftrag.search.markdown import drift_result_markdown
 
-        return drift_result_markdown(self)
+        return drift_result_markdown(self, with_answer=with_answer)
 
 
 DriftPhase = Literal["hyde", "communities", "primer", "local_search", "depth", "reduce"]

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from driftrag.models.search import Source
-from driftrag.search.models import QueryResult, SearchContext
+from driftrag.search.models import QueryResult, ResultExtras, SearchContext
 
 
 class _Model(BaseModel):
@@ -102,10 +102,13 @@ class GlobalResult(QueryResult):
         ranked = set(self.ranking)
         return ordered + [source for source in self.sources if source.id not in ranked]
 
-    def _repr_markdown_(self) -> str:
+    def extras(self) -> ResultExtras:
+        return ResultExtras(notes=self.notes, community_level=self.level.level if self.level else None)
+
+    def markdown(self, *, with_answer: bool = True) -> str:
         from driftrag.search.markdown import global_result_markdown
 
-        return global_result_markdown(self)
+        return global_result_markdown(self, with_answer=with_answer)
 
 
 GlobalPhase = Literal["reports", "map", "reduce"]

@@ -294,9 +294,10 @@ async def test_offline_global_search_extracts_report_sentences_and_says_so() -> 
 
 def test_global_is_a_registered_multi_step_mode_and_the_only_one_taking_a_level() -> None:
     from driftrag.search.modes import MODE_NAMES, QueryOptions, get_mode
-    from driftrag.workflows.query import _MULTI_STEP
+    from driftrag.workflows.global_search import GlobalWorkflow
 
-    assert "global" in MODE_NAMES and not get_mode("global").single_pass and "global" in _MULTI_STEP
+    assert "global" in MODE_NAMES and not get_mode("global").single_pass
+    assert get_mode("global").workflow_class() is GlobalWorkflow
     level = QueryOptions.of(community_level=2)
     assert get_mode("global").check_options(level) == level
     for mode in MODE_NAMES:
