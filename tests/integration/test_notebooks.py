@@ -92,6 +92,8 @@ async def test_sample_quickstart_runs_offline(notebook_kb: str) -> None:
     tree = find(texts, "Q: Who made the light")
     assert "primer (score" in tree and "searched as d1-" in tree
     assert "DRIFT vs basic: DRIFT's first" in "\n".join(texts)
+    parts = find(texts, "retriever: ")
+    assert "cited source nodes" in parts and f"tool {notebook_kb.replace('-', '_')}_local_search: " in parts
     assert "Captain Wren Halloway" in find(texts, "graph search 'Captain'")
     assert f"kb {notebook_kb}, the whole graph" in find(texts, "<svg")
 
