@@ -3,9 +3,11 @@ answered by the scripted double (over the per-query budget) and embedded by the 
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
+from workflows.events import StepState, StepStateChanged
 
 from driftrag.composition import query_deps
 from driftrag.errors import GraphDisabledError, InvalidQueryError, KnowledgeBaseNotFoundError
@@ -35,6 +37,27 @@ async def run_drift(deps: QueryDeps, kb: str, question: str = QUESTION) -> tuple
     handler = DriftWorkflow(deps).run(start_event=DriftStart(kb=kb, question=question))
     events = [e.progress async for e in handler.stream_events() if isinstance(e, DriftProgressEvent)]
     return await handler, events
+
+
+async def test_each_follow_up_is_an_event_to_the_local_search_step_and_the_context_serialises(
+    search_settings, module_store, search_providers, graph_kb
+) -> None:
+    deps, _ = drift_deps(search_settings, module_store, search_providers)
+    handler = DriftWorkflow(deps).run(start_event=DriftStart(kb=graph_kb, question=QUESTION))
+    searched: list[str] = []
+    async for event in handler.stream_events(expose_internal=True):
+        if isinstance(event, StepStateChanged) and event.name == "local_search":
+            if event.step_state == StepState.RUNNING:
+                searched.append(event.input_event_name)
+    result: DriftResult = await handler
+    follow_ups = [a for a in result.intermediate if a.depth >= 1]
+    assert len(follow_ups) > 1 and searched == ["FollowUpSearch"] * len(follow_ups)
+    # The context holds data only (the live search stays out of it): it serialises as JSON.
+    saved = json.loads(json.dumps(handler.ctx.to_dict()))
+    state = json.loads(saved["state"]["state_data"])["value"]
+    assert saved["state"]["state_type"] == "DriftState" and "search" not in state
+    assert state["depth"] == max(a.depth for a in follow_ups)
+    assert {f["id"] for f in state["round"]} <= {a.id for a in follow_ups}
 
 
 def graph_id_set(graph_ids: dict[str, set[str]]) -> set[str]:
