@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from driftrag.errors import BackendUnavailableError, GraphDisabledError, ModelError
+from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, GraphDisabledError, ModelError
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import BudgetExhausted, QueryBudget
 from driftrag.search.deps import QueryDeps
@@ -81,8 +81,16 @@ class QueryRun:
         return self.deps.settings
 
     async def ensure_available(self) -> None:
-        """KnowledgeBaseNotFoundError for an unknown kb; GraphDisabledError for a graph mode on a disabled graph."""
+        """KnowledgeBaseNotFoundError for an unknown kb; EmbeddingDimensionMismatchError for a kb embedded by
+        another embedder; GraphDisabledError for a graph mode on a disabled graph."""
         enabled = await self.deps.stores.graph_search.graph_enabled(self.kb)
+        space = await self.deps.stores.database.vector_space(self.kb)
+        embedder = self.deps.embedder.model_name
+        if space.embedder is not None and space.embedder != embedder:
+            raise EmbeddingDimensionMismatchError(
+                f"knowledge base {self.kb!r} holds vectors of {space.embedder}; this engine embeds questions with "
+                f"{embedder}: query it with its own embedder (or reset its vectors and ingest it again)"
+            )
         if self.uses_graph and not enabled:
             raise GraphDisabledError(
                 f"the graph of knowledge base {self.kb!r} is disabled, so {self.mode} search cannot run; enable "

@@ -106,7 +106,7 @@ RETURN c.id AS id, c.text AS text
 MATCH_ENTITY_STATE = """
 MATCH (e:__Entity__ {kb: $kb})
 RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summary,
-       e.embedding_hash AS embedding_hash, e.embedding IS NOT NULL AS embedded
+       e.embedding_hash AS embedding_hash, e[$vector_property] IS NOT NULL AS embedded
 """
 
 UPSERT_ENTITIES = (
@@ -189,7 +189,7 @@ CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS
 MATCH_COMMUNITY_STATE = """
 MATCH (c:__Community__ {kb: $kb})
 RETURN c.id AS id, c.context_hash AS context_hash, c.report AS report,
-       c.embedding_hash AS embedding_hash, c.embedding IS NOT NULL AS embedded
+       c.embedding_hash AS embedding_hash, c[$vector_property] IS NOT NULL AS embedded
 """
 
 UPSERT_COMMUNITIES = """
@@ -212,7 +212,7 @@ MATCH_COMMUNITY_STATE_OF = """
 UNWIND $ids AS id
 MATCH (c:__Community__ {kb: $kb, id: id})
 RETURN c.id AS id, c.context_hash AS context_hash, c.report AS report,
-       c.embedding_hash AS embedding_hash, c.embedding IS NOT NULL AS embedded
+       c.embedding_hash AS embedding_hash, c[$vector_property] IS NOT NULL AS embedded
 """
 
 DELETE_STALE_COMMUNITIES = """
@@ -357,7 +357,7 @@ MATCH_ENTITY_STATE_OF = """
 UNWIND $ids AS id
 MATCH (e:__Entity__ {kb: $kb, id: id})
 RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summary,
-       e.embedding_hash AS embedding_hash, e.embedding IS NOT NULL AS embedded
+       e.embedding_hash AS embedding_hash, e[$vector_property] IS NOT NULL AS embedded
 """
 
 # `r.kb` and `r.id` seek the (kb, id) index of RELATED.
@@ -390,7 +390,7 @@ RETURN collect([r.id, s.id, t.id, r.type, coalesce(r.original_types, []), r.desc
 # --- embeddings bookkeeping -----------------------------------------------------------------------------
 
 MATCH_CHUNKS_WITHOUT_EMBEDDING = """
-MATCH (c:__Chunk__ {kb: $kb}) WHERE c.embedding IS NULL
+MATCH (c:__Chunk__ {kb: $kb}) WHERE c[$vector_property] IS NULL
 RETURN c.id AS id, c.text AS text
 ORDER BY c.id
 """
@@ -398,7 +398,7 @@ ORDER BY c.id
 # The same for some documents only: an ingestion worker embeds its own documents' chunks.
 MATCH_DOCUMENT_CHUNKS_WITHOUT_EMBEDDING = """
 UNWIND $document_ids AS document_id
-MATCH (c:__Chunk__ {kb: $kb, document_id: document_id}) WHERE c.embedding IS NULL
+MATCH (c:__Chunk__ {kb: $kb, document_id: document_id}) WHERE c[$vector_property] IS NULL
 RETURN c.id AS id, c.text AS text
 ORDER BY c.id
 """
@@ -438,14 +438,15 @@ DELETE_KB_NODES = (
 MATCH_CHUNKS = """
 MATCH (c:__Chunk__ {kb: $kb})
 RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.text AS text, c.extractable AS extractable,
-       c.extraction_status AS extraction_status, c.embedding IS NOT NULL AS embedded
+       c.extraction_status AS extraction_status, c[$vector_property] IS NOT NULL AS embedded
 ORDER BY c.document_id, c.index
 """
 
 MATCH_ENTITIES = """
 MATCH (e:__Entity__ {kb: $kb})
 RETURN e.id AS id, e.name AS name, e.type AS type, e.descriptions AS descriptions, e.summary AS summary,
-       e.source_chunk_ids AS source_chunk_ids, coalesce(e.aliases, []) AS aliases, e.embedding IS NOT NULL AS embedded
+       e.source_chunk_ids AS source_chunk_ids, coalesce(e.aliases, []) AS aliases,
+       e[$vector_property] IS NOT NULL AS embedded
 ORDER BY e.id
 """
 
@@ -466,7 +467,7 @@ MATCH (c:__Community__ {kb: $kb})
 OPTIONAL MATCH (c)-[:IN_COMMUNITY]->(p:__Community__)
 RETURN c.id AS id, c.level AS level, c.parent_id AS parent_id, p.id AS linked_parent_id, c.child_ids AS child_ids,
        c.entity_ids AS entity_ids, c.title AS title, c.summary AS summary, c.rating AS rating,
-       c.rating_explanation AS rating_explanation, c.findings AS findings, c.embedding IS NOT NULL AS embedded
+       c.rating_explanation AS rating_explanation, c.findings AS findings, c[$vector_property] IS NOT NULL AS embedded
 ORDER BY c.id
 """
 

@@ -133,19 +133,15 @@ async def test_ingested_graph_has_provenance_merges_summaries_reports_and_vector
     }
     embedder = ingestor.providers.embedder
     for name in ("Captain Mirela Voss", "Glass Monastery", "Widow Brannoch"):
-        hits = await ingestor.store.query_vector_index(
-            "driftrag_entity", kb, await embedder.aget_query_embedding(name), k=3
-        )
+        hits = await ingestor.store.query_vector_index("entity", kb, await embedder.aget_query_embedding(name), k=3)
         assert by_name[name]["id"] in [hit_id for hit_id, _ in hits], (name, hits)
     texts = await graph.chunk_texts(kb, sorted(chunk_ids))
     for chunk_id, text in texts.items():
-        hits = await ingestor.store.query_vector_index(
-            "driftrag_chunk", kb, await embedder.aget_query_embedding(text), k=3
-        )
+        hits = await ingestor.store.query_vector_index("chunk", kb, await embedder.aget_query_embedding(text), k=3)
         assert chunk_id in [hit_id for hit_id, _ in hits]
     for row in communities:
         question = await embedder.aget_query_embedding(f"{row['title']}\n{row['summary']}")
-        hits = await ingestor.store.query_vector_index("driftrag_community", kb, question, k=3)
+        hits = await ingestor.store.query_vector_index("community", kb, question, k=3)
         assert row["id"] in [hit_id for hit_id, _ in hits], (row["id"], row["title"], hits)
 
 
