@@ -301,8 +301,13 @@ class DriftRAG:
         return await self.stats(kb)
 
     async def delete_kb(self, kb: str, *, on_lock_wait: Callable[[str], None] | None = None) -> None:
+        """Remove the kb and everything of it: its nodes, its lock, and its embedder's vector indexes when
+        no other kb uses them."""
+        space = await self.stores.database.vector_space(kb)
         async with self.kb_lock(kb, on_wait=on_lock_wait):
             await self.stores.graph.delete_kb(kb)
+        await self.stores.locks.discard(kb)
+        await self.stores.database.drop_unused_vector_space(space)
 
     async def stats(self, kb: str) -> KbCounts:
         return await self.stores.graph.counts(kb)

@@ -134,7 +134,7 @@ class Settings(BaseSettings):
         default=500,
         ge=0,
         description="A kb with at most this many chunks (entities, communities) is searched exactly, not on "
-        "the vector index its kind shares with every kb (0: always the index).",
+        "the vector index it shares with every kb of its embedder (0: always the index).",
     )
     basic_top_k: int = Field(default=10, ge=1, description="Chunks retrieved by basic vector search.")
     local_top_k_entities: int = Field(default=5, ge=1, description="Entities that seed a local search.")

@@ -252,7 +252,13 @@ class Neo4jStore:
             if _schema_object_name(statement) not in present
         ]
         for statement in missing:
-            await self.write(statement)
+            try:
+                await self.write(statement)
+            except ClientError as exc:
+                if _schema_object_name(statement) != "driftrag_related_key":
+                    raise
+                # A graph of earlier versions may hold a relationship id twice: it still works, unchecked.
+                log.warning("relationship ids are not unique per kb on this server, left unchecked: %s", exc)
         if missing or any(row["state"] != "ONLINE" for row in indexes):
             await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
         migrated = await migrate_search_markers(self)
@@ -346,11 +352,18 @@ class Neo4jStore:
         )
         await self.write(cy.CLEAR_KB_VECTOR_SPACE, kb=kb)
         self._spaces.pop(kb, None)
-        users = [row for row in await self.read(cy.MATCH_VECTOR_SPACES) if (row["key"] or SHARED_KEY) == space.key]
-        if not users or (space.key != SHARED_KEY and all(row["kb"] == kb for row in users)):
-            for name in space.indexes().values():
-                await self.write(cy.DROP_VECTOR_INDEX, name=name)
+        await self.drop_unused_vector_space(space)
         return space
+
+    async def drop_unused_vector_space(self, space: VectorSpace) -> bool:
+        """Drop the space's indexes when no kb records it (the shared ones: when no kb of earlier versions
+        is left either); whether they were dropped."""
+        users = [row for row in await self.read(cy.MATCH_VECTOR_SPACES) if (row["key"] or SHARED_KEY) == space.key]
+        if users:
+            return False
+        for name in space.indexes().values():
+            await self.write(cy.DROP_VECTOR_INDEX, name=name)
+        return True
 
     async def kb_vector_spaces(self) -> dict[str, VectorSpace]:
         """Every kb and the space its embeddings live in."""

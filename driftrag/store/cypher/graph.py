@@ -113,7 +113,11 @@ UPSERT_ENTITIES = (
     """
 UNWIND $rows AS row
 MERGE (e:__Entity__ {kb: $kb, id: row.id})
-WITH e, row, e.valid AS was_valid
+WITH e, row, e.valid AS was_valid, e.type AS was_type
+// The type is a label too, for tools that read labels (it matches TYPE_PATTERN: upper-case letters,
+// digits and _), and the old type's label goes when the type changes.
+CALL (e, row, was_type) { WITH * WHERE was_type IS NOT NULL AND was_type <> row.type REMOVE e:$(was_type) }
+SET e:$(row.type)
 SET e.name = row.name, e.normalised_name = row.normalised_name, e.type = row.type,
     e.descriptions = row.descriptions, e.descriptions_hash = row.descriptions_hash,
     e.summary = row.summary, e.description = row.description, e.source_chunk_ids = row.source_chunk_ids,
@@ -245,7 +249,7 @@ MERGE (child)-[:IN_COMMUNITY]->(parent)
 """
 
 # Keyset pages of the kb's graph for community detection: a million relationships are read as pages
-# ordered by id (the `driftrag_related_kb_id` index and the (kb, id) key serve the order, so a page is
+# ordered by id (the `driftrag_related_key` constraint's (kb, id) index serves the order, so a page is
 # an index seek with no sort: `ORDER BY n.kb, n.id` spells the index order out for the planner), never
 # as one result. `$after` is the last id of the previous page ('' for the first). A page is one record
 # holding one list per column: the driver decodes a flat list of integers or floats many times faster

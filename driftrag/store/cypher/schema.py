@@ -12,6 +12,9 @@ CREATE_CONSTRAINTS = (
     "CREATE CONSTRAINT driftrag_chunk_key IF NOT EXISTS FOR (n:__Chunk__) REQUIRE (n.kb, n.id) IS UNIQUE",
     "CREATE CONSTRAINT driftrag_entity_key IF NOT EXISTS FOR (n:__Entity__) REQUIRE (n.kb, n.id) IS UNIQUE",
     "CREATE CONSTRAINT driftrag_community_key IF NOT EXISTS FOR (n:__Community__) REQUIRE (n.kb, n.id) IS UNIQUE",
+    # Relationship ids are unique per kb too (Community edition checks relationship uniqueness since 5.7);
+    # its index serves the paged reads of one kb's relationships in id order (community detection).
+    "CREATE CONSTRAINT driftrag_related_key IF NOT EXISTS FOR ()-[r:RELATED]-() REQUIRE (r.kb, r.id) IS UNIQUE",
     CREATE_KB_LOCK_CONSTRAINT,
 )
 
@@ -23,9 +26,6 @@ CREATE_LOOKUP_INDEXES = (
     # of sorting every community of the kb (104,166 on a 1M-relationship kb).
     "CREATE INDEX driftrag_community_rating_order IF NOT EXISTS FOR (n:__Community__) ON (n.kb, n.rating, n.size)",
     "CREATE INDEX driftrag_related_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.id)",
-    # Paged reads of one kb's relationships in id order (community detection): a seek on kb, ordered by
-    # id, instead of walking every kb's relationships through `driftrag_related_id`.
-    "CREATE INDEX driftrag_related_kb_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.kb, r.id)",
     # Name substrings (graph search, entity search): a trigram text index answers `name CONTAINS $q`
     # with the matching entities, where the (kb, name) range index is scanned name by name.
     "CREATE TEXT INDEX driftrag_entity_name_text IF NOT EXISTS FOR (n:__Entity__) ON (n.name)",
@@ -34,6 +34,8 @@ CREATE_LOOKUP_INDEXES = (
     # stop words because it knows no language but English (BM25's idf weighs them down anyway).
     "CREATE FULLTEXT INDEX driftrag_chunk_text IF NOT EXISTS FOR (n:__Chunk__) ON EACH [n.text, n.kb] "
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'standard-no-stop-words'}}",
+    # Entity names by words, for other tools' hybrid retrievers (neo4j-graphrag's HybridRetriever, Bloom).
+    "CREATE FULLTEXT INDEX driftrag_entity_name IF NOT EXISTS FOR (n:__Entity__) ON EACH [n.name, n.kb]",
     # Graph search reads seeds and rows in their ranked order and stops at the caps (markers.py):
     # a kb's valid entities shortest name first, then by name and id; and per entity its valid
     # relationships, heaviest first then by id, one index per direction.
