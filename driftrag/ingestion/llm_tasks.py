@@ -76,7 +76,8 @@ class LLMGraphExtractor:
             attempts=self._max_attempts,
         )
         if answer.value is None:
-            return self._failed(chunk, answer.error or "no answer", answer.raw, answer.attempts)
+            failed = self._failed(chunk, answer.error or "no answer", answer.raw, answer.attempts)
+            return failed.model_copy(update={"output_unusable": answer.failure is None})
         payload, warnings = answer.value
         outcome = ExtractionOutcome(
             chunk_id=chunk.id,
