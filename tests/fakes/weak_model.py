@@ -13,7 +13,8 @@ the first answer and on the re-ask alike (a weak model repeats its mistake):
 - "example_copy": the prompt's own worked example, copied (its names, its handles);
 - "wrong_object": `{"Title": "The Dark Lamp"}`, an object of the wrong shape (SmolLM2 on local search).
 
-`calls` counts the requests per task (the re-asks under "repair").
+`chunks_containing` limits the "extract" behaviour to the chunks whose text holds that string (a weak
+model fails on some chunks, not all). `calls` counts the requests per task (the re-asks under "repair").
 """
 
 from __future__ import annotations
@@ -95,11 +96,12 @@ def spoil(text: str, behaviour: str, prompt: str) -> str:
 class WeakModelResponder:
     """The scripted model's answers, spoiled per task (module docstring)."""
 
-    def __init__(self, behaviours: Mapping[str, str]) -> None:
+    def __init__(self, behaviours: Mapping[str, str], *, chunks_containing: str | None = None) -> None:
         unknown = {f"{task}={mode}" for task, mode in behaviours.items() if task not in TASKS or mode not in BEHAVIOURS}
         if unknown:
             raise ValueError(f"unknown weak-model behaviours {sorted(unknown)}")
         self.behaviours = dict(behaviours)
+        self.chunks_containing = chunks_containing
         self.model = ScriptedChatModel()
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -113,4 +115,7 @@ class WeakModelResponder:
             # A re-ask is the same task again: its first message tells which.
             asked = self.model._task(messages[:1]) if task == "repair" else task
             behaviour = self.behaviours.get(asked)
+            if asked == "extract" and self.chunks_containing is not None:
+                chunk = self.model._chunk_text(messages)
+                behaviour = behaviour if self.chunks_containing in chunk else None
             return spoil(text, behaviour, messages[0]["content"]) if behaviour else text
