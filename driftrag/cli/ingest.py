@@ -141,7 +141,8 @@ def delete(
 
 @app.command("stats")
 def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
-    """Counts of a knowledge base, and the chunks whose extraction failed; exit 1 for an unknown kb."""
+    """Counts of a knowledge base (with the chunks a weak model's unusable extraction left to the offline
+    extractor), and the chunks whose extraction failed; exit 1 for an unknown kb."""
     from driftrag.facade import DriftRAG
     from driftrag.models.graph import FailedChunk, KbCounts
 
