@@ -41,6 +41,12 @@ async def test_an_unusable_extraction_is_filled_offline_and_marked() -> None:
     assert good.origin == "model" and good.entities
 
 
+async def test_a_copied_prompt_example_is_not_the_chunk_graph() -> None:
+    outcome = await extractor(WeakChat({"extract": "example_copy"})).extract(CHUNK, ExtractConfig())
+    assert outcome.origin == "offline" and "copies the prompt's example" in outcome.warnings[0]
+    assert not any("Placeholder" in entity.name for entity in outcome.entities)
+
+
 async def test_a_failed_call_stays_a_failed_chunk() -> None:
     outcome = await extractor(DownChat()).extract(CHUNK, ExtractConfig())
     assert outcome.failed and not outcome.output_unusable and outcome.origin == "model"
