@@ -16,6 +16,7 @@ from driftrag.corpora import DATA_DIR
 from driftrag.eval.questions import load_questions
 from driftrag.facade import DriftRAG
 from driftrag.search.modes import MODE_NAMES
+from driftrag.search.streaming import AnswerDelta, AnswerReset, QueryFinished
 from driftrag.settings import Settings
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.weak_model import WeakModelResponder
@@ -154,3 +155,23 @@ async def test_the_sample_question_set_has_no_failed_query_in_any_mode(weak: tup
     # no key point is answered without a reduce), and nothing else is.
     assert global_reduces > 0
     assert ungrounded == {mode: global_reduces if mode == "global" else 0 for mode in MODE_NAMES}
+
+
+@pytest.mark.parametrize(("mode", "task"), [("local", "answer"), ("drift", "reduce"), ("global", "global_reduce")])
+async def test_a_streamed_answer_that_falls_back_ends_as_the_result(weak: tuple, mode: str, task: str) -> None:
+    rag, kb, responder, _ = weak
+    responder.behaviours = {task: "wrong_object"}
+    text, result = "", None
+    try:
+        async for event in rag.stream(kb, QUESTION, mode=mode):
+            if isinstance(event, AnswerReset):
+                text = ""
+            elif isinstance(event, AnswerDelta):
+                text += event.text
+            elif isinstance(event, QueryFinished):
+                result = event.result
+    finally:
+        responder.behaviours = {}
+    assert result is not None and result.answer.strip()
+    assert text == result.answer
+    assert any(item.reason == "fallback" for item in result.degraded)
