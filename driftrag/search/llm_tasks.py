@@ -134,9 +134,12 @@ def _text(value: Any) -> str:
 
 
 def _plain_text(value: Any) -> str:
-    """Text, or a list of texts; anything else (an object, a number) is not an answer."""
+    """Text, a number ("how many…?"), or a list of texts; an object is not an answer (`{"answer": {…}}` is
+    a wrong shape, not text to show)."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "\n".join(v.strip() for v in value if v.strip())
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
     return value.strip() if isinstance(value, str) else ""
 
 

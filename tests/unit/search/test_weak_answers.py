@@ -86,6 +86,7 @@ def test_a_wrong_object_or_an_empty_answer_is_still_unusable() -> None:
             parse_answer(raw, CITABLE, 1)
     with pytest.raises(InvalidModelOutput):
         parse_reduced(WRONG_OBJECT, CITABLE)
+    assert parse_answer('{"answer": 3, "score": 90}', CITABLE, 1).answer == "3"
 
 
 def test_prose_is_an_answer_with_its_inline_citations_but_not_a_json_object() -> None:
