@@ -129,6 +129,7 @@ class GraphStore:
                 "extraction": outcome.model_dump_json(),
                 "status": "failed" if outcome.failed else "ok",
                 "error": outcome.error,
+                "origin": outcome.origin,
             }
             for outcome in outcomes
         ]

@@ -78,7 +78,8 @@ ORDER BY c.index
 SET_CHUNK_EXTRACTIONS = """
 UNWIND $rows AS row
 MATCH (c:__Chunk__ {kb: $kb, id: row.id})
-SET c.extraction = row.extraction, c.extraction_status = row.status, c.extraction_error = row.error
+SET c.extraction = row.extraction, c.extraction_status = row.status, c.extraction_error = row.error,
+    c.extraction_origin = row.origin
 """
 
 MATCH_KB_EXTRACTIONS = """
@@ -485,7 +486,10 @@ ORDER BY c.id
 # only with a predicate on every property) instead of scanning the label across all kbs.
 _KB_COUNTS = """
 CALL (kb_id) { MATCH (d:__Document__ {kb: kb_id}) WHERE d.id IS NOT NULL RETURN count(d) AS documents }
-CALL (kb_id) { MATCH (c:__Chunk__ {kb: kb_id}) WHERE c.id IS NOT NULL RETURN count(c) AS chunks }
+CALL (kb_id) {
+  MATCH (c:__Chunk__ {kb: kb_id}) WHERE c.id IS NOT NULL
+  RETURN count(c) AS chunks, count(CASE WHEN c.extraction_origin = 'offline' THEN 1 END) AS offline_extracted_chunks
+}
 CALL (kb_id) {
   MATCH (e:__Entity__ {kb: kb_id}) WHERE e.id IS NOT NULL
   RETURN count(e) AS entities, coalesce(sum(size(coalesce(e.aliases, []))), 0) AS aliases,
@@ -500,7 +504,7 @@ CALL (kb_id) {
 COUNT_KB = (
     "WITH $kb AS kb_id"
     + _KB_COUNTS
-    + """RETURN documents, chunks, entities, relationships, communities, reports, aliases
+    + """RETURN documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks
 """
 )
 
@@ -512,7 +516,7 @@ WITH k, k.kb AS kb_id"""
     + _KB_COUNTS
     + """RETURN k.kb AS kb, coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.graph_stale, false) AS stale,
        k.mode AS mode, k.embedder AS embedder, k.embedding_dimension AS embedding_dimension,
-       documents, chunks, entities, relationships, communities, reports, aliases
+       documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks
 ORDER BY kb
 """
 )
