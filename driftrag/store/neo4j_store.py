@@ -252,18 +252,30 @@ class Neo4jStore:
             if _schema_object_name(statement) not in present
         ]
         for statement in missing:
-            try:
+            if _schema_object_name(statement) == cy.RELATED_KEY:
+                await self._create_related_key(statement, present)
+            else:
                 await self.write(statement)
-            except ClientError as exc:
-                if _schema_object_name(statement) != "driftrag_related_key":
-                    raise
-                # A graph of earlier versions may hold a relationship id twice: it still works, unchecked.
-                log.warning("relationship ids are not unique per kb on this server, left unchecked: %s", exc)
         if missing or any(row["state"] != "ONLINE" for row in indexes):
             await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
         migrated = await migrate_search_markers(self)
         if migrated:
             log.info("search markers written for knowledge bases %s", ", ".join(migrated))
+
+    async def _create_related_key(self, statement: str, present: set[str]) -> None:
+        """The (kb, id) uniqueness of relationships. Servers of earlier versions have a plain index on the
+        same properties, which Neo4j will not keep beside the constraint: it is replaced. A graph whose
+        relationship ids repeat keeps the plain index and stays unchecked, with a warning."""
+        if cy.RELATED_KB_ID_INDEX in present:
+            if await self.read_value(cy.RELATED_IDS_REPEAT):
+                log.warning("relationship ids repeat within a kb on this server: their uniqueness is left unchecked")
+                return
+            await self.write(cy.DROP_INDEX, name=cy.RELATED_KB_ID_INDEX)
+        try:
+            await self.write(statement)
+        except ClientError as exc:
+            log.warning("relationship ids repeat within a kb on this server, left unchecked: %s", exc.message)
+            await self.write(cy.CREATE_RELATED_KB_ID_INDEX)
 
     async def vector_indexes(self) -> list[VectorIndexInfo]:
         rows = await self.read(cy.SHOW_VECTOR_INDEXES)

@@ -4,6 +4,10 @@ from driftrag.store.cypher.locks import CREATE_KB_LOCK_CONSTRAINT
 from driftrag.store.vector_spaces import LABELS, VectorKind, checked_name
 
 CHUNK_TEXT_INDEX = "driftrag_chunk_text"
+RELATED_KEY = "driftrag_related_key"
+# The plain (kb, id) index on relationships that servers of earlier versions have instead of the key.
+RELATED_KB_ID_INDEX = "driftrag_related_kb_id"
+CREATE_RELATED_KB_ID_INDEX = "CREATE INDEX driftrag_related_kb_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.kb, r.id)"
 
 # (kb, id) is the key of every node kind; Community edition supports composite uniqueness.
 CREATE_CONSTRAINTS = (
@@ -67,6 +71,14 @@ RETURN name, state, labelsOrTypes AS labels, properties,
 """
 
 DROP_VECTOR_INDEX = "DROP INDEX $name IF EXISTS"
+DROP_INDEX = DROP_VECTOR_INDEX
+
+# Whether any kb holds two relationships with one id (then their (kb, id) key cannot be created).
+RELATED_IDS_REPEAT = """
+MATCH ()-[r:RELATED]->()
+WITH r.kb AS kb, r.id AS id, count(*) AS n WHERE n > 1
+RETURN count(*) > 0 AS repeat
+"""
 
 # One kb's vectors of its space (`$cleared` maps the property to null, which removes it).
 REMOVE_KB_EMBEDDINGS = """

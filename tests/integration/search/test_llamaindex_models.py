@@ -186,14 +186,17 @@ def test_the_http_stream_carries_the_models_tokens(served, neo4j_settings: Setti
     assert result.cited_source_ids and set(result.cited_source_ids) <= {s.id for s in result.sources}
 
 
-async def test_a_probed_embedder_of_another_size_is_refused_against_the_kbs_indexes(
-    neo4j_settings: Settings, tmp_path: Path
+async def test_a_probed_embedder_of_another_size_connects_and_is_refused_by_a_kb_of_another(
+    neo4j_settings: Settings, tmp_path: Path, graph_kb: str
 ) -> None:
+    """Kbs of several embedders share a server: connecting probes the embedder once; querying a kb
+    another embedder filled is refused, naming the kb and its embedder."""
     embed = HashingEmbedding(dimension=128)
     rag = DriftRAG(_settings(neo4j_settings, tmp_path), llm=ScriptedCustomLLM(), embed_model=embed)
     try:
-        with pytest.raises(EmbeddingDimensionMismatchError, match=r"384 dimensions but the embedder produces 128"):
-            await rag.connect()
+        await rag.connect()
+        assert embed.text_requests == 1  # one probe, no other embedding
+        with pytest.raises(EmbeddingDimensionMismatchError, match=f"knowledge base {graph_kb!r} holds vectors of"):
+            await rag.query(graph_kb, "Who keeps the lighthouse?", mode="basic")
     finally:
         await rag.close()
-    assert embed.text_requests == 1  # one probe, no other embedding
