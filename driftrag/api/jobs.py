@@ -343,7 +343,7 @@ class IngestJobs:
             running.task.cancel()
 
     async def _keep(self) -> None:
-        next_beat = 0.0
+        next_beat, unavailable = 0.0, False
         while True:
             try:
                 for running in [r for r in self._jobs.values() if r.dirty]:
@@ -352,8 +352,11 @@ class IngestJobs:
                     await self._heartbeat()
                     await self._adopt()
                     next_beat = time.monotonic() + self._stale_s / 3
+                unavailable = False
             except BackendUnavailableError as exc:
-                log.info("ingestion jobs not recorded while Neo4j is unavailable: %s", exc)
+                if not unavailable:  # once per outage, not every second
+                    log.warning("ingestion jobs not recorded while Neo4j is unavailable: %s", exc)
+                unavailable = True
             except Exception:
                 log.exception("the ingestion jobs' keeper failed; trying again")
             await asyncio.sleep(SAVE_EVERY_S)
