@@ -34,7 +34,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from driftrag.errors import (
     BackendUnavailableError,
@@ -374,22 +374,30 @@ class IngestJobs:
             self._owner, stale_s=self._stale_s, limit=self._max_pending - self.pending()
         )
         for orphan in claimed:
-            job = IngestJob.model_validate_json(orphan.record)
+            try:
+                job = IngestJob.model_validate_json(orphan.record)
+                unreadable = False
+            except ValidationError:  # written by another version: failed, not retried at every scan
+                job = IngestJob(id=orphan.id, kb=orphan.kb, state="running", texts=0, created_at=_now())
+                unreadable = True
             died_running = job.state == "running"  # a shutdown hands its jobs back as queued
             job.interrupted += died_running
             job.state, job.waiting_for = "queued", None
             running = _Running(job, orphan.texts)
             running.dirty = True  # the record still says how the job was when its server went
-            if orphan.texts is None or job.interrupted > MAX_INTERRUPTIONS:
+            if unreadable or orphan.texts is None or job.interrupted > MAX_INTERRUPTIONS:
                 job.state = "failed"
-                job.error = JobError(
-                    code="interrupted",
-                    detail="its texts were not kept (its knowledge base was deleted while it ran); post them again"
-                    if orphan.texts is None
-                    else f"the server running it stopped {job.interrupted} times before it finished, so it is not "
-                    "resumed again (it may be what stops the server); the work done is kept: post the same texts "
-                    "again to go on",
-                )
+                if unreadable:
+                    detail = "its record could not be read (another version of driftrag wrote it); post the texts again"
+                elif orphan.texts is None:
+                    detail = "its texts were not kept (its knowledge base was deleted while it ran); post them again"
+                else:
+                    detail = (
+                        f"the server running it stopped {job.interrupted} times before it finished, so it is not "
+                        "resumed again (it may be what stops the server); the work done is kept: post the same "
+                        "texts again to go on"
+                    )
+                job.error = JobError(code="interrupted", detail=detail)
                 log.warning("ingestion job %s of %r failed: %s", job.id, job.kb, job.error.detail)
                 self._jobs[job.id] = running
                 await self._finish(running)

@@ -1,9 +1,10 @@
 """HTTP ingestion jobs: one `__IngestJob__` node per job, keyed by (kb, id), beside the kb's graph.
 
 Properties: `state`; `record`, the job as its GET returns it (JSON); `texts`, the submitted
-`{title: text}` (JSON), kept until the job ends so that another server can resume it; `owner`, the
-server process running it, and `heartbeat_at`, its last sign of life on the server's clock (ms; 0 once
-handed back at a shutdown); `created_at`, `finished_at` (ms), for the listing and the retention.
+`{title: text}` (JSON), kept until the job ends so that another server can resume it (`has_texts`
+while it is there); `owner`, the server process running it, and `heartbeat_at`, its last sign of life
+on the server's clock (ms; 0 once handed back at a shutdown); `created_at`, `finished_at` (ms), for the
+listing and the retention.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ UNFINISHED = "['queued', 'running']"
 
 CREATE_JOB = """
 CREATE (j:__IngestJob__ {kb: $kb, id: $id})
-SET j.state = $state, j.record = $record, j.texts = $texts, j.owner = $owner,
+SET j.state = $state, j.record = $record, j.texts = $texts, j.has_texts = true, j.owner = $owner,
     j.created_at = timestamp(), j.heartbeat_at = timestamp()
 """
 
 # MERGE, not MATCH: a kb deleted while the job waited for its turn took the record along, and the job
 # still runs. Only the owner writes: a server that lost the job to another (it stopped renewing it)
 # learns so here. `$release` hands the job back (a shutdown): no owner, and stale for every server.
+# `has_texts` says whether `texts` is there without reading it: texts can be megabytes, and a save
+# that read or rewrote them took seconds where it takes milliseconds.
 SAVE_JOB = (
     """
 MERGE (j:__IngestJob__ {kb: $kb, id: $id})
@@ -39,18 +42,21 @@ CALL (j, owned) {
       j.owner = CASE WHEN $release THEN null ELSE $owner END,
       j.finished_at = CASE WHEN $state IN """
     + UNFINISHED
-    + """ THEN null ELSE timestamp() END,
-      j.texts = CASE WHEN $state IN """
-    + UNFINISHED
-    + """ THEN j.texts ELSE null END
+    + """ THEN null ELSE timestamp() END
 }
-RETURN owned, j.texts IS NULL AS texts_missing
+CALL (j, owned) {
+  WITH j WHERE owned AND NOT $state IN """
+    + UNFINISHED
+    + """
+  REMOVE j.texts, j.has_texts
+}
+RETURN owned, j.has_texts IS NULL AS texts_missing
 """
 )
 
 KEEP_JOB_TEXTS = """
 MATCH (j:__IngestJob__ {kb: $kb, id: $id}) WHERE j.owner = $owner
-SET j.texts = $texts
+SET j.texts = $texts, j.has_texts = true
 """
 
 # The heartbeat of the jobs this server runs; returns who owns each record found (another server that

@@ -51,12 +51,13 @@ def slow_server(settings: Settings, home: Path, delay_s: float) -> Iterator[tupl
         DRIFTRAG_LLM_PROVIDER="offline",
         **{f"DRIFTRAG_{key.upper()}": str(value) for key, value in SERVER_SETTINGS.items()},
     )
+    log = (home / f"server-{port}.log").open("w")  # read it when a test fails
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "fakes" / "serve_slowly.py"), str(port), str(delay_s)],
         env=env,
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=60)
     try:
@@ -76,6 +77,7 @@ def slow_server(settings: Settings, home: Path, delay_s: float) -> Iterator[tupl
         if process.poll() is None:
             process.kill()
         process.wait(timeout=30)
+        log.close()
 
 
 def _kill(process: subprocess.Popen) -> None:

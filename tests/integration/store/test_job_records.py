@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -14,6 +15,13 @@ from driftrag.store.graph import GraphStore
 from driftrag.store.jobs import JobKey, JobStore, SavedJob
 
 TEXTS = {"Harbour log": "Harbourmaster Ilse Varn lit the lamp at Cinder Point."}
+
+
+@pytest.fixture
+async def jobs(store: Neo4jStore, kb: str) -> AsyncIterator[JobStore]:
+    """The job store; the kb's records are deleted at the end, so no server of the session claims them."""
+    yield JobStore(store)
+    await GraphStore(store).delete_kb(kb)
 
 
 def _job_id() -> str:
@@ -26,8 +34,9 @@ async def _create(jobs: JobStore, kb: str, owner: str = "server-a") -> str:
     return job_id
 
 
-async def test_only_the_owner_writes_and_a_finished_job_drops_its_texts(store: Neo4jStore, kb: str) -> None:
-    jobs = JobStore(store)
+async def test_only_the_owner_writes_and_a_finished_job_drops_its_texts(
+    store: Neo4jStore, jobs: JobStore, kb: str
+) -> None:
     job_id = await _create(jobs, kb)
 
     mine = await jobs.save(kb, job_id, state="running", record="mine", owner="server-a")
@@ -43,8 +52,7 @@ async def test_only_the_owner_writes_and_a_finished_job_drops_its_texts(store: N
     assert rows[0]["texts"] is None and rows[0]["at"] is not None
 
 
-async def test_a_silent_owners_job_is_claimed_once_with_its_texts(store: Neo4jStore, kb: str) -> None:
-    jobs = JobStore(store)
+async def test_a_silent_owners_job_is_claimed_once_with_its_texts(store: Neo4jStore, jobs: JobStore, kb: str) -> None:
     job_id = await _create(jobs, kb)
     # Just heartbeaten: nobody takes it.
     assert not [c for c in await jobs.claim_orphans("server-b", stale_s=60, limit=100) if c.kb == kb]
@@ -64,8 +72,9 @@ async def test_a_silent_owners_job_is_claimed_once_with_its_texts(store: Neo4jSt
     assert [(c.id, c.record) for c in again] == [(job_id, "back")]
 
 
-async def test_the_newest_finished_jobs_are_kept_and_the_kb_delete_takes_them(store: Neo4jStore, kb: str) -> None:
-    jobs = JobStore(store)
+async def test_the_newest_finished_jobs_are_kept_and_the_kb_delete_takes_them(
+    store: Neo4jStore, jobs: JobStore, kb: str
+) -> None:
     finished = []
     for _ in range(3):
         job_id = await _create(jobs, kb)
@@ -81,8 +90,7 @@ async def test_the_newest_finished_jobs_are_kept_and_the_kb_delete_takes_them(st
     assert await jobs.of_kb(kb, limit=10) == []
 
 
-async def test_job_ids_are_checked(store: Neo4jStore, kb: str) -> None:
-    jobs = JobStore(store)
+async def test_job_ids_are_checked(store: Neo4jStore, jobs: JobStore, kb: str) -> None:
     for hostile in ["job-1'OR'1", "job-" + "0" * 31, "}) DETACH DELETE n //", ""]:
         with pytest.raises(InvalidIdentifierError):
             await jobs.get(kb, hostile)
