@@ -417,7 +417,7 @@ JobIdPath = Annotated[
     response_model=IngestJob,
     tags=["knowledge bases"],
     summary="An ingestion job: state, stage progress, counts, failed chunks",
-    responses=_errors(401, 403, 404, 422),
+    responses=_errors(401, 403, 404, 422, 503),
 )
 async def get_job(kb: ReadKb, job_id: JobIdPath, backend: BackendDep) -> Response:
     """404 `job_not_found` for a job the kb does not have (never posted, pruned, or its kb deleted)."""
@@ -437,7 +437,7 @@ async def get_job(kb: ReadKb, job_id: JobIdPath, backend: BackendDep) -> Respons
     response_model=JobList,
     tags=["knowledge bases"],
     summary="The ingestion jobs of a knowledge base, newest first",
-    responses=_errors(401, 403, 422),
+    responses=_errors(401, 403, 422, 503),
 )
 async def list_jobs(kb: ReadKb, backend: BackendDep) -> Response:
     """The kb's jobs, in any server (the last 200 finished ones and every unfinished one)."""
