@@ -431,8 +431,8 @@ DELETE_KB_NODES = (
     "MATCH (n:__Entity__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
     "MATCH (n:__Chunk__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
     "MATCH (n:__Document__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
-    "MATCH (n:__KnowledgeBase__ {kb: $kb}) DETACH DELETE n",
     DELETE_KB_JOBS,
+    "MATCH (n:__KnowledgeBase__ {kb: $kb}) DETACH DELETE n",
 )
 
 # --- reads of the derived layers (inspection, tests) -------------------------------------------------
