@@ -56,7 +56,7 @@ from driftrag.facade import DriftRAG
 from driftrag.ingestion.loading import InputError
 from driftrag.search.graph_search import GraphSearchResponse
 from driftrag.search.question import check_question
-from driftrag.store.identifiers import KB_ID_PATTERN, validate_kb_id, validate_node_id
+from driftrag.store.identifiers import KB_ID_PATTERN, validate_job_id, validate_kb_id, validate_node_id
 from driftrag.store.neo4j_store import ServerInfo, check_server_version
 
 log = logging.getLogger("driftrag.api")
@@ -382,11 +382,12 @@ async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> Respons
 
     The job (chunk, extract, merge, cluster, report, embed) runs in the server, not in the request: a
     client that disconnects does not stop it. `GET …/jobs/{job_id}` gives its state (queued, running,
-    succeeded, failed, cancelled), the progress of each stage, and at the end the kb's counts and the
+    succeeded, failed), the progress of each stage, and at the end the kb's counts and the
     failed chunks. Jobs of one kb run one after the other: a second one stays queued, `waiting_for`
-    naming the first. Jobs are kept in the server's memory: a restart loses them (404), while the work
-    done is checkpointed, so posting the same texts again resumes it. A text already ingested under the
-    same title is left as is; a changed text replaces its older version.
+    naming the first. Jobs are recorded in Neo4j beside the kb: their GET answers in any server and
+    across restarts, and a job whose server stopped is resumed by the next one (the work done is
+    checkpointed per chunk, so nothing is done twice). A text already ingested under the same title is
+    left as is; a changed text replaces its older version.
     """
     rag = backend.rag
     max_bytes = int(rag.settings.max_file_mb * 1024 * 1024)
@@ -396,7 +397,7 @@ async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> Respons
         raise InputError(f"texts larger than {rag.settings.max_file_mb:g} MiB: {', '.join(too_big[:5])}")
     await backend.ready()
     try:
-        job = backend.jobs.submit(kb, {doc.title: doc.text for doc in body.texts})
+        job = await backend.jobs.submit(kb, {doc.title: doc.text for doc in body.texts})
     except TooManyJobsError as exc:
         raise ApiError(429, "too_many_jobs", str(exc), {"Retry-After": str(RETRY_AFTER_UNAVAILABLE_S)}) from None
     return Response(
@@ -412,28 +413,22 @@ JobIdPath = Annotated[
 ]
 
 
-def _valid_job_id(job_id: str) -> str:
-    if not JOB_ID_PATTERN.fullmatch(job_id):
-        raise InvalidIdentifierError("not a job id (job- and 32 hex digits)")
-    return job_id
-
-
 @router.get(
     "/knowledge-bases/{kb}/jobs/{job_id}",
     response_model=IngestJob,
     tags=["knowledge bases"],
     summary="An ingestion job: state, stage progress, counts, failed chunks",
-    responses=_errors(401, 403, 404, 422),
+    responses=_errors(401, 403, 404, 422, 503),
 )
 async def get_job(kb: ReadKb, job_id: JobIdPath, backend: BackendDep) -> Response:
-    """404 `job_not_found` for a job this server does not hold (never started here, or lost in a restart)."""
-    job = backend.jobs.get(kb, _valid_job_id(job_id))
+    """404 `job_not_found` for a job the kb does not have (never posted, pruned, or its kb deleted)."""
+    job = await backend.jobs.get(kb, validate_job_id(job_id))
     if job is None:
         raise ApiError(
             404,
             "job_not_found",
-            f"no job {job_id!r} for knowledge base {kb!r} on this server (jobs are kept in memory: a server "
-            "restart loses them; the work done is checkpointed, so posting the same texts again resumes it)",
+            f"no job {job_id!r} for knowledge base {kb!r} (the last 200 finished jobs of a kb are kept, "
+            "and deleting the kb deletes them)",
         )
     return _json(job)
 
@@ -443,11 +438,11 @@ async def get_job(kb: ReadKb, job_id: JobIdPath, backend: BackendDep) -> Respons
     response_model=JobList,
     tags=["knowledge bases"],
     summary="The ingestion jobs of a knowledge base, newest first",
-    responses=_errors(401, 403, 422),
+    responses=_errors(401, 403, 422, 503),
 )
 async def list_jobs(kb: ReadKb, backend: BackendDep) -> Response:
-    """The jobs this server holds for the kb (the last 200 finished ones and every unfinished one)."""
-    return _json(JobList(kb=kb, jobs=backend.jobs.of_kb(kb)))
+    """The kb's jobs, in any server (the last 200 finished ones and every unfinished one)."""
+    return _json(JobList(kb=kb, jobs=await backend.jobs.of_kb(kb)))
 
 
 @router.delete(
@@ -551,12 +546,13 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True, o
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if manage_lifecycle:
             await backend.start()
+        backend.jobs.start()  # and take over the jobs a stopped server left
         if owns_process:
             freeze_startup_objects()  # full collections no longer walk what lives as long as the server
         try:
             yield
         finally:
-            await backend.jobs.close()  # cancelled jobs release their kb locks before the driver closes
+            await backend.jobs.close()  # jobs handed back, kb locks released, before the driver closes
             if manage_lifecycle:
                 await rag.close()
 

@@ -12,6 +12,7 @@ from driftrag.errors import InvalidIdentifierError
 
 KB_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 NODE_ID_PATTERN = re.compile(r"^(document|chunk|entity|relationship|community)-[A-Za-z0-9_-]{1,128}$")
+JOB_ID_PATTERN = re.compile(r"^job-[0-9a-f]{32}$")
 
 
 # Ids longer than this, or with characters outside the id alphabet, are not repeated in error messages:
@@ -44,3 +45,10 @@ def validate_node_id(node_id: str) -> str:
             f"invalid id{_shown(node_id)}: expected document-…, chunk-…, entity-…, relationship-… or community-…"
         )
     return node_id
+
+
+def validate_job_id(job_id: str) -> str:
+    """Return `job_id` if it is an ingestion job's id (`job-` and 32 hex digits)."""
+    if not isinstance(job_id, str) or not JOB_ID_PATTERN.fullmatch(job_id):
+        raise InvalidIdentifierError("not a job id (job- and 32 hex digits)")
+    return job_id

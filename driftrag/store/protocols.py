@@ -1,7 +1,7 @@
 """The storage seam: one small protocol per store role, and `Stores`, the bundle the deps carry.
 
 Ingestion, the query modes and the facade use these roles only; the Neo4j classes (`Neo4jStore`,
-`DocumentWriter`, `GraphStore`, `SearchStore`, `GraphSearchStore`, `GraphViewStore`, `KbLocks`) are
+`DocumentWriter`, `GraphStore`, `SearchStore`, `GraphSearchStore`, `GraphViewStore`, `KbLocks`, `JobStore`) are
 the one implementation, bundled by `Stores.neo4j`. A second backend would implement the same
 protocols and a constructor beside `Stores.neo4j`; nothing outside `driftrag.store` and the composition root names
 a store class.
@@ -45,6 +45,7 @@ from driftrag.models.search import (
 )
 
 if TYPE_CHECKING:
+    from driftrag.store.jobs import ClaimedJob, JobKey, SavedJob
     from driftrag.store.neo4j_store import Neo4jStore, ServerInfo, VectorIndexInfo
     from driftrag.store.search import SeenRows
     from driftrag.store.vector_spaces import VectorSpace
@@ -242,6 +243,24 @@ class WriteLocks(Protocol):
     async def discard(self, kb: str) -> None: ...
 
 
+@runtime_checkable
+class JobStorage(Protocol):
+    """The records of HTTP ingestion jobs, beside their kb: state, texts to resume from, owner's heartbeat."""
+
+    async def create(
+        self, kb: str, job_id: str, *, state: str, record: str, texts: dict[str, str], owner: str
+    ) -> None: ...
+    async def save(
+        self, kb: str, job_id: str, *, state: str, record: str, owner: str, release: bool = ...
+    ) -> SavedJob: ...
+    async def keep_texts(self, kb: str, job_id: str, texts: dict[str, str], owner: str) -> None: ...
+    async def renew(self, jobs: Sequence[JobKey], owner: str) -> list[JobKey]: ...
+    async def claim_orphans(self, owner: str, *, stale_s: float, limit: int) -> list[ClaimedJob]: ...
+    async def get(self, kb: str, job_id: str) -> str | None: ...
+    async def of_kb(self, kb: str, *, limit: int) -> list[str]: ...
+    async def prune(self, kb: str, *, keep: int) -> None: ...
+
+
 @dataclass(frozen=True)
 class Stores:
     """Every store role of one backend; the deps and the facade carry this."""
@@ -253,6 +272,7 @@ class Stores:
     graph_search: GraphSearchStorage
     views: ViewStorage
     locks: WriteLocks
+    jobs: JobStorage
 
     @classmethod
     def neo4j(cls, store: Neo4jStore) -> Stores:
@@ -260,6 +280,7 @@ class Stores:
         from driftrag.store.documents import DocumentWriter
         from driftrag.store.graph import GraphStore
         from driftrag.store.graph_search import GraphSearchStore
+        from driftrag.store.jobs import JobStore
         from driftrag.store.locks import KbLocks
         from driftrag.store.search import SearchStore
         from driftrag.store.views import GraphViewStore
@@ -272,4 +293,5 @@ class Stores:
             graph_search=GraphSearchStore(store),
             views=GraphViewStore(store),
             locks=KbLocks(store),
+            jobs=JobStore(store),
         )

@@ -4,6 +4,7 @@ A new kb has every search marker from its first write (markers.py), so the kb st
 `k.search_markers` to `SEARCH_MARKERS_VERSION` on create (a unit test keeps the two in step).
 """
 
+from driftrag.store.cypher.jobs import DELETE_KB_JOBS
 from driftrag.store.cypher.markers import ENTITY_MARKERS_SET, RELATIONSHIP_MARKERS_SET
 
 # --- knowledge base and documents -------------------------------------------------------------------
@@ -429,12 +430,13 @@ CALL (c) { DETACH DELETE c } IN TRANSACTIONS OF 1000 ROWS
 
 DELETE_DOCUMENT = "MATCH (d:__Document__ {kb: $kb, id: $document_id}) DETACH DELETE d"
 
-# One statement per label so that each uses the (kb, id) index.
+# One statement per label so that each uses the (kb, id) index; the kb's ingestion job records go too.
 DELETE_KB_NODES = (
     "MATCH (n:__Community__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
     "MATCH (n:__Entity__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
     "MATCH (n:__Chunk__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
     "MATCH (n:__Document__ {kb: $kb}) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 1000 ROWS",
+    DELETE_KB_JOBS,
     "MATCH (n:__KnowledgeBase__ {kb: $kb}) DETACH DELETE n",
 )
 

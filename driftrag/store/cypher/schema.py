@@ -1,5 +1,6 @@
 """Schema statements: constraints, indexes, server checks."""
 
+from driftrag.store.cypher.jobs import CREATE_INGEST_JOB_CONSTRAINT, CREATE_INGEST_JOB_STATE_INDEX
 from driftrag.store.cypher.locks import CREATE_KB_LOCK_CONSTRAINT
 from driftrag.store.vector_spaces import LABELS, VectorKind, checked_name
 
@@ -20,9 +21,11 @@ CREATE_CONSTRAINTS = (
     # its index serves the paged reads of one kb's relationships in id order (community detection).
     "CREATE CONSTRAINT driftrag_related_key IF NOT EXISTS FOR ()-[r:RELATED]-() REQUIRE (r.kb, r.id) IS UNIQUE",
     CREATE_KB_LOCK_CONSTRAINT,
+    CREATE_INGEST_JOB_CONSTRAINT,
 )
 
 CREATE_LOOKUP_INDEXES = (
+    CREATE_INGEST_JOB_STATE_INDEX,
     "CREATE INDEX driftrag_entity_kb_name IF NOT EXISTS FOR (n:__Entity__) ON (n.kb, n.name)",
     "CREATE INDEX driftrag_chunk_kb_document IF NOT EXISTS FOR (n:__Chunk__) ON (n.kb, n.document_id)",
     "CREATE INDEX driftrag_community_kb_level IF NOT EXISTS FOR (n:__Community__) ON (n.kb, n.level)",
