@@ -99,20 +99,22 @@ async def test_sources_memberships_reports_and_vectors_are_the_ingested_kind(rag
 async def test_every_mode_answers_on_the_imported_kb(rag: DriftRAG, imported, mode: str) -> None:
     kb, _ = imported
     result = await rag.query(kb, "Who is Silas Gorridge and what did he take?", mode=mode)
-    assert result.answer and result.sources, mode
-    assert any("Silas Gorridge" in (source.text or "") for source in result.sources), mode
+    sources = result.retrieved_sources()
+    assert result.answer and sources and result.source_ids, mode
+    assert any("Silas Gorridge" in source.text for source in sources), mode
 
 
 async def test_graph_search_and_the_graph_views_read_the_imported_kb(rag: DriftRAG, imported) -> None:
     kb, _ = imported
     found = await rag.graph_search(kb, "Pip Rackham")
-    assert found.rows and any("Pip Rackham" in (row.source, row.target) for row in found.rows)
+    assert [e.name for e in found.entities if e.is_seed] == ["Pip Rackham"]
+    assert any("Pip Rackham" in (r.source_name, r.target_name) for r in found.relationships)
     view = await rag.graph_view(kb)
-    assert len(view.nodes) == 33 and view.edges
+    assert len(view.entities) == 33 and view.relationships
     mermaid = render_mermaid(view)
     assert '["Pip Rackham"]' in mermaid
     community = next(c for c in await rag.communities(kb) if c["level"] == 1)
-    assert (await rag.graph_view(kb, community_id=community["id"])).nodes
+    assert (await rag.graph_view(kb, community_id=community["id"])).entities
 
 
 async def test_an_export_has_graphrags_columns_and_imports_again(rag: DriftRAG, imported, tmp_path: Path) -> None:
@@ -207,7 +209,7 @@ async def test_kept_vectors_are_graphrags_own(rag: DriftRAG, tmp_path: Path) -> 
             "community": (7, 0),
         }
         answer = await rag.query(kb, "Who is Silas Gorridge?", mode="local")
-        assert any("Silas Gorridge" in (source.text or "") for source in answer.sources)
+        assert any("Silas Gorridge" in source.text for source in answer.retrieved_sources())
     finally:
         await rag.delete_kb(kb)
 
