@@ -227,6 +227,10 @@ def read_output_folder(folder: str | Path) -> GraphRAGIndex:
     _, pq = _pyarrow()
     root = find_output_folder(Path(folder))
     missing = [name for name in TABLES if not (root / f"{name}.parquet").is_file()]
+    if missing and (root / "create_final_documents.parquet").is_file():
+        raise GraphRAGInputError(
+            f"{root} holds GraphRAG 1.x or older tables (create_final_*.parquet): index it with GraphRAG 2.x or 3.x"
+        )
     if missing:
         raise GraphRAGInputError(
             f"{root} is not a Microsoft GraphRAG output folder: missing "
@@ -301,17 +305,18 @@ def plan_import(index: GraphRAGIndex, kb: str) -> ImportPlan:
 
     # Documents and chunks: a document's units in the order it lists them, then any others by number.
     documents, chunk_of_unit = [], {}
-    listed_doc = {u: d.id for d in index.documents for u in d.text_unit_ids}
+    listed = {u for d in index.documents for u in d.text_unit_ids}
+    unlisted: dict[str, list[GRTextUnit]] = defaultdict(list)  # units only their own row ties to a document
+    for unit in index.text_units:
+        if unit.id not in listed and _unit_document(unit) is not None:
+            unlisted[_unit_document(unit) or ""].append(unit)
     for doc in index.documents:
         try:
             document = document_from_text(doc.text, kb, doc.title or doc.id)
         except InputError as exc:
             raise GraphRAGInputError(f"documents.parquet: {exc}") from None
-        own = [u for u in doc.text_unit_ids if u in units]
-        own += sorted(
-            (u.id for u in index.text_units if u.id not in listed_doc and _unit_document(u) == doc.id),
-            key=lambda i: (units[i].human_readable_id or 0, i),
-        )
+        own = [u for u in doc.text_unit_ids if u in units and u not in chunk_of_unit]
+        own += [u.id for u in sorted(unlisted.get(doc.id, []), key=lambda u: (u.human_readable_id or 0, u.id))]
         chunks = []
         for position, unit_id in enumerate(dict.fromkeys(own)):
             unit = units[unit_id]
@@ -765,9 +770,10 @@ def _schemas(pa: Any) -> dict[str, pa.Schema]:
 
 
 def _overlap(before: str, after: str) -> int:
-    """Length of the longest end of `before` that `after` starts with (chunks overlap by a few tokens)."""
-    probe = after[:32]
-    if not probe:
+    """Length of the longest end of `before` that `after` starts with (chunks overlap by a few tokens);
+    ends shorter than 8 characters do not count (a coincidence more often than an overlap)."""
+    probe = after[:8]
+    if len(probe) < 8:
         return 0
     position = before.find(probe, max(0, len(before) - len(after)))
     while position != -1:

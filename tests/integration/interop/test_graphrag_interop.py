@@ -214,6 +214,27 @@ async def test_kept_vectors_are_graphrags_own(rag: DriftRAG, tmp_path: Path) -> 
         await rag.delete_kb(kb)
 
 
+async def test_an_imported_kb_takes_more_documents_and_deletes_like_an_ingested_one(rag: DriftRAG) -> None:
+    # The extraction checkpoints of the imported chunks are what a rebuild merges with new chunks.
+    kb = f"test-grgrow-{uuid.uuid4().hex[:8]}"
+    try:
+        await import_graphrag(rag, kb, FIXTURE)
+        pip = next(e for e in await rag.entities(kb) if e["name"] == "Pip Rackham")
+        await rag.ingest(kb, texts={"Postscript": "Years later Pip Rackham kept the Cinder Point Lighthouse lit."})
+        counts = await rag.stats(kb)
+        assert counts.documents == 5 and counts.chunks == 21 and counts.reports > 0
+        grown = next(e for e in await rag.entities(kb) if e["id"] == pip["id"])
+        assert len(grown["source_chunk_ids"]) == len(pip["source_chunk_ids"]) + 1
+        assert not next(s for s in await rag.knowledge_bases() if s.kb == kb).stale
+        first = next(d for d in await rag.documents(kb) if d["title"] == "01-the-dark-lamp.txt")
+        after = await rag.delete_document(kb, first["id"])
+        assert after.documents == 4 and after.chunks == 21 - first["n_chunks"]
+        answer = await rag.query(kb, "Who kept the lighthouse lit?", mode="local")
+        assert any("Years later" in source.text for source in answer.retrieved_sources())
+    finally:
+        await rag.delete_kb(kb)
+
+
 async def test_bad_folders_are_refused_and_leave_every_kb_as_it_was(rag: DriftRAG, imported, tmp_path: Path) -> None:
     kb, _ = imported
     before = await rag.stats(kb)
