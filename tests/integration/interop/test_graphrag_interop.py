@@ -4,7 +4,10 @@ again with GraphRAG's column names, and bad folders refused without touching any
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shutil
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,6 +28,22 @@ from tests.integration.test_cli_demo import run_cli
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "graphrag_sample" / "output"
 TABLES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports")
+# A Python with Microsoft GraphRAG installed (its own venv: `pip install graphrag==3.3.0`), for the test
+# that reads an export with GraphRAG's own query-time readers; skipped without it.
+GRAPHRAG_PYTHON = os.environ.get("DRIFTRAG_TEST_GRAPHRAG_PYTHON")
+READ_WITH_GRAPHRAG = """
+import sys, pandas as pd
+from graphrag.query.indexer_adapters import (
+    read_indexer_communities, read_indexer_entities, read_indexer_relationships, read_indexer_reports,
+    read_indexer_text_units)
+t = {n: pd.read_parquet(f"{sys.argv[1]}/{n}.parquet")
+     for n in ("entities", "relationships", "communities", "community_reports", "text_units")}
+print(len(read_indexer_entities(t["entities"], t["communities"], community_level=None)),
+      len(read_indexer_relationships(t["relationships"])),
+      len(read_indexer_communities(t["communities"], t["community_reports"])),
+      len(read_indexer_reports(t["community_reports"], t["communities"], community_level=None)),
+      len(read_indexer_text_units(t["text_units"])))
+"""
 
 
 def table(folder: Path, name: str) -> pd.DataFrame:
@@ -157,6 +176,18 @@ async def test_an_export_has_graphrags_columns_and_imports_again(rag: DriftRAG, 
         assert sorted(e["id"] for e in await rag.entities(again)) == sorted(e["id"] for e in await rag.entities(kb))
     finally:
         await rag.delete_kb(again)
+
+
+@pytest.mark.skipif(GRAPHRAG_PYTHON is None, reason="DRIFTRAG_TEST_GRAPHRAG_PYTHON names no Python with graphrag")
+async def test_graphrags_own_readers_load_an_export(rag: DriftRAG, imported, tmp_path: Path) -> None:
+    kb, _ = imported
+    await export_graphrag(rag, kb, tmp_path, vectors=False)
+    command = [str(GRAPHRAG_PYTHON), "-c", READ_WITH_GRAPHRAG, str(tmp_path)]
+    done = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = await rag.stats(kb)
+    expected = [counts.entities, counts.relationships, counts.communities, counts.reports, counts.chunks]
+    assert [int(n) for n in done.stdout.split()] == expected
 
 
 async def test_an_ingested_kb_exports_too(rag: DriftRAG, tmp_path: Path) -> None:
