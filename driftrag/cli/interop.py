@@ -56,8 +56,12 @@ def import_graphrag(
     from driftrag.interop.graphrag import import_graphrag as run_import
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        # Not `async with`: the folder is read and checked before Neo4j is reached (or started).
+        rag = DriftRAG(Settings())
+        try:
             return await run_import(rag, kb, folder, embeddings=embeddings, on_lock_wait=_say_waiting)  # type: ignore[arg-type]
+        finally:
+            await rag.close()
 
     result = _arun(ctx, action)
     _emit(result, as_json, result.render())
@@ -87,8 +91,11 @@ def export_graphrag(
     from driftrag.interop.graphrag import export_graphrag as run_export
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        rag = DriftRAG(Settings())  # the folder is checked before Neo4j is reached
+        try:
             return await run_export(rag, kb, folder, vectors=vectors, overwrite=overwrite)
+        finally:
+            await rag.close()
 
     result = _arun(ctx, action)
     _emit(result, as_json, result.render())

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from driftrag.errors import DriftRAGError
 from driftrag.ingestion.chunking import chunk_id
 from driftrag.ingestion.communities import community_id, finest_community_by_entity
+from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.embedding import community_text, embed_changed
 from driftrag.ingestion.indexing import embed_chunks, embed_entities
 from driftrag.ingestion.loading import InputError, document_from_text
@@ -393,7 +394,7 @@ def plan_import(index: GraphRAGIndex, kb: str) -> ImportPlan:
     merged = merged.model_copy(
         update={
             "relationships": [
-                r.model_copy(update={"weight": weights.get(r.id, r.weight)}) for r in merged.relationships
+                r.model_copy(update={"weight": max(0.0, weights.get(r.id, r.weight))}) for r in merged.relationships
             ]
         }
     )
@@ -623,7 +624,9 @@ async def import_graphrag(
     )
 
 
-async def _write_plan(deps: Any, kb: str, plan: ImportPlan, keep: dict[str, dict[str, list[float]]]) -> dict:
+async def _write_plan(
+    deps: IngestionDeps, kb: str, plan: ImportPlan, keep: dict[str, dict[str, list[float]]]
+) -> dict[str, VectorCounts]:
     """Ingestion's own writes, in its order: chunks, checkpoints, the entity layer, communities with
     their reports and memberships, then vectors; the kb is stale until the last is stored."""
     await deps.graph.mark_stale(kb, True)

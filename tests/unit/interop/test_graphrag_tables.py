@@ -4,6 +4,7 @@ GraphRAG 3.3.0 index of the sample corpus, and folders broken on purpose."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -113,3 +114,12 @@ def test_a_hostile_kb_id_is_refused_before_anything_else() -> None:
     with pytest.raises(InvalidIdentifierError):
         plan_import(read_output_folder(FIXTURE), "kb'}) DETACH DELETE n //")
     assert normalise_name("Pip Rackham") == normalise_name("PIP RACKHAM")
+
+
+def test_without_pyarrow_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from driftrag.errors import DriftRAGError
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # what `import pyarrow` sees when it is not installed
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(DriftRAGError, match=r"driftrag\[graphrag\]"):
+        read_output_folder(FIXTURE)
