@@ -629,6 +629,7 @@ async def _write_plan(
 ) -> dict[str, VectorCounts]:
     """Ingestion's own writes, in its order: chunks, checkpoints, the entity layer, communities with
     their reports and memberships, then vectors; the kb is stale until the last is stored."""
+    await deps.stores.database.ensure_schema(deps.embedding_dimension)  # as the ingestion workflow does first
     await deps.graph.mark_stale(kb, True)
     for document, chunks in plan.documents:
         await deps.documents.upsert_document(document, chunks)

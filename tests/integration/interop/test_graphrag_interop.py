@@ -27,6 +27,7 @@ from driftrag.views import render_mermaid
 from tests.integration.test_cli_demo import run_cli
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "graphrag_sample" / "output"
+FIXTURE_2X = FIXTURE.parents[1] / "graphrag_sample_2x" / "output"
 TABLES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports")
 # A Python with Microsoft GraphRAG installed (its own venv: `pip install graphrag==3.3.0`), for the test
 # that reads an export with GraphRAG's own query-time readers; skipped without it.
@@ -241,6 +242,24 @@ async def test_kept_vectors_are_graphrags_own(rag: DriftRAG, tmp_path: Path) -> 
         }
         answer = await rag.query(kb, "Who is Silas Gorridge?", mode="local")
         assert any("Silas Gorridge" in source.text for source in answer.retrieved_sources())
+    finally:
+        await rag.delete_kb(kb)
+
+
+async def test_a_graphrag_2x_folder_imports_too(rag: DriftRAG) -> None:
+    kb = f"test-gr2x-{uuid.uuid4().hex[:8]}"
+    try:
+        result = await import_graphrag(rag, kb, FIXTURE_2X)
+        counts = await rag.stats(kb)
+        entities = table(FIXTURE_2X, "entities")
+        assert (counts.documents, counts.chunks) == (4, len(table(FIXTURE_2X, "text_units")))
+        assert counts.entities == len({normalise_name(title) for title in entities.title})
+        assert counts.communities == counts.reports == len(table(FIXTURE_2X, "community_reports")) == 8
+        # Its 1536-dimensional vectors do not fit the 384-dimensional offline embedder: computed.
+        assert all(v.kept == 0 and v.computed for v in result.vectors.values())
+        for mode in ("drift", "local"):
+            answer = await rag.query(kb, "Who is Silas Gorridge?", mode=mode)
+            assert any("Silas Gorridge" in source.text for source in answer.retrieved_sources()), mode
     finally:
         await rag.delete_kb(kb)
 

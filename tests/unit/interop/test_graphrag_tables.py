@@ -22,6 +22,7 @@ from driftrag.interop.graphrag import (
 from driftrag.models.graph import TYPE_PATTERN
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "graphrag_sample" / "output"
+FIXTURE_2X = FIXTURE.parents[1] / "graphrag_sample_2x" / "output"
 SAMPLE = Path(__file__).resolve().parents[3] / "data" / "sample"
 
 
@@ -123,3 +124,14 @@ def test_without_pyarrow_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(DriftRAGError, match=r"driftrag\[graphrag\]"):
         read_output_folder(FIXTURE)
+
+
+def test_a_graphrag_2x_folder_reads_the_same_way() -> None:
+    # 2.x: `text_units.document_ids` (a list), `embeddings.<table>.<column>` snapshots of 1536 dimensions.
+    index = read_output_folder(FIXTURE_2X)
+    plan = plan_import(index, "sample2")
+    assert len(plan.documents) == 4 and sum(len(chunks) for _, chunks in plan.documents) == 20
+    assert not [w for w in plan.warnings if "left out" in w]
+    assert {kind: len(v) for kind, v in plan.vectors.items()} == {"chunk": 20, "entity": 32, "community": 8}
+    assert {len(v) for v in plan.vectors["chunk"].values()} == {1536}
+    assert len(plan.communities) == len(plan.reports) == 8
