@@ -51,10 +51,8 @@ from tests.fakes.openai_server import FakeOpenAIServer, message_text
 from tests.fakes.scripted_llm import ScriptedChatModel
 
 KB = "bench-alice"
-# The vector indexes are global: 384 d matches the shared dev server, so nothing is reset there (a reset
-# drops every kb's embeddings). On a server with other indexes they are reset, and restored to 384 d after.
+# The simulated server's embeddings (the kb gets the vector space of that embedder, beside any other).
 DIMENSION = 384
-DEV_DIMENSION = 384
 MS = {"calls": 216, "chat": 196, "embedding requests": 20, "prompt tokens": 352_000, "wall s": 85.0, "rss MiB": 680}
 
 
@@ -168,9 +166,6 @@ async def run(args: argparse.Namespace) -> float:
         async with Neo4jStore.from_settings(settings) as store:
             await store.connect()
             await GraphStore(store).delete_kb(KB)
-            reset = any(index.dimensions != DIMENSION for index in await store.vector_indexes())
-            if reset:
-                await store.reset_vector_indexes()
             deps = ingestion_deps(settings, Stores.neo4j(store), providers)
             try:
                 profiler = Profiler(async_mode="enabled", interval=0.002) if args.profile else None
@@ -187,9 +182,6 @@ async def run(args: argparse.Namespace) -> float:
                 figures = server.figures()
             finally:
                 await GraphStore(store).delete_kb(KB)
-                if reset or DIMENSION != DEV_DIMENSION:
-                    await store.reset_vector_indexes()
-                    await store.ensure_schema(DEV_DIMENSION)
         return report(args, result, figures, started, wall, communities)
 
 

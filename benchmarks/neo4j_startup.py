@@ -33,6 +33,7 @@ from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.documents import DocumentWriter
+from driftrag.store.vector_spaces import space_for
 
 DIMENSION = 384
 
@@ -40,7 +41,7 @@ DIMENSION = 384
 async def _workload(settings: Settings, uri: str) -> None:
     async with Neo4jStore.from_settings(settings, uri) as store:
         await store.connect()
-        await store.ensure_schema(DIMENSION)
+        await store.ensure_schema()
         document = SourceDocument(id="document-bench", kb="bench", title="bench", text="x", content_hash="h")
         chunks = [
             Chunk(
@@ -55,6 +56,7 @@ async def _workload(settings: Settings, uri: str) -> None:
             for i in range(2000)
         ]
         writer = DocumentWriter(store)
+        await store.claim_vector_space("bench", space_for("bench-random", DIMENSION))
         await writer.upsert_document(document, chunks)
         rng = random.Random(7)
         vectors = [(c.id, [rng.uniform(-1, 1) for _ in range(DIMENSION)]) for c in chunks]

@@ -74,8 +74,6 @@ async def run(args: argparse.Namespace) -> None:
         async with Neo4jStore.from_settings(settings) as store:
             await store.connect()
             await GraphStore(store).delete_kb(KB)
-            if any(index.dimensions != DIMENSION for index in await store.vector_indexes()):
-                raise SystemExit(f"the server's vector indexes are not {DIMENSION} d; use a fresh Neo4j")
             try:
                 ingest = ingestion_deps(settings, Stores.neo4j(store), providers)
                 started = time.monotonic()

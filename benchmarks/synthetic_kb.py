@@ -47,6 +47,7 @@ from driftrag.models.graph import (
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import Neo4jStore
 from driftrag.store.protocols import Stores
+from driftrag.store.vector_spaces import space_for
 
 DIMENSION = 384
 CHUNKS_PER_DOCUMENT = 50
@@ -286,8 +287,12 @@ async def load(args: argparse.Namespace) -> None:
     kb, stage, total_started = args.kb, Stage(), time.monotonic()
     try:
         await stores.database.connect()
-        await stores.database.ensure_schema(DIMENSION)
+        await stores.database.ensure_schema()
         await stores.graph.delete_kb(kb)
+        # Its vectors are random, searched by the benchmark's several embedders: a space of its own, with
+        # no embedder name recorded (any embedder of its dimension may query it).
+        space = space_for("synthetic", DIMENSION).model_copy(update={"embedder": None})
+        await stores.database.claim_vector_space(kb, space)
         started = time.monotonic()
         graph = SyntheticGraph(args.relationships, args.seed)
         top = np.sort(graph.degree)[::-1]

@@ -14,7 +14,7 @@ choose it; everything below receives finished deps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
@@ -44,12 +44,23 @@ def _model(providers: Providers, chat: ChatModel | None) -> ChatModel | None:
 
 
 def ingestion_tasks(settings: Settings, providers: Providers, chat: ChatModel | None = None) -> IngestionTasks:
-    """LLM tasks with a model, the offline extractive tasks without."""
+    """LLM tasks with a model, the offline extractive tasks without. With a model, a chunk whose model
+    extraction stays unusable is extracted offline (`extraction_offline_fallback`)."""
     model = _model(providers, chat)
     if model is not None:
         from driftrag.ingestion.llm_tasks import llm_ingestion_tasks
 
-        return llm_ingestion_tasks(model, settings, PromptRegistry.load(settings.prompts_dir))
+        tasks = llm_ingestion_tasks(model, settings, PromptRegistry.load(settings.prompts_dir))
+        if not settings.extraction_offline_fallback:
+            return tasks
+        from driftrag.ingestion.extraction import FallbackExtractor
+        from driftrag.offline.ingestion.extractor import OfflineGraphExtractor
+        from driftrag.offline.nlp import LanguageResources
+
+        offline = OfflineGraphExtractor(
+            LanguageResources(), language=settings.offline_language, window=settings.offline_cooccurrence_window
+        )
+        return replace(tasks, extractor=FallbackExtractor(tasks.extractor, offline))
     if providers.mode != "offline":
         raise ConfigurationError("the openai mode has no model client; check OPENAI_API_KEY")
     from driftrag.offline.ingestion.tasks import offline_ingestion_tasks
@@ -97,7 +108,13 @@ def ingestion_deps(
 
 def query_deps(settings: Settings, stores: Stores, providers: Providers, chat: ChatModel | None = None) -> QueryDeps:
     """Model-backed query tasks when there is a model (each query's calls spend from its budget), else
-    the offline extractive ones, whose language data is parsed once per deps (on first use)."""
+    the offline extractive ones, whose language data is parsed once per deps (on first use). The model's
+    tasks fall back to the extractive ones for a step whose answer stays unusable
+    (`query_offline_fallback`)."""
+    from driftrag.offline.nlp import LanguageResources
+    from driftrag.offline.query.tasks import offline_query_tasks
+
+    language = LanguageResources()
     model = _model(providers, chat)
     if model is not None:
         from driftrag.search.llm_tasks import llm_query_tasks
@@ -105,14 +122,11 @@ def query_deps(settings: Settings, stores: Stores, providers: Providers, chat: C
         prompts = PromptRegistry.load(settings.prompts_dir)
 
         def llm_tasks(budget: QueryBudget) -> QueryTasks:
-            return llm_query_tasks(BudgetedChat(model, budget), prompts, settings)
+            fallback = offline_query_tasks(settings, language) if settings.query_offline_fallback else None
+            return llm_query_tasks(BudgetedChat(model, budget), prompts, settings, fallback)
 
         factory = llm_tasks
     else:
-        from driftrag.offline.nlp import LanguageResources
-        from driftrag.offline.query.tasks import offline_query_tasks
-
-        language = LanguageResources()
 
         def offline_tasks(_: QueryBudget) -> QueryTasks:
             return offline_query_tasks(settings, language)

@@ -24,7 +24,7 @@ class UnsupportedServerError(DriftRAGError):
 
 
 class EmbeddingDimensionMismatchError(DriftRAGError):
-    """The embedder's dimension differs from the dimension of an existing vector index."""
+    """The embedder (its name or dimension) is not the one whose vectors a knowledge base or index holds."""
 
 
 class LocalNeo4jError(DriftRAGError):

@@ -42,6 +42,7 @@ from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, Q
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import ServerInfo, VectorIndexInfo, check_server_version
 from driftrag.store.protocols import Stores
+from driftrag.store.vector_spaces import VectorSpace
 from driftrag.store.views import GraphView
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class DriftRAG:
         check_server_version(info.version)
         if schema:
             await self._probe_dimension()
-            await database.ensure_schema(self.providers.embedding_dimension)  # type: ignore[arg-type]
+            await database.ensure_schema()
             self._connected = info
         return info
 
@@ -146,9 +147,15 @@ class DriftRAG:
     async def vector_indexes(self) -> list[VectorIndexInfo]:
         return await self.stores.database.vector_indexes()
 
-    async def reset_vectors(self) -> None:
-        """Drop the vector indexes and every embedding (the graph stays); re-ingest to embed again."""
-        await self.stores.database.reset_vector_indexes()
+    async def vector_spaces(self) -> dict[str, VectorSpace]:
+        """Every kb and the vector space (embedder, property, indexes) its embeddings live in."""
+        return await self.stores.database.kb_vector_spaces()
+
+    async def reset_vectors(self, kb: str) -> VectorSpace:
+        """Drop `kb`'s embeddings and its claim on its embedder's indexes (the graph stays); ingest again to
+        embed it anew, with any embedder. The indexes go when no other kb uses them."""
+        await self.graph_enabled(kb)  # an unknown kb is an error
+        return await self.stores.database.reset_kb_vectors(kb)
 
     async def close(self) -> None:
         await self.stores.database.close()
@@ -294,8 +301,13 @@ class DriftRAG:
         return await self.stats(kb)
 
     async def delete_kb(self, kb: str, *, on_lock_wait: Callable[[str], None] | None = None) -> None:
+        """Remove the kb and everything of it: its nodes, its lock, and its embedder's vector indexes when
+        no other kb uses them."""
+        space = await self.stores.database.vector_space(kb)
         async with self.kb_lock(kb, on_wait=on_lock_wait):
             await self.stores.graph.delete_kb(kb)
+        await self.stores.locks.discard(kb)
+        await self.stores.database.drop_unused_vector_space(space)
 
     async def stats(self, kb: str) -> KbCounts:
         return await self.stores.graph.counts(kb)

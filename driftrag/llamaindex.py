@@ -50,7 +50,8 @@ def source_nodes(sources: list[Source], limit: int | None = None) -> list[NodeWi
 
 
 def result_metadata(result: QueryResult) -> dict[str, Any]:
-    """What a `Response` carries besides the answer: the mode, the run's cost, DRIFT's follow-up tree."""
+    """What a `Response` carries besides the answer: the mode, the run's cost, what its steps tolerated or
+    replaced (`degraded`, weak models), DRIFT's follow-up tree."""
     metadata: dict[str, Any] = {
         "mode": result.mode,
         "kb": result.kb,
@@ -60,6 +61,7 @@ def result_metadata(result: QueryResult) -> dict[str, Any]:
         "completion_tokens": result.completion_tokens,
         "seconds": result.seconds,
         "source_ids": list(result.source_ids),
+        "degraded": [item.model_dump() for item in result.degraded],
         "result": result,
     }
     extras = result.extras()

@@ -134,7 +134,7 @@ class Settings(BaseSettings):
         default=500,
         ge=0,
         description="A kb with at most this many chunks (entities, communities) is searched exactly, not on "
-        "the vector index its kind shares with every kb (0: always the index).",
+        "the vector index it shares with every kb of its embedder (0: always the index).",
     )
     basic_top_k: int = Field(default=10, ge=1, description="Chunks retrieved by basic vector search.")
     local_top_k_entities: int = Field(default=5, ge=1, description="Entities that seed a local search.")
@@ -158,6 +158,16 @@ class Settings(BaseSettings):
     )
     query_timeout_s: float = Field(default=300.0, gt=0, description="Timeout of a whole query workflow.")
     query_step_retries: int = Field(default=1, ge=0, description="Retries of a failed query step.")
+    extraction_offline_fallback: bool = Field(
+        default=True,
+        description="A chunk whose model extraction stays unusable after its re-asks is extracted by the offline "
+        "extractor (marked on the chunk, counted in `stats`); off, it stays a recorded failed chunk.",
+    )
+    query_offline_fallback: bool = Field(
+        default=True,
+        description="A query step whose model answer stays unusable after its re-ask falls back to the offline "
+        "extractive step over the same input (said in the result's `degraded`); off, the query fails.",
+    )
     # Every mode spends from one per-query budget; the DRIFT_ names are kept as aliases (they came first).
     query_max_llm_calls: int = Field(
         default=20,

@@ -285,6 +285,7 @@ async def query(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Response:
     In the offline mode answers are extractive and say so in their first line. `drift`, `global`,
     `local` and `entity` read the graph, so they answer 503 when the kb's graph is disabled; `basic` does
     not. `community_level` applies to `global` only (422 with another mode, or a level the kb lacks).
+    A model answer a step cannot use is not an error: `degraded` says what was tolerated or replaced.
     """
     await backend.ready()
     # The search layer refuses an unknown kb (404) and, for the graph modes, a disabled graph (503).

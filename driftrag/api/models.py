@@ -11,7 +11,7 @@ from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.graph_search import MAX_QUERY_CHARS, MAX_ROWS_LIMIT, MAX_SEEDS_LIMIT
-from driftrag.search.models import QueryResult
+from driftrag.search.models import Degradation, QueryResult
 from driftrag.search.modes import DEFAULT_MODE, MODE_NAMES, ModeName
 
 MAX_QUESTION_CHARS = MAX_QUERY_CHARS
@@ -117,6 +117,12 @@ class QueryResponse(_Model):
     unknown_citations: int = Field(
         description="Citations the model made to sources its context did not show (dropped from the answer)."
     )
+    degraded: list[Degradation] = Field(
+        default_factory=list,
+        description="What the query's steps tolerated or replaced in the model's answers (a missing score, "
+        "prose, a think block, a step that fell back to the offline extractive answer, an ungrounded answer); "
+        "empty when every answer was well-formed.",
+    )
     usage: Usage = Field(
         description="The engine's model counters over the query's time (embedding requests, cache hits, retries). "
         "A server answering several queries at once counts them all here; `llm_calls` and the token fields "
@@ -144,6 +150,7 @@ class QueryResponse(_Model):
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
             unknown_citations=result.unknown_citations,
+            degraded=result.degraded,
             usage=result.usage,
             seconds=result.seconds,
         )

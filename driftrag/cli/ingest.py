@@ -104,6 +104,9 @@ def _report_ingestion(result, as_json: bool) -> None:
         f"failed chunks {len(result.failed_chunks)}"
         + ("" if result.graph_rebuilt else "; graph not rebuilt" + (" (kb stale)" if result.stale else ""))
     )
+    if counts.offline_extracted_chunks:
+        # A weak model's unusable extractions were filled by the offline extractor (issue 34).
+        text += f"\nchunks extracted offline (the model's answer was unusable): {counts.offline_extracted_chunks}"
     if result.unknown_report_citations:
         text += f"\nreport citations of handles not in their context (dropped): {result.unknown_report_citations}"
     _emit(result, as_json, text)
@@ -138,7 +141,8 @@ def delete(
 
 @app.command("stats")
 def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
-    """Counts of a knowledge base, and the chunks whose extraction failed; exit 1 for an unknown kb."""
+    """Counts of a knowledge base (with the chunks a weak model's unusable extraction left to the offline
+    extractor), and the chunks whose extraction failed; exit 1 for an unknown kb."""
     from driftrag.facade import DriftRAG
     from driftrag.models.graph import FailedChunk, KbCounts
 

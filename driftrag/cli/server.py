@@ -97,7 +97,8 @@ def neo4j_status(ctx: typer.Context, port: PortOption = None, as_json: JsonOptio
 
 @schema_app.command("init")
 def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """Connect, check the server version, and create constraints and vector indexes (idempotent)."""
+    """Connect, check the server version, and create constraints and indexes (idempotent); list the
+    vector indexes (each embedder's are created with its first kb)."""
     from driftrag.facade import DriftRAG
 
     class SchemaReport(BaseModel):
@@ -126,26 +127,41 @@ def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
 @schema_app.command("reset-vectors")
 def schema_reset_vectors(
     ctx: typer.Context,
-    yes: Annotated[bool, typer.Option("--yes", help="Confirm: embeddings of every knowledge base go.")] = False,
+    kb: Annotated[
+        list[str] | None, typer.Option("--kb", help="A knowledge base whose embeddings go (repeat for several).")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every knowledge base on the server (each is named).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: the named kbs' embeddings go.")] = False,
 ) -> None:
-    """Drop the vector indexes and all embeddings (to change embedder); the graph itself is kept."""
+    """Drop the embeddings of the named kbs (to change their embedder); their graphs are kept.
+
+    Each kb's vectors live in its embedder's indexes; those go too when no other kb uses them. Ingest
+    the kb again to embed it with the embedder configured then.
+
+        driftrag schema reset-vectors --kb alice --yes
+    """
     from driftrag.facade import DriftRAG
 
-    if not yes:
-        err_console.print("refusing without --yes: this removes the embeddings of every knowledge base")
+    if bool(kb) == every:
+        err_console.print("name the knowledge bases with --kb (repeatable), or --all for every one")
         raise typer.Exit(2)
 
-    async def action() -> None:
-        rag = DriftRAG(Settings())
-        try:
-            # The schema is left alone: the indexes may have another embedder's dimension.
-            await rag.connect(schema=False)
-            await rag.reset_vectors()
-        finally:
-            await rag.close()
+    async def action() -> list[str]:
+        async with DriftRAG(Settings()) as rag:
+            names = sorted(await rag.vector_spaces()) if every else list(dict.fromkeys(kb or []))
+            if not yes:
+                return names
+            for name in names:
+                space = await rag.reset_vectors(name)
+                console.print(f"{name}: embeddings of {space.embedder or 'its embedder'} removed ({space.property})")
+        return names
 
-    _arun(ctx, action)
-    console.print("vector indexes and embeddings removed; run `driftrag schema init` with the new embedder")
+    names = _arun(ctx, action)
+    if not yes:
+        listed = ", ".join(names) or "none"
+        err_console.print(f"refusing without --yes: this removes the embeddings of {len(names)} kbs: {listed}")
+        raise typer.Exit(2)
+    console.print(f"{len(names)} knowledge bases without embeddings; ingest them again to embed them")
 
 
 # --- info -----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.models.search import Source
 from driftrag.search.deps import QueryDeps
-from driftrag.search.models import QueryResult
+from driftrag.search.models import Degradation, QueryResult
 from driftrag.search.modes import MODE_NAMES, ModeName
 
 Method = ModeName
@@ -35,6 +35,7 @@ class MethodOutput(BaseModel):
     embedding_requests: int = 0
     seconds: float = 0.0
     extractive: bool = False
+    degraded: list[Degradation] = Field(default_factory=list, description="What the steps tolerated or replaced.")
     error: str | None = None
 
 
@@ -74,4 +75,5 @@ def from_result(method: Method, result: QueryResult) -> MethodOutput:
         completion_tokens=result.usage.completion_tokens,
         embedding_requests=result.usage.embedding_requests,
         extractive=result.extractive,
+        degraded=result.degraded,
     )

@@ -18,6 +18,7 @@ from driftrag.eval.jsonl import ResultsFileError, read_rows
 from driftrag.eval.methods import Method
 from driftrag.eval.questions import QuestionItem, QuestionType, load_questions
 from driftrag.models.search import Source
+from driftrag.search.models import Degradation
 
 MANIFEST = "run.json"
 QUESTIONS = "questions.jsonl"
@@ -54,6 +55,12 @@ class RunRow(BaseModel):
     extractive: bool
     error: str | None
     recorded_at: str
+    # Rows written before weak-model accounting have none.
+    degraded: list[Degradation] = Field(default_factory=list, description="What the steps tolerated or replaced.")
+
+    @property
+    def ungrounded(self) -> bool:
+        return any(item.reason == "ungrounded" for item in self.degraded)
 
     @property
     def key(self) -> RunKey:

@@ -103,6 +103,7 @@ def _row(question: QuestionItem, kb: str, repeat: int, output: MethodOutput) -> 
         embedding_requests=output.embedding_requests,
         seconds=output.seconds,
         extractive=output.extractive,
+        degraded=output.degraded,
         error=output.error,
         recorded_at=now(),
     )
@@ -189,7 +190,7 @@ def summary_lines(summary: RunSummary, out_dir: Path) -> list[str]:
         fuzzy = "–" if aggregate.fuzzy_recall is None else f"{100 * aggregate.fuzzy_recall:.1f}%"
         lines.append(
             f"  {method:<7} {recall:>6} / {fuzzy:>6}   {cost.llm_calls:g} calls   {cost.seconds_mean:.2f} s   "
-            f"{cost.errors} errors"
+            f"{cost.errors} errors   {cost.degraded} degraded   {cost.ungrounded} ungrounded"
         )
     lines.append("`driftrag eval report --results DIR` writes the full report")
     return lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import mean, median
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.eval.metrics import MetricsTable, RowMetrics, Tokens, metrics_table, row_metrics
 from driftrag.eval.questions import QuestionItem
@@ -28,6 +28,8 @@ class MethodCost(BaseModel):
     seconds_max: float
     sources: float
     error_examples: list[str]
+    degraded: int = Field(default=0, description="Rows whose answer had a step tolerate or replace the model's output.")
+    ungrounded: int = Field(default=0, description="Rows whose answer was flagged ungrounded (a copied example…).")
 
 
 class RunSummary(BaseModel):
@@ -65,6 +67,8 @@ def method_cost(rows: Sequence[RunRow]) -> MethodCost:
         seconds_max=round(max(seconds), 3) if seconds else 0.0,
         sources=avg([len(row.sources) for row in rows]),
         error_examples=list(dict.fromkeys(row.error for row in rows if row.error))[:3],
+        degraded=sum(1 for row in rows if row.degraded),
+        ungrounded=sum(1 for row in rows if row.ungrounded),
     )
 
 

@@ -291,6 +291,36 @@ def parse_extraction(raw: str, tags: Sequence[str]) -> tuple[ExtractionPayload, 
     return ExtractionPayload(entities=entities, relationships=relationships), warnings
 
 
+# --- weak models ---------------------------------------------------------------------------------
+
+
+class FallbackExtractor:
+    """A `GraphExtractor` that fills a chunk whose model answer stayed unusable (a weak model's wrong
+    object, prose) with the `fallback` extractor's graph (the offline one), marked `origin="offline"` on
+    the chunk, so a weak model still gives a usable graph. A failed model call (server down, time-out)
+    stays a failed chunk: it is not the model's answer, and a rerun extracts it with the model."""
+
+    def __init__(self, primary: GraphExtractor, fallback: GraphExtractor) -> None:
+        self._primary = primary
+        self._fallback = fallback
+
+    async def extract(self, chunk: Chunk, config: ExtractConfig) -> ExtractionOutcome:
+        outcome = await self._primary.extract(chunk, config)
+        if not (outcome.failed and outcome.output_unusable):
+            return outcome
+        filled = await self._fallback.extract(chunk, config)
+        if filled.failed:
+            return outcome
+        return filled.model_copy(
+            update={
+                "origin": "offline",
+                "raw_output": outcome.raw_output,
+                "attempts": outcome.attempts,
+                "warnings": [f"model extraction unusable ({outcome.error}): extracted offline", *filled.warnings],
+            }
+        )
+
+
 # --- batch ---------------------------------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ from driftrag.models.graph import (
     ExtractionPayload,
     ReportPayload,
 )
+from driftrag.prompts.examples import example_names_in
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
 from driftrag.providers.json_answer import ask_json, json_example
@@ -76,8 +77,16 @@ class LLMGraphExtractor:
             attempts=self._max_attempts,
         )
         if answer.value is None:
-            return self._failed(chunk, answer.error or "no answer", answer.raw, answer.attempts)
+            failed = self._failed(chunk, answer.error or "no answer", answer.raw, answer.attempts)
+            return failed.model_copy(update={"output_unusable": answer.failure is None})
         payload, warnings = answer.value
+        payload, copied = _without_example(payload, chunk.text)
+        if copied and not payload.entities:
+            # Nothing but the prompt's worked example: as unusable as no JSON (the offline fill-in may take it).
+            failed = self._failed(chunk, "the answer copies the prompt's example", answer.raw, answer.attempts)
+            return failed.model_copy(update={"output_unusable": True})
+        if copied:
+            warnings = [*warnings, f"{copied} entities copied from the prompt's example dropped"]
         outcome = ExtractionOutcome(
             chunk_id=chunk.id,
             entities=payload.entities,
@@ -131,6 +140,22 @@ class LLMGraphExtractor:
                 "warnings": warnings,
             }
         )
+
+
+def _without_example(payload: ExtractionPayload, text: str) -> tuple[ExtractionPayload, int]:
+    """The payload without the entities (and their relationships) a weak model copied from the prompt's
+    worked example: its names, unless the chunk itself holds them; and how many were dropped."""
+    copied = {normalise_name(e.name) for e in payload.entities if example_names_in(e.name, [text])}
+    if not copied:
+        return payload, 0
+    entities = [e for e in payload.entities if normalise_name(e.name) not in copied]
+    relationships = [
+        r
+        for r in payload.relationships
+        if normalise_name(r.source) not in copied and normalise_name(r.target) not in copied
+    ]
+    dropped = len(payload.entities) - len(entities)
+    return ExtractionPayload(entities=entities, relationships=relationships), dropped
 
 
 def _relationship_key(rel: ExtractedRelationship) -> tuple[str, str, str]:

@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Annotated, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
+
+from driftrag.prompts.examples import (
+    EXAMPLE_CITY,
+    EXAMPLE_HIRE,
+    EXAMPLE_NICKNAME,
+    EXAMPLE_ORG,
+    EXAMPLE_PASSAGE,
+    EXAMPLE_PERSON,
+)
 
 # The only shape a relationship or entity type may take once normalised; it is stored as data, never
 # spliced into a query, but keeping it tame makes it safe to display and to group by.
@@ -114,24 +123,28 @@ class ExtractionPayload(_Model):
         return cls(
             entities=[
                 ExtractedEntity(
-                    name="Anna Petrova", type="PERSON", description="Runs the Harbour Lab; hired Ivan Sokolov in 2019."
+                    name=EXAMPLE_PERSON,
+                    type="PERSON",
+                    description=f"Runs the {EXAMPLE_ORG}; hired {EXAMPLE_HIRE} in 2019.",
                 ),
-                ExtractedEntity(name="Harbour Lab", type="ORGANIZATION", description="A lab run by Anna Petrova."),
+                ExtractedEntity(name=EXAMPLE_ORG, type="ORGANIZATION", description=f"A guild run by {EXAMPLE_PERSON}."),
                 ExtractedEntity(
-                    name="Ivan Sokolov", type="PERSON", description="Hired by Anna Petrova in 2019; called Vanya."
+                    name=EXAMPLE_HIRE,
+                    type="PERSON",
+                    description=f"Hired by {EXAMPLE_PERSON} in 2019; called {EXAMPLE_NICKNAME}.",
                 ),
             ],
             relationships=[
                 ExtractedRelationship(
-                    source="Anna Petrova",
-                    target="Harbour Lab",
+                    source=EXAMPLE_PERSON,
+                    target=EXAMPLE_ORG,
                     type="LEADS",
-                    description="She runs the lab.",
+                    description="She runs the guild.",
                     strength=9,
                 ),
                 ExtractedRelationship(
-                    source="Anna Petrova",
-                    target="Ivan Sokolov",
+                    source=EXAMPLE_PERSON,
+                    target=EXAMPLE_HIRE,
                     type="HIRED",
                     description="She hired him in 2019.",
                     strength=8,
@@ -140,9 +153,8 @@ class ExtractionPayload(_Model):
         )
 
 
-EXTRACTION_EXAMPLE_PASSAGE = (
-    "Anna Petrova runs the Harbour Lab. In 2019 she hired Ivan Sokolov, whom everyone calls Vanya."
-)
+# Visibly fictional (`driftrag.prompts.examples`), so that a copied example is recognised.
+EXTRACTION_EXAMPLE_PASSAGE = EXAMPLE_PASSAGE
 
 
 class ExtractionOutcome(_Model):
@@ -156,6 +168,12 @@ class ExtractionOutcome(_Model):
     gleaning_rounds: int = Field(default=0, ge=0)
     skipped_reason: str | None = Field(default=None, description="Why no model call was made, if none was.")
     warnings: list[str] = Field(default_factory=list, description="Items dropped or coerced, with counts.")
+    # Failed because the model's answer stayed unusable after its re-asks (not because the call failed):
+    # the only failure the offline extractor may fill in (`extraction_offline_fallback`).
+    output_unusable: bool = False
+    origin: Literal["model", "offline"] = Field(
+        default="model", description="offline = the model's answer was unusable; the offline extractor filled it."
+    )
 
 
 # --- merged graph ----------------------------------------------------------------------------------
@@ -262,12 +280,13 @@ class ReportPayload(_Model):
     @classmethod
     def example(cls) -> Self:
         return cls(
-            title="Harbour Lab and its staff in Odessa",
-            summary="Anna Petrova runs the Harbour Lab in Odessa, where Ivan Sokolov has worked since 2019.",
+            title=f"{EXAMPLE_ORG} and its staff in {EXAMPLE_CITY}",
+            summary=f"{EXAMPLE_PERSON} runs the {EXAMPLE_ORG} in {EXAMPLE_CITY}, where {EXAMPLE_HIRE} has worked "
+            "since 2019.",
             rating=4.0,
-            rating_explanation="A small lab with local influence.",
+            rating_explanation="A small guild with local influence.",
             findings=[
-                Finding(summary="Anna Petrova leads the lab", explanation="She runs it and hired its staff."),
+                Finding(summary=f"{EXAMPLE_PERSON} leads the guild", explanation="She runs it and hired its staff."),
             ],
             citations=["S1", "S3"],
         )
@@ -322,6 +341,10 @@ class KbCounts(BaseModel):
     communities: int = 0
     reports: int = 0
     aliases: int = Field(default=0, description="Names merged into another entity (its `aliases`).")
+    offline_extracted_chunks: int = Field(
+        default=0,
+        description="Chunks whose model extraction stayed unusable, extracted by the offline extractor instead.",
+    )
 
 
 class KbProfile(BaseModel):

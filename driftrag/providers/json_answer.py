@@ -30,6 +30,7 @@ from driftrag.providers.chat import ChatModel, chat_streaming, turn
 T = TypeVar("T")
 DEFAULT_ATTEMPTS = 2
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)(?:```|\Z)", re.DOTALL)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
 class InvalidModelOutput(ModelError):
@@ -46,12 +47,29 @@ def json_example(example: BaseModel) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-def extract_json_object(raw: str) -> dict[str, Any]:
-    """The JSON object inside a model answer: fences and surrounding prose removed, then repaired."""
-    text = raw.strip()
+def strip_wrappers(raw: str) -> tuple[str, list[str]]:
+    """The answer without what reasoning models and chatty ones put around it, and what was removed:
+    `think_block` for `<think>…</think>` (DeepSeek-R1 distills, Qwen3; also a block whose opening tag
+    the server already dropped), `code_fence` for a Markdown fence (its content is kept)."""
+    text, removed = raw.strip(), []
+    if "</think>" in text.lower() or text.lower().startswith("<think>"):
+        removed.append("think_block")
+        text = _THINK.sub("", text)
+        # An orphan closing tag: the reasoning before it is dropped; an unclosed block: only its tag.
+        closing = text.lower().rfind("</think>")
+        text = text[closing + len("</think>") :] if closing >= 0 else re.sub(r"(?i)^<think>", "", text)
+        text = text.strip()
     fenced = _FENCE.search(text)
     if fenced:
-        text = fenced.group(1)
+        removed.append("code_fence")
+        text = fenced.group(1).strip()
+    return text, removed
+
+
+def extract_json_object(raw: str) -> dict[str, Any]:
+    """The JSON object inside a model answer: think blocks, fences and surrounding prose removed, then
+    repaired."""
+    text, _ = strip_wrappers(raw)
     start = text.find("{")
     if start < 0:
         raise InvalidModelOutput("the answer contains no JSON object")

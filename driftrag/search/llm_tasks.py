@@ -3,9 +3,19 @@
 Each JSON task shows a filled-in example of its pydantic model in the prompt (every field present),
 parses the answer with `json_repair` (`extract_json_object`), coerces what is easy to coerce, and
 validates with the same model. An answer that cannot be used is re-asked once by the one JSON-answer
-helper (`driftrag.providers.json_answer`); a second unusable answer raises `InvalidModelOutput` (a
-`ModelError`). Citations are kept only when the cited id was shown to the model (in the `citations`
-list or inline as `[id]` in the answer).
+helper (`driftrag.providers.json_answer`). Citations are kept only when the cited id was shown to the
+model (in the `citations` list or inline as `[id]` in the answer).
+
+Weak and local models (issue 34): parsing is tolerant and every tolerance is accounted for in the
+query's `DegradedLog` (the result's `degraded`): `<think>` blocks and code fences are stripped, a
+missing or malformed score becomes `NEUTRAL_SCORE`, an answer under another common key ("response",
+"text", "Answer"…) is the answer, and a re-asked model that still writes prose, not JSON, has that prose
+taken as its answer. An answer that stays unusable then falls back, when the tasks were built with
+`fallback` (the offline extractive tasks, as the composition root wires them): the extractive answer,
+map or reduce over the same input; the DRIFT primer gives no answer (DRIFT then runs the question's own
+local search); a DRIFT follow-up is dropped (`InvalidModelOutput`, which DRIFT records as a failed
+follow-up). Without `fallback`, an unusable answer raises `InvalidModelOutput` (a `ModelError`). A failed
+call (backend down, time-out, budget) is never replaced: it raises as before.
 
 Question, context and template travel between `<<<NAME>>>` / `<<<END_NAME>>>` lines; those markers
 are removed from the values first, so a hostile question cannot close its section early.
@@ -20,6 +30,7 @@ from typing import Any, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from driftrag.models.search import Source
+from driftrag.prompts.examples import EXAMPLE_ORG, EXAMPLE_PERSON
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
 from driftrag.providers.handles import NODE_ID, Handles
@@ -29,19 +40,36 @@ from driftrag.providers.json_answer import (
     ask_json,
     extract_json_object,
     json_example,
+    strip_wrappers,
 )
 from driftrag.providers.tokens import words_within
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.global_search.models import GlobalPoint, KeyPoint, MapPayload, ReportBatch
-from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
+from driftrag.search.models import (
+    NEUTRAL_SCORE,
+    AnswerPayload,
+    DegradedLog,
+    DegradedReason,
+    ReducedAnswer,
+    SearchContext,
+)
 from driftrag.search.streaming import AnswerStream
-from driftrag.search.tasks import QueryTasks
+from driftrag.search.tasks import (
+    ContextAnswerer,
+    DriftReducer,
+    GlobalMapper,
+    GlobalReducer,
+    QueryEntityNamer,
+    QueryTasks,
+)
 from driftrag.settings import Settings
 
 _MARKER = re.compile(r"<<<(?:END_)?[A-Z_]+>>>")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 T = TypeVar("T")
 HYDE_MIN_WORDS = 50
+# Where models put an answer's text besides "answer" (matched in any case: "Answer", "RESPONSE"…).
+ANSWER_KEYS = ("answer", "response", "text", "content", "result", "final_answer", "output", "reply", "summary")
 
 
 class EntityNames(BaseModel):
@@ -53,7 +81,7 @@ class EntityNames(BaseModel):
 
     @classmethod
     def example(cls) -> Self:
-        return cls(names=["Anna Petrova", "Harbour Lab"])
+        return cls(names=[EXAMPLE_PERSON, EXAMPLE_ORG])
 
 
 def delimit(name: str, text: str) -> str:
@@ -86,10 +114,51 @@ def _score(value: Any) -> int:
     return min(100, max(0, round(float(match.group()))))
 
 
+def _tolerant_score(value: Any, tolerated: list[DegradedReason]) -> int:
+    """The score, or `NEUTRAL_SCORE` (counted in `tolerated`) when it is missing or not a number: a good
+    answer is worth more than its self-assessment."""
+    if value is None:
+        tolerated.append("missing_score")
+        return NEUTRAL_SCORE
+    try:
+        return _score(value)
+    except InvalidModelOutput:
+        tolerated.append("malformed_score")
+        return NEUTRAL_SCORE
+
+
 def _text(value: Any) -> str:
     if isinstance(value, list):
         return "\n".join(_text(v) for v in value)
     return "" if value is None else str(value).strip()
+
+
+def _plain_text(value: Any) -> str:
+    """Text, a number ("how many…?"), or a list of texts; an object is not an answer (`{"answer": {…}}` is
+    a wrong shape, not text to show)."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(v.strip() for v in value if v.strip())
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def answer_field(obj: dict[str, Any]) -> tuple[str, bool]:
+    """The answer text of a JSON answer and whether it was found under another key than "answer"."""
+    exact = _plain_text(obj.get("answer"))
+    if exact:
+        return exact, False
+    by_key = {str(key).casefold(): value for key, value in obj.items()}
+    for key in ANSWER_KEYS:
+        text = _plain_text(by_key.get(key))
+        if text:
+            return text, True
+    return "", False
+
+
+def _unwrapped(raw: str) -> tuple[dict[str, Any], list[DegradedReason]]:
+    text, removed = strip_wrappers(raw)
+    return extract_json_object(text), list(removed)  # type: ignore[arg-type]
 
 
 def cited_ids(answer: str, citations: Iterable[str], citable: set[str]) -> list[str]:
@@ -98,38 +167,80 @@ def cited_ids(answer: str, citations: Iterable[str], citable: set[str]) -> list[
     return [i for i in dict.fromkeys(mentioned) if i in citable]
 
 
+def _handles(citable: set[str] | Handles) -> Handles:
+    return citable if isinstance(citable, Handles) else Handles(sorted(citable))
+
+
 def parse_answer(raw: str, citable: set[str] | Handles, max_follow_ups: int) -> AnswerPayload:
-    obj = extract_json_object(raw)
-    answer = _text(obj.get("answer"))
+    """An `AnswerPayload` from a JSON answer, tolerating what weak models get wrong (module docstring)."""
+    obj, tolerated = _unwrapped(raw)
+    answer, elsewhere = answer_field(obj)
     if not answer:
         raise InvalidModelOutput('the JSON object has no "answer" text')
-    handles = citable if isinstance(citable, Handles) else Handles(sorted(citable))
+    if elsewhere:
+        tolerated.append("answer_key")
+    handles = _handles(citable)
     answer, citations, unknown = handles.resolve(answer, _strings(_as_list(obj.get("citations"))))
     try:
         return AnswerPayload(
             answer=answer,
-            score=_score(obj.get("score")),
+            score=_tolerant_score(obj.get("score"), tolerated),
             follow_up_queries=_strings(_as_list(obj.get("follow_up_queries")))[: max(max_follow_ups, 0)],
             citations=citations,
             unknown_citations=unknown,
+            tolerated=tolerated or None,
         )
     except ValidationError as exc:
         raise InvalidModelOutput(f"the answer does not match the schema: {exc.errors()[:3]}") from exc
 
 
+def prose_text(raw: str) -> tuple[str, list[DegradedReason]]:
+    """The answer of a model that wrote prose instead of JSON (think blocks and fences stripped), or ""
+    when it holds a JSON object after all (a wrong object is not an answer) or nothing."""
+    text, removed = strip_wrappers(raw)
+    if not text or "{" in text:
+        return "", []
+    return text, [*removed, "prose_answer"]  # type: ignore[list-item]
+
+
+def prose_answer(raw: str, citable: set[str] | Handles) -> AnswerPayload | None:
+    """A prose answer as an `AnswerPayload`: its inline `[S1]` citations resolved, the neutral score."""
+    text, tolerated = prose_text(raw)
+    if not text:
+        return None
+    answer, citations, unknown = _handles(citable).resolve(text, [])
+    return AnswerPayload(
+        answer=answer,
+        score=NEUTRAL_SCORE,
+        follow_up_queries=[],
+        citations=citations,
+        unknown_citations=unknown,
+        tolerated=tolerated,
+    )
+
+
 def parse_reduced(raw: str, citable: set[str] | Handles) -> ReducedAnswer:
-    obj = extract_json_object(raw)
-    answer = _text(obj.get("answer"))
+    obj, tolerated = _unwrapped(raw)
+    answer, elsewhere = answer_field(obj)
     if not answer:
         raise InvalidModelOutput('the JSON object has no "answer" text')
-    handles = citable if isinstance(citable, Handles) else Handles(sorted(citable))
-    answer, citations, unknown = handles.resolve(answer, _strings(_as_list(obj.get("citations"))))
-    return ReducedAnswer(answer=answer, citations=citations, unknown_citations=unknown)
+    if elsewhere:
+        tolerated.append("answer_key")
+    answer, citations, unknown = _handles(citable).resolve(answer, _strings(_as_list(obj.get("citations"))))
+    return ReducedAnswer(answer=answer, citations=citations, unknown_citations=unknown, tolerated=tolerated or None)
+
+
+def prose_reduced(raw: str, citable: set[str] | Handles) -> ReducedAnswer | None:
+    text, tolerated = prose_text(raw)
+    if not text:
+        return None
+    answer, citations, unknown = _handles(citable).resolve(text, [])
+    return ReducedAnswer(answer=answer, citations=citations, unknown_citations=unknown, tolerated=tolerated)
 
 
 def parse_map(raw: str, handles: Handles, max_points: int) -> MapPayload:
     """Key points with their handles resolved to report ids; an empty list is a valid "nothing here"."""
-    obj = extract_json_object(raw)
+    obj, tolerated = _unwrapped(raw)
     value = obj.get("points", obj.get("key_points"))
     if value is None:
         raise InvalidModelOutput('the JSON object has no "points" list')
@@ -143,8 +254,14 @@ def parse_map(raw: str, handles: Handles, max_points: int) -> MapPayload:
             continue
         text, citations, missing = handles.resolve(description, _strings(_as_list(item.get("citations"))))
         unknown += missing
-        points.append(KeyPoint(description=text, score=_score(item.get("score")), citations=citations))
-    return MapPayload(points=points[: max(max_points, 0)], unknown_citations=unknown)
+        score = _tolerant_score(item.get("score"), tolerated)
+        points.append(KeyPoint(description=text, score=score, citations=citations))
+    # One entry per kind of tolerance: a batch of ten unscored points is one missing score, not ten.
+    return MapPayload(
+        points=points[: max(max_points, 0)],
+        unknown_citations=unknown,
+        tolerated=list(dict.fromkeys(tolerated)) or None,
+    )
 
 
 def render_points(points: Sequence[GlobalPoint], handles: Handles) -> str:
@@ -158,7 +275,7 @@ def render_points(points: Sequence[GlobalPoint], handles: Handles) -> str:
 
 
 def parse_names(raw: str) -> list[str]:
-    obj = extract_json_object(raw)
+    obj, _ = _unwrapped(raw)
     value = obj.get("names", obj.get("entities"))
     if value is None:
         raise InvalidModelOutput('the JSON object has no "names"')
@@ -182,30 +299,60 @@ def render_answers(answers: Sequence[IntermediateAnswer], handles: Handles | Non
 
 
 class _JsonAsker:
-    """The tasks' shared chat, prompts and answer cap; `ask` raises when the answer stays unusable."""
+    """The tasks' shared chat, prompts, answer cap and degradation log; `ask` raises `InvalidModelOutput`
+    when the answer stays unusable (a failed call raises its own error)."""
 
-    def __init__(self, chat: ChatModel, prompts: PromptRegistry, max_tokens: int) -> None:
+    def __init__(
+        self, chat: ChatModel, prompts: PromptRegistry, max_tokens: int, log: DegradedLog | None = None
+    ) -> None:
         self.chat = chat
         self.prompts = prompts
         self.max_tokens = max_tokens
+        self.log = log if log is not None else DegradedLog()
 
     async def ask(
-        self, task: str, prompt: str, example: str, parse: Callable[[str], T], stream: AnswerPreview | None = None
+        self,
+        step: str,
+        prompt: str,
+        example: str,
+        parse: Callable[[str], T],
+        stream: AnswerPreview | None = None,
+        prose: Callable[[str], T | None] | None = None,
     ) -> T:
+        """The parsed answer; with `prose`, a last answer without JSON is read as prose (after the re-ask
+        only: the re-ask gives the model its chance at the protocol first)."""
         answer = await ask_json(
             self.chat, self.prompts, prompt, parse, example, max_tokens=self.max_tokens, stream=stream
         )
-        return answer.unwrap(task)
+        value = answer.value
+        if value is None and answer.failure is None and prose is not None and answer.raw:
+            value = prose(answer.raw)
+        if value is None:
+            answer.unwrap(step)  # raises: the call's own error, else InvalidModelOutput
+            raise AssertionError("unreachable")
+        for reason in getattr(value, "tolerated", None) or ():
+            self.log.add(step, reason)
+        return value
+
+    def fell_back(self, step: str, error: InvalidModelOutput, instead: str) -> None:
+        self.log.add(step, "fallback", f"{instead}: {error}")
 
 
 class LLMQueryEntityNamer:
-    def __init__(self, asker: _JsonAsker) -> None:
+    def __init__(self, asker: _JsonAsker, fallback: QueryEntityNamer | None = None) -> None:
         self._asker = asker
+        self._fallback = fallback
 
     async def entity_names(self, question: str) -> list[str]:
         example = json_example(EntityNames.example())
         prompt = self._asker.prompts.render("query_entities", example=example, question=delimit("QUESTION", question))
-        return await self._asker.ask("query entities", prompt, example, parse_names)
+        try:
+            return await self._asker.ask("query entities", prompt, example, parse_names)
+        except InvalidModelOutput as exc:
+            if self._fallback is None:
+                raise
+            self._asker.fell_back("query entities", exc, "the question's capitalised names")
+            return await self._fallback.entity_names(question)
 
 
 async def _answer_over(
@@ -231,12 +378,20 @@ async def _answer_over(
         **extra,
     )
     preview = stream.json_answer(handles.written_back) if stream is not None else None
-    return await asker.ask(label, prompt, example, lambda raw: parse_answer(raw, handles, max_follow_ups), preview)
+    return await asker.ask(
+        label,
+        prompt,
+        example,
+        lambda raw: parse_answer(raw, handles, max_follow_ups),
+        preview,
+        prose=lambda raw: prose_answer(raw, handles),
+    )
 
 
 class LLMContextAnswerer:
-    def __init__(self, asker: _JsonAsker) -> None:
+    def __init__(self, asker: _JsonAsker, fallback: ContextAnswerer | None = None) -> None:
         self._asker = asker
+        self._fallback = fallback
 
     async def answer(
         self,
@@ -250,17 +405,32 @@ class LLMContextAnswerer:
         # A DRIFT step shows the user's question above its own, so that the score and the follow-ups
         # are measured against what the user asked, not against the side question.
         shown = f"\n{delimit('USER_QUESTION', user_question)}\n" if user_question else ""
-        return await _answer_over(
-            self._asker,
-            "answer",
-            "local_answer",
-            "context",
-            question,
-            context,
-            max_follow_ups,
-            stream,
-            user_question=shown,
-        )
+        step = "follow-up" if user_question else "answer"
+        try:
+            return await _answer_over(
+                self._asker,
+                step,
+                "local_answer",
+                "context",
+                question,
+                context,
+                max_follow_ups,
+                stream,
+                user_question=shown,
+            )
+        except InvalidModelOutput as exc:
+            if self._fallback is None:
+                raise
+            if user_question:
+                # A DRIFT follow-up is one of many: dropped (DRIFT records it as failed), the others answer.
+                self._asker.log.add(step, "dropped", f"{question[:120]}: {exc}")
+                raise
+            self._asker.fell_back(step, exc, "the offline extractive answer over the same context")
+            if stream is not None:
+                await stream.reset("the model's answer could not be used: an extractive answer follows")
+            return await self._fallback.answer(
+                question, context, max_follow_ups=max_follow_ups, user_question=user_question, stream=stream
+            )
 
 
 class LLMHydeWriter:
@@ -279,13 +449,18 @@ class LLMHydeWriter:
             max_words=str(words),
         )
         result = await self._asker.chat.chat([turn("user", prompt)], max_tokens=self._asker.max_tokens)
+        # A reasoning model's think block would only blur the probe's embedding.
+        text, removed = strip_wrappers(result.text)
+        if "think_block" in removed:
+            self._asker.log.add("hyde", "think_block")
         # An empty report would search with nothing: the question itself is the better probe.
-        return result.text.strip() or question
+        return text or question
 
 
 class LLMDriftPrimer:
-    def __init__(self, asker: _JsonAsker) -> None:
+    def __init__(self, asker: _JsonAsker, fallback: bool = False) -> None:
         self._asker = asker
+        self._fallback = fallback
 
     async def prime(
         self, question: str, reports: SearchContext, *, max_follow_ups: int, entities: Sequence[Source] = ()
@@ -293,12 +468,22 @@ class LLMDriftPrimer:
         # The model writes its follow-ups from the reports; the neighbourhood's names still decide, in
         # DRIFT, which entities each follow-up targets (dedup), and listing them would grow every prompt.
         del entities
-        return await _answer_over(self._asker, "primer", "drift_primer", "reports", question, reports, max_follow_ups)
+        try:
+            return await _answer_over(
+                self._asker, "primer", "drift_primer", "reports", question, reports, max_follow_ups
+            )
+        except InvalidModelOutput as exc:
+            if not self._fallback:
+                raise
+            # No answer and no follow-ups: DRIFT then searches the question itself, locally.
+            self._asker.fell_back("primer", exc, "the question's own local search")
+            return AnswerPayload(answer="", score=0, follow_up_queries=[], citations=[])
 
 
 class LLMDriftReducer:
-    def __init__(self, asker: _JsonAsker) -> None:
+    def __init__(self, asker: _JsonAsker, fallback: DriftReducer | None = None) -> None:
         self._asker = asker
+        self._fallback = fallback
 
     async def reduce(
         self, question: str, answers: Sequence[IntermediateAnswer], *, stream: AnswerStream | None = None
@@ -312,12 +497,28 @@ class LLMDriftReducer:
             answers=delimit("ANSWERS", render_answers(answers, handles)),
         )
         preview = stream.json_answer(handles.written_back) if stream is not None else None
-        return await self._asker.ask("reduce", prompt, example, lambda raw: parse_reduced(raw, handles), preview)
+        try:
+            return await self._asker.ask(
+                "reduce",
+                prompt,
+                example,
+                lambda raw: parse_reduced(raw, handles),
+                preview,
+                prose=lambda raw: prose_reduced(raw, handles),
+            )
+        except InvalidModelOutput as exc:
+            if self._fallback is None:
+                raise
+            self._asker.fell_back("reduce", exc, "the offline extractive reduce of the same answers")
+            if stream is not None:
+                await stream.reset("the model's answer could not be used: an extractive answer follows")
+            return await self._fallback.reduce(question, answers, stream=stream)
 
 
 class LLMGlobalMapper:
-    def __init__(self, asker: _JsonAsker) -> None:
+    def __init__(self, asker: _JsonAsker, fallback: GlobalMapper | None = None) -> None:
         self._asker = asker
+        self._fallback = fallback
 
     async def map(self, question: str, batch: ReportBatch, *, max_points: int) -> MapPayload:
         handles = Handles(source.id for source in batch.context.sources)
@@ -329,12 +530,19 @@ class LLMGlobalMapper:
             reports=delimit("REPORTS", handles.show(batch.context.text)),
             max_points=str(max(max_points, 0)),
         )
-        return await self._asker.ask("global map", prompt, example, lambda raw: parse_map(raw, handles, max_points))
+        try:
+            return await self._asker.ask("global map", prompt, example, lambda raw: parse_map(raw, handles, max_points))
+        except InvalidModelOutput as exc:
+            if self._fallback is None:
+                raise
+            self._asker.fell_back("global map", exc, f"the offline key sentences of batch {batch.index + 1}")
+            return await self._fallback.map(question, batch, max_points=max_points)
 
 
 class LLMGlobalReducer:
-    def __init__(self, asker: _JsonAsker) -> None:
+    def __init__(self, asker: _JsonAsker, fallback: GlobalReducer | None = None) -> None:
         self._asker = asker
+        self._fallback = fallback
 
     async def reduce(
         self, question: str, points: Sequence[GlobalPoint], *, stream: AnswerStream | None = None
@@ -348,21 +556,40 @@ class LLMGlobalReducer:
             question=delimit("QUESTION", question),
             points=delimit("POINTS", render_points(points, handles)),
         )
-        return await self._asker.ask(
-            "global reduce", prompt, example, lambda raw: parse_reduced(raw, handles), stream=preview
-        )
+        try:
+            return await self._asker.ask(
+                "global reduce",
+                prompt,
+                example,
+                lambda raw: parse_reduced(raw, handles),
+                stream=preview,
+                prose=lambda raw: prose_reduced(raw, handles),
+            )
+        except InvalidModelOutput as exc:
+            if self._fallback is None:
+                raise
+            self._asker.fell_back("global reduce", exc, "the offline extractive reduce of the same key points")
+            if stream is not None:
+                await stream.reset("the model's answer could not be used: an extractive answer follows")
+            return await self._fallback.reduce(question, points, stream=stream)
 
 
-def llm_query_tasks(chat: ChatModel, prompts: PromptRegistry, settings: Settings) -> QueryTasks:
-    """The query tasks asking `chat`; answers are capped at `answer_max_tokens`."""
-    asker = _JsonAsker(chat, prompts, settings.answer_max_tokens)
+def llm_query_tasks(
+    chat: ChatModel, prompts: PromptRegistry, settings: Settings, fallback: QueryTasks | None = None
+) -> QueryTasks:
+    """The query tasks asking `chat`; answers are capped at `answer_max_tokens`. With `fallback` (the
+    offline extractive tasks), a step whose answer stays unusable falls back (module docstring)."""
+    log = DegradedLog()
+    asker = _JsonAsker(chat, prompts, settings.answer_max_tokens, log)
+    spare = fallback
     return QueryTasks(
-        namer=LLMQueryEntityNamer(asker),
-        answerer=LLMContextAnswerer(asker),
+        namer=LLMQueryEntityNamer(asker, spare.namer if spare else None),
+        answerer=LLMContextAnswerer(asker, spare.answerer if spare else None),
         hyde=LLMHydeWriter(asker),
-        primer=LLMDriftPrimer(asker),
-        reducer=LLMDriftReducer(asker),
-        global_mapper=LLMGlobalMapper(asker),
-        global_reducer=LLMGlobalReducer(asker),
+        primer=LLMDriftPrimer(asker, fallback=spare is not None),
+        reducer=LLMDriftReducer(asker, spare.reducer if spare else None),
+        global_mapper=LLMGlobalMapper(asker, spare.global_mapper if spare else None),
+        global_reducer=LLMGlobalReducer(asker, spare.global_reducer if spare else None),
         extractive=False,
+        degraded=log,
     )

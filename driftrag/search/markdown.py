@@ -32,9 +32,20 @@ def sources_markdown(sources: Sequence[Source], heading: str = "Sources") -> str
     return "\n".join(lines)
 
 
+def degraded_line(result: QueryResult) -> list[str]:
+    """One line naming what the query's steps tolerated or replaced (weak models), or nothing."""
+    from driftrag.search.models import degraded_summary
+
+    if not result.degraded:
+        return []
+    return [f"*Degraded: {degraded_summary(result.degraded)}*", ""]
+
+
 def _head(result: QueryResult, line: str, with_answer: bool) -> list[str]:
-    """The question and the answer, or (after a streamed answer) only the summary line."""
-    return [f"### {result.question}", line, "", result.answer, ""] if with_answer else ["", line, ""]
+    """The question and the answer, or (after a streamed answer) only the summary line, then the
+    degraded line when there is one."""
+    head = [f"### {result.question}", line, "", result.answer, ""] if with_answer else ["", line, ""]
+    return head + degraded_line(result)
 
 
 def query_result_markdown(result: QueryResult, *, with_answer: bool = True) -> str:

@@ -7,17 +7,74 @@ Every source is identified by the id it carries in the graph (`chunk-…`, `enti
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from driftrag.models.search import Source
+from driftrag.prompts.examples import EXAMPLE_ANSWER, EXAMPLE_FOLLOW_UP, EXAMPLE_REDUCED
 from driftrag.providers.usage import Usage
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# Why a step's result is less than the model's own well-formed answer (`Degradation.reason`):
+# - missing_score / malformed_score: the neutral score (`NEUTRAL_SCORE`) stands in for it;
+# - answer_key: the answer text was under another key ("response", "text"…);
+# - prose_answer: the re-asked model still wrote no JSON, and its prose was taken as the answer;
+# - think_block / code_fence: a `<think>…</think>` block or a Markdown fence was stripped first;
+# - fallback: the step's output stayed unusable, and the offline extractive step (or, for the DRIFT
+#   primer, the question's own local search) answered instead;
+# - dropped: a DRIFT follow-up whose answer stayed unusable was left out;
+# - ungrounded: the final answer repeats a prompt example's names, or every citation it made is unknown.
+DegradedReason = Literal[
+    "missing_score",
+    "malformed_score",
+    "answer_key",
+    "prose_answer",
+    "think_block",
+    "code_fence",
+    "fallback",
+    "dropped",
+    "ungrounded",
+]
+NEUTRAL_SCORE = 50
+
+
+class Degradation(_Model):
+    """One thing a query step had to tolerate or replace in a model's answer (weak and local models)."""
+
+    step: str = Field(description="The step: answer, primer, follow-up, reduce, global map, global reduce…")
+    reason: DegradedReason
+    detail: str = Field(default="", description="What exactly, e.g. the parse error that led to a fallback.")
+
+    def __str__(self) -> str:
+        return f"{self.step}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
+
+
+class DegradedLog:
+    """The degradations of one query, in the order they happened (one per query, shared by its tasks)."""
+
+    def __init__(self) -> None:
+        self._items: list[Degradation] = []
+
+    def add(self, step: str, reason: DegradedReason, detail: str = "") -> None:
+        self._items.append(Degradation(step=step, reason=reason, detail=detail[:300]))
+
+    def items(self) -> list[Degradation]:
+        return list(self._items)
+
+
+def degraded_summary(degraded: list[Degradation]) -> str:
+    """One line: each step's reasons, counted (`answer: missing_score; reduce: fallback ×2`)."""
+    counts: dict[str, int] = {}
+    for item in degraded:
+        key = f"{item.step}: {item.reason}"
+        counts[key] = counts.get(key, 0) + 1
+    return "; ".join(key + (f" ×{n}" if n > 1 else "") for key, n in counts.items())
 
 
 class SearchContext(_Model):
@@ -36,7 +93,8 @@ class SearchContext(_Model):
 class AnswerPayload(_Model):
     """The JSON protocol of an answer over a context (local, basic, entity, DRIFT primer/follow-ups).
 
-    Every field is required: a missing score is a re-ask, not a silent middle score."""
+    Every field is asked for; the parser tolerates a missing score (`NEUTRAL_SCORE`, and says so in
+    `tolerated`) rather than throw a good answer away."""
 
     answer: str = Field(description="The answer in Markdown; say plainly when the context does not answer.")
     score: int = Field(ge=0, le=100, description="How well the context answers the question, 0-100.")
@@ -44,15 +102,12 @@ class AnswerPayload(_Model):
     citations: list[str] = Field(description="Ids of the context sources used.")
     # Set by the parser, never asked of the model: cited handles or ids the context did not show.
     unknown_citations: SkipJsonSchema[int | None] = None
+    # Set by the parser: what it had to tolerate (`DegradedReason` values).
+    tolerated: SkipJsonSchema[list[DegradedReason] | None] = None
 
     @classmethod
     def example(cls) -> Self:
-        return cls(
-            answer="Anna Petrova hired Ivan Sokolov in 2019 [S2]; the context does not say why.",
-            score=75,
-            follow_up_queries=["Why did Anna Petrova hire Ivan Sokolov?"],
-            citations=["S2"],
-        )
+        return cls(answer=EXAMPLE_ANSWER, score=75, follow_up_queries=[EXAMPLE_FOLLOW_UP], citations=["S2"])
 
 
 class ReducedAnswer(_Model):
@@ -61,12 +116,11 @@ class ReducedAnswer(_Model):
     answer: str
     citations: list[str] = Field(default_factory=list)
     unknown_citations: SkipJsonSchema[int | None] = None
+    tolerated: SkipJsonSchema[list[DegradedReason] | None] = None
 
     @classmethod
     def example(cls) -> Self:
-        return cls(
-            answer="Anna Petrova runs the Harbour Lab [S1]; she hired Ivan Sokolov [S2].", citations=["S1", "S2"]
-        )
+        return cls(answer=EXAMPLE_REDUCED, citations=["S1", "S2"])
 
 
 class _Items:
@@ -101,7 +155,15 @@ class QueryResult(_Model):
     llm_calls: int = Field(default=0, description="Model calls spent from the query's budget (cache hits are free).")
     prompt_tokens: int = Field(default=0, description="Prompt tokens spent from the query's budget.")
     completion_tokens: int = Field(default=0, description="Completion tokens of the query's model calls.")
+    degraded: list[Degradation] = Field(
+        default_factory=list,
+        description="What the query's steps tolerated or replaced in the model's answers (empty: none).",
+    )
     seconds: float = 0.0
+
+    @property
+    def ungrounded(self) -> bool:
+        return any(item.reason == "ungrounded" for item in self.degraded)
 
     def retrieved_sources(self) -> list[Source]:
         """Everything retrieved, best-ranked first (the order retrieval metrics truncate in). Each mode's

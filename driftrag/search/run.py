@@ -5,7 +5,11 @@
 - the guard: an unknown kb is an error, and graph modes refuse a kb whose graph is disabled;
 - the one retry policy of query steps (`retrying`): transient failures only (Neo4j, the model), never an
   exhausted budget or a bad request, `query_step_retries` times with exponential backoff;
-- the accounting of its result: model calls, prompt and completion tokens from the budget, usage, seconds.
+- the accounting of its result: model calls, prompt and completion tokens from the budget, usage, seconds,
+  and `degraded`: what its tasks tolerated or replaced, and whether the final answer is grounded.
+
+An answer the model keeps getting wrong is not a transient failure: the tasks re-ask it once themselves
+and then fall back (`driftrag.search.llm_tasks`), so `retrying` does not ask the same prompt again.
 
 The whole query's timeout (`query_timeout_s`) is the workflow's (`driftrag.workflows.query`).
 """
@@ -14,13 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-from driftrag.errors import BackendUnavailableError, GraphDisabledError, ModelError
+from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, GraphDisabledError, ModelError
+from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import BudgetExhausted, QueryBudget
 from driftrag.search.deps import QueryDeps
+from driftrag.search.grounding import ungrounded
 from driftrag.search.models import SearchContext, SearchResult
 from driftrag.search.question import check_question
 from driftrag.search.streaming import AnswerStream
@@ -34,7 +40,7 @@ MAX_RETRY_DELAY_S = 5.0
 
 def is_transient(error: BaseException) -> bool:
     return isinstance(error, ModelError | BackendUnavailableError) and not isinstance(
-        error, BudgetExhausted | GraphDisabledError
+        error, BudgetExhausted | GraphDisabledError | InvalidModelOutput
     )
 
 
@@ -81,8 +87,16 @@ class QueryRun:
         return self.deps.settings
 
     async def ensure_available(self) -> None:
-        """KnowledgeBaseNotFoundError for an unknown kb; GraphDisabledError for a graph mode on a disabled graph."""
+        """KnowledgeBaseNotFoundError for an unknown kb; EmbeddingDimensionMismatchError for a kb embedded by
+        another embedder; GraphDisabledError for a graph mode on a disabled graph."""
         enabled = await self.deps.stores.graph_search.graph_enabled(self.kb)
+        space = await self.deps.stores.database.vector_space(self.kb)
+        embedder = self.deps.embedder.model_name
+        if space.embedder is not None and space.embedder != embedder:
+            raise EmbeddingDimensionMismatchError(
+                f"knowledge base {self.kb!r} holds vectors of {space.embedder}; this engine embeds questions with "
+                f"{embedder}: query it with its own embedder (or reset its vectors and ingest it again)"
+            )
         if self.uses_graph and not enabled:
             raise GraphDisabledError(
                 f"the graph of knowledge base {self.kb!r} is disabled, so {self.mode} search cannot run; enable "
@@ -134,16 +148,37 @@ class QueryRun:
             source_ids=[i for i in dict.fromkeys(payload.citations) if i in known],
             unknown_citations=payload.unknown_citations or 0,
             context=context,
-            **self.accounting(),
+            **self.accounting(
+                answer=payload.answer,
+                step="answer" if user_question is None else "follow-up",
+                cited=[i for i in payload.citations if i in known],
+                unknown_citations=payload.unknown_citations or 0,
+                shown=[question, context.text],
+            ),
         )
 
-    def accounting(self) -> dict:
-        """The result fields every mode fills the same way."""
+    def accounting(
+        self,
+        *,
+        answer: str | None = None,
+        step: str = "answer",
+        cited: Sequence[str] = (),
+        unknown_citations: int = 0,
+        shown: Iterable[str] = (),
+    ) -> dict[str, Any]:
+        """The result fields every mode fills the same way; with the final `answer` (its known `cited`
+        ids, its `unknown_citations`, and the texts `shown` to the model), its grounding check too."""
+        degraded = self.tasks.degraded.items()
+        if answer is not None:
+            degraded += ungrounded(
+                answer, step=step, cited=cited, unknown_citations=unknown_citations, shown=[self.question, *shown]
+            )
         return {
             "extractive": self.tasks.extractive,
             "usage": self.deps.usage.since(self.usage_start),
             "llm_calls": self.budget.calls - self._calls_start,
             "prompt_tokens": self.budget.prompt_tokens - self._tokens_start,
             "completion_tokens": self.budget.completion_tokens - self._completion_start,
+            "degraded": degraded,
             "seconds": round(time.monotonic() - self.started, 3),
         }

@@ -8,13 +8,13 @@ final answer (the answerer, the reducer) write its text to `stream` as they prod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from driftrag.models.search import Source
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.global_search.models import GlobalPoint, MapPayload, ReportBatch
-from driftrag.search.models import AnswerPayload, ReducedAnswer, SearchContext
+from driftrag.search.models import AnswerPayload, DegradedLog, ReducedAnswer, SearchContext
 from driftrag.search.streaming import AnswerStream
 
 
@@ -91,7 +91,8 @@ class GlobalReducer(Protocol):
 
 @dataclass(frozen=True)
 class QueryTasks:
-    """The model tasks of the query modes; `extractive` marks the offline implementations."""
+    """The model tasks of the query modes; `extractive` marks the offline implementations. `degraded`
+    is where the tasks of one query record what they tolerated or replaced (`Degradation`)."""
 
     namer: QueryEntityNamer
     answerer: ContextAnswerer
@@ -101,3 +102,4 @@ class QueryTasks:
     global_mapper: GlobalMapper
     global_reducer: GlobalReducer
     extractive: bool = False
+    degraded: DegradedLog = field(default_factory=DegradedLog)

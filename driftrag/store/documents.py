@@ -44,9 +44,11 @@ class DocumentWriter:
             )
 
     async def set_embeddings(self, kind: NodeKind, kb: str, rows: Sequence[tuple[str, list[float]]]) -> None:
-        """Store vectors with `db.create.setNodeVectorProperty` (the vector indexes must exist)."""
+        """Store vectors with `db.create.setNodeVectorProperty` (the kb's vector space must be claimed)."""
         validate_kb_id(kb)
         statement = _SET_EMBEDDINGS[kind]
+        # In the kb's vector space: its property, which its indexes cover.
+        vectors = {"vector_property": (await self._store.vector_space(kb)).property}
         payload = [{"id": node_id, "embedding": vector} for node_id, vector in rows]
         for start in range(0, len(payload), _WRITE_BATCH):
-            await self._store.write(statement, kb=kb, rows=payload[start : start + _WRITE_BATCH])
+            await self._store.write(statement, kb=kb, rows=payload[start : start + _WRITE_BATCH], **vectors)

@@ -129,6 +129,7 @@ class GraphStore:
                 "extraction": outcome.model_dump_json(),
                 "status": "failed" if outcome.failed else "ok",
                 "error": outcome.error,
+                "origin": outcome.origin,
             }
             for outcome in outcomes
         ]
@@ -148,8 +149,12 @@ class GraphStore:
 
     # --- entities and relationships ----------------------------------------------------------------------
 
+    async def _vectors(self, kb: str) -> dict[str, str]:
+        """The parameter of the statements that read a kb's vectors: the property of its vector space."""
+        return {"vector_property": (await self._store.vector_space(validate_kb_id(kb))).property}
+
     async def entity_state(self, kb: str) -> dict[str, StoredState]:
-        rows = await self._store.read(cy.MATCH_ENTITY_STATE, kb=validate_kb_id(kb))
+        rows = await self._store.read(cy.MATCH_ENTITY_STATE, **await self._vectors(kb), kb=validate_kb_id(kb))
         return {
             row["id"]: StoredState(
                 id=row["id"],
@@ -232,7 +237,7 @@ class GraphStore:
     # --- communities -----------------------------------------------------------------------------------
 
     async def community_state(self, kb: str) -> dict[str, StoredState]:
-        rows = await self._store.read(cy.MATCH_COMMUNITY_STATE, kb=validate_kb_id(kb))
+        rows = await self._store.read(cy.MATCH_COMMUNITY_STATE, **await self._vectors(kb), kb=validate_kb_id(kb))
         return {
             row["id"]: StoredState(
                 id=row["id"],
@@ -310,8 +315,11 @@ class GraphStore:
         validate_kb_id(kb)
         state = {}
         ordered = sorted(set(ids))
+        vectors = await self._vectors(kb)
         for start in range(0, len(ordered), _BATCH):
-            for row in await self._store.read(cy.MATCH_COMMUNITY_STATE_OF, kb=kb, ids=ordered[start : start + _BATCH]):
+            for row in await self._store.read(
+                cy.MATCH_COMMUNITY_STATE_OF, **vectors, kb=kb, ids=ordered[start : start + _BATCH]
+            ):
                 state[row["id"]] = StoredState(
                     id=row["id"],
                     input_hash=row["context_hash"],
@@ -498,8 +506,11 @@ class GraphStore:
         validate_kb_id(kb)
         ordered = sorted(set(ids))
         state = {}
+        vectors = await self._vectors(kb)
         for start in range(0, len(ordered), _BATCH):
-            for row in await self._store.read(cy.MATCH_ENTITY_STATE_OF, kb=kb, ids=ordered[start : start + _BATCH]):
+            for row in await self._store.read(
+                cy.MATCH_ENTITY_STATE_OF, **vectors, kb=kb, ids=ordered[start : start + _BATCH]
+            ):
                 state[row["id"]] = StoredState(
                     id=row["id"],
                     input_hash=row["descriptions_hash"],
@@ -556,10 +567,15 @@ class GraphStore:
     ) -> list[tuple[str, str]]:
         """(id, text) of the kb's chunks without a vector, or of those of `document_ids`."""
         if document_ids is None:
-            rows = await self._store.read(cy.MATCH_CHUNKS_WITHOUT_EMBEDDING, kb=validate_kb_id(kb))
+            rows = await self._store.read(
+                cy.MATCH_CHUNKS_WITHOUT_EMBEDDING, **await self._vectors(kb), kb=validate_kb_id(kb)
+            )
         else:
             rows = await self._store.read(
-                cy.MATCH_DOCUMENT_CHUNKS_WITHOUT_EMBEDDING, kb=validate_kb_id(kb), document_ids=list(document_ids)
+                cy.MATCH_DOCUMENT_CHUNKS_WITHOUT_EMBEDDING,
+                **await self._vectors(kb),
+                kb=validate_kb_id(kb),
+                document_ids=list(document_ids),
             )
         return [(row["id"], row["text"]) for row in rows]
 
@@ -572,11 +588,11 @@ class GraphStore:
 
     async def chunks(self, kb: str) -> list[dict[str, Any]]:
         """Every chunk: id, document_id, index, text, extractable, extraction_status, embedded."""
-        return await self._store.read(cy.MATCH_CHUNKS, kb=validate_kb_id(kb))
+        return await self._store.read(cy.MATCH_CHUNKS, **await self._vectors(kb), kb=validate_kb_id(kb))
 
     async def entities(self, kb: str) -> list[dict[str, Any]]:
         """Every entity: id, name, type, descriptions, summary, source_chunk_ids, aliases, embedded."""
-        return await self._store.read(cy.MATCH_ENTITIES, kb=validate_kb_id(kb))
+        return await self._store.read(cy.MATCH_ENTITIES, **await self._vectors(kb), kb=validate_kb_id(kb))
 
     async def relationships(self, kb: str) -> list[dict[str, Any]]:
         """Every relationship: id, source_id, target_id, type, descriptions, summary, source_chunk_ids."""
@@ -584,7 +600,7 @@ class GraphStore:
 
     async def communities(self, kb: str) -> list[dict[str, Any]]:
         """Every community with its report fields, `parent_id` as stored and the parent it links to."""
-        rows = await self._store.read(cy.MATCH_COMMUNITIES, kb=validate_kb_id(kb))
+        rows = await self._store.read(cy.MATCH_COMMUNITIES, **await self._vectors(kb), kb=validate_kb_id(kb))
         return [{**row, "findings": json.loads(row["findings"]) if row["findings"] else []} for row in rows]
 
     # --- counts --------------------------------------------------------------------------------------

@@ -144,3 +144,7 @@ class KbLocks:
         self, kb: str, *, ttl_s: float, on_wait: Callable[[str], None] | None = None, shared: bool = False
     ) -> KbLock:
         return KbLock(self.store, kb, ttl_s=ttl_s, on_wait=on_wait, shared=shared)
+
+    async def discard(self, kb: str) -> None:
+        """Remove a deleted kb's lock node and its expired leases and waiters, unless someone holds it."""
+        await self.store.write(cy.DISCARD_KB_LOCK, kb=validate_kb_id(kb))

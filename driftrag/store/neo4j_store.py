@@ -39,6 +39,7 @@ from driftrag.store.cypher import schema as cy
 from driftrag.store.health import BackendHealth
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.markers import migrate_search_markers
+from driftrag.store.vector_spaces import KINDS, SHARED, SHARED_KEY, VectorKind, VectorSpace
 
 log = logging.getLogger(__name__)
 _DRIVER_LOG = logging.getLogger("neo4j")
@@ -105,6 +106,26 @@ class VectorIndexInfo(BaseModel):
     similarity: str
 
 
+def _space_of(row: Mapping[str, Any]) -> VectorSpace:
+    """A kb's space from its record (no key: written before spaces existed, so the shared indexes)."""
+    if row["key"] in (None, SHARED_KEY):
+        return SHARED.model_copy(update={"embedder": row["embedder"], "dimension": row["dimension"]})
+    return VectorSpace(key=row["key"], property=row["property"], embedder=row["embedder"], dimension=row["dimension"])
+
+
+def _same_embedder(current: VectorSpace, wanted: VectorSpace) -> bool:
+    return current.embedder == wanted.embedder and current.dimension == wanted.dimension
+
+
+def _mismatch(kb: str, current: VectorSpace, wanted: VectorSpace) -> EmbeddingDimensionMismatchError:
+    return EmbeddingDimensionMismatchError(
+        f"knowledge base {kb!r} holds vectors of {current.embedder or 'another embedder'} ({current.dimension} "
+        f"dimensions, index {current.index('chunk')}); this engine embeds with {wanted.embedder} "
+        f"({wanted.dimension}). Use the kb's embedder, or drop its vectors with "
+        f"`driftrag schema reset-vectors --kb {kb}` and ingest again to embed them anew."
+    )
+
+
 def check_server_version(version: str) -> None:
     """Accept Neo4j 5.26+ and the calendar-versioned 2025.x and later; refuse anything older."""
     try:
@@ -135,6 +156,8 @@ class Neo4jStore:
         self._vector_shares: dict[tuple[str, str], float] = {}
         # (vector index, kb) pairs known to hold more than `vector_exact_limit` nodes: searched on the index.
         self._approximate: set[tuple[str, str]] = set()
+        # The vector space of each kb that has recorded one (`vector_space`).
+        self._spaces: dict[str, VectorSpace] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings, uri: str | None = None) -> Neo4jStore:
@@ -213,25 +236,10 @@ class Neo4jStore:
 
     # --- schema ---------------------------------------------------------------------------------
 
-    async def ensure_schema(self, embedding_dimension: int) -> list[VectorIndexInfo]:
-        """Create constraints, lookup and vector indexes if missing, and wait until they are online;
-        then give every kb written before the search markers existed its markers (once, in batches).
-
-        An existing vector index with another dimension is refused: mixing embedders would make
-        every similarity score meaningless.
-        """
-        if not isinstance(embedding_dimension, int) or not 1 <= embedding_dimension <= 4096:
-            raise ConfigurationError(f"embedding dimension must be an integer in 1..4096, got {embedding_dimension!r}")
-        existing = {index.name: index for index in await self.vector_indexes()}
-        mismatched = [index for index in existing.values() if index.dimensions != embedding_dimension]
-        if mismatched:
-            index = mismatched[0]
-            raise EmbeddingDimensionMismatchError(
-                f"vector index {index.name} has {index.dimensions} dimensions but the embedder produces "
-                f"{embedding_dimension}. Use the embedding model the graph was built with "
-                f"(DRIFTRAG_EMBEDDING_MODEL / DRIFTRAG_LLM_PROVIDER), or run `driftrag schema reset-vectors` "
-                "to drop the vector indexes and embeddings, then re-ingest to embed again."
-            )
+    async def ensure_schema(self) -> None:
+        """Create constraints and lookup indexes if missing, and wait until they are online; then give
+        every kb written before the search markers existed its markers (once, in batches). The vector
+        indexes belong to vector spaces, created when a kb first claims one (`claim_vector_space`)."""
         # One read of what exists, then only the missing objects created (each CREATE is a schema
         # transaction of its own; `IF NOT EXISTS` still makes a concurrent creation harmless).
         indexes, constraints = await asyncio.gather(
@@ -244,22 +252,21 @@ class Neo4jStore:
             if _schema_object_name(statement) not in present
         ]
         for statement in missing:
-            await self.write(statement)
-        missing_vectors = [name for name in cy.CREATE_VECTOR_INDEXES if name not in existing]
-        for name in missing_vectors:
-            await self.write(cy.CREATE_VECTOR_INDEXES[name], dimensions=embedding_dimension)
-        changed = bool(missing or missing_vectors) or any(row["state"] != "ONLINE" for row in indexes)
-        if changed:
+            try:
+                await self.write(statement)
+            except ClientError as exc:
+                if _schema_object_name(statement) != "driftrag_related_key":
+                    raise
+                # A graph of earlier versions may hold a relationship id twice: it still works, unchecked.
+                log.warning("relationship ids are not unique per kb on this server, left unchecked: %s", exc)
+        if missing or any(row["state"] != "ONLINE" for row in indexes):
             await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
         migrated = await migrate_search_markers(self)
         if migrated:
             log.info("search markers written for knowledge bases %s", ", ".join(migrated))
-        if changed:
-            return await self.vector_indexes()
-        return sorted(existing.values(), key=lambda index: index.name)
 
     async def vector_indexes(self) -> list[VectorIndexInfo]:
-        rows = await self.read(cy.SHOW_VECTOR_INDEXES, names=list(cy.VECTOR_INDEXES))
+        rows = await self.read(cy.SHOW_VECTOR_INDEXES)
         return sorted((VectorIndexInfo.model_validate(row) for row in rows), key=lambda index: index.name)
 
     async def schema_objects(self) -> list[dict[str, Any]]:
@@ -267,19 +274,110 @@ class Neo4jStore:
         rows = await self.read(cy.SHOW_DRIFTRAG_CONSTRAINTS) + await self.read(cy.SHOW_DRIFTRAG_INDEXES)
         return sorted(rows, key=lambda row: row["name"])
 
-    async def reset_vector_indexes(self) -> None:
-        """Drop the driftrag vector indexes and every stored embedding (the graph itself stays)."""
-        for name in cy.VECTOR_INDEXES:
-            await self.write(cy.DROP_VECTOR_INDEX, name=name)
-        await self.run_in_transactions(cy.REMOVE_EMBEDDINGS)
+    # --- vector spaces (`driftrag.store.vector_spaces`) ------------------------------------------
 
-    async def query_vector_index(self, index: str, kb: str, vector: list[float], k: int) -> list[tuple[str, float]]:
+    async def vector_space(self, kb: str) -> VectorSpace:
+        """The space `kb`'s embeddings live in: the one recorded on it; for a kb written before spaces
+        existed (or not written yet), the shared indexes of that time. Kept per store once recorded."""
+        known = self._spaces.get(kb)
+        if known is not None:
+            return known
+        rows = await self.read(cy.MATCH_KB_VECTOR_SPACE, kb=validate_kb_id(kb))
+        if not rows or rows[0]["key"] is None:
+            return SHARED
+        space = self._spaces[kb] = _space_of(rows[0])
+        return space
+
+    async def claim_vector_space(self, kb: str, wanted: VectorSpace) -> VectorSpace:
+        """Record `wanted` (an embedder's space) as `kb`'s and create its indexes if missing; a kb already in
+        another space is refused, naming it and its embedder. A kb written before spaces existed, with vectors
+        in the shared indexes, adopts them when they hold the embedder's dimension."""
+        validate_kb_id(kb)
+        rows = await self.read(cy.MATCH_KB_VECTOR_SPACE, kb=kb)
+        row = rows[0] if rows else None
+        if row is not None and row["key"] is not None:
+            current = _space_of(row)
+            if current.key != wanted.key and not _same_embedder(current, wanted):
+                raise _mismatch(kb, current, wanted)
+            self._spaces[kb] = current
+            return current
+        shared = {index.name: index for index in await self.vector_indexes() if index.name in SHARED.indexes().values()}
+        space = wanted
+        if (
+            row is not None
+            and shared
+            and await self.read_value(cy.KB_HAS_VECTORS, kb=kb, vector_property=SHARED.property)
+        ):
+            # Written before spaces existed: its vectors are in the shared indexes.
+            dimensions = {index.dimensions for index in shared.values()}
+            adopted = SHARED.model_copy(update={"embedder": row["embedder"], "dimension": next(iter(dimensions))})
+            if dimensions != {wanted.dimension} or (row["embedder"] and row["embedder"] != wanted.embedder):
+                raise _mismatch(kb, adopted, wanted)
+            space = adopted
+        else:
+            await self._create_space_indexes(wanted)
+        await self.write(
+            cy.SET_KB_VECTOR_SPACE,
+            kb=kb,
+            key=space.key,
+            property=space.property,
+            embedder=space.embedder,
+            dimension=space.dimension,
+        )
+        self._spaces[kb] = space
+        return space
+
+    async def _create_space_indexes(self, space: VectorSpace) -> None:
+        existing = {index.name: index for index in await self.vector_indexes()}
+        created = False
+        for kind, name in space.indexes().items():
+            index = existing.get(name)
+            if index is not None and index.dimensions != space.dimension:
+                raise EmbeddingDimensionMismatchError(
+                    f"vector index {name} has {index.dimensions} dimensions, not the {space.dimension} of "
+                    f"{space.embedder}: drop it (`driftrag schema reset-vectors`) or rename the embedder"
+                )
+            if index is None:
+                await self.write(cy.create_vector_index(kind, name, space.property), dimensions=space.dimension)
+                created = True
+        if created:
+            await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
+
+    async def reset_kb_vectors(self, kb: str) -> VectorSpace:
+        """Drop `kb`'s embeddings and its claim on its space (the graph stays; the next ingestion embeds
+        again, in the space of its embedder); the space's indexes go when no other kb uses them."""
+        space = await self.vector_space(kb)
+        await self.run_in_transactions(
+            cy.REMOVE_KB_EMBEDDINGS, kb=kb, vector_property=space.property, cleared={space.property: None}
+        )
+        await self.write(cy.CLEAR_KB_VECTOR_SPACE, kb=kb)
+        self._spaces.pop(kb, None)
+        await self.drop_unused_vector_space(space)
+        return space
+
+    async def drop_unused_vector_space(self, space: VectorSpace) -> bool:
+        """Drop the space's indexes when no kb records it (the shared ones: when no kb of earlier versions
+        is left either); whether they were dropped."""
+        users = [row for row in await self.read(cy.MATCH_VECTOR_SPACES) if (row["key"] or SHARED_KEY) == space.key]
+        if users:
+            return False
+        for name in space.indexes().values():
+            await self.write(cy.DROP_VECTOR_INDEX, name=name)
+        return True
+
+    async def kb_vector_spaces(self) -> dict[str, VectorSpace]:
+        """Every kb and the space its embeddings live in."""
+        return {row["kb"]: _space_of(row) for row in await self.read(cy.MATCH_VECTOR_SPACES)}
+
+    async def query_vector_index(
+        self, kind: VectorKind, kb: str, vector: list[float], k: int
+    ) -> list[tuple[str, float]]:
         """Top-k node ids of one kb by cosine similarity, best first."""
-        return [(row["id"], score) for row, score in await self.vector_hits(index, kb, vector, k)]
+        return [(row["id"], score) for row, score in await self.vector_hits(kind, kb, vector, k)]
 
     async def vector_hits(
         self,
-        index: str,
+        kind: VectorKind,
         kb: str,
         vector: Sequence[float],
         k: int,
@@ -288,7 +386,7 @@ class Neo4jStore:
         checked: CheckedRows | None = None,
         **params: Any,
     ) -> list[tuple[dict[str, Any], float]]:
-        """Top-k nodes of one kb by cosine similarity, best first, as (row, score).
+        """Top-k nodes of one kb by cosine similarity, best first, as (row, score), in the kb's vector space.
 
         A kb with at most `vector_exact_limit` nodes of the index's kind is searched exactly: each of its
         nodes scored, best first, `fetch` at a time. Otherwise the index serves the search, and the vector
@@ -302,12 +400,19 @@ class Neo4jStore:
         the `details` rows of ids already read, or being read, by the searches of the same query with the
         same statement and parameters (`driftrag.store.checked_rows`); it is filled in.
         """
-        if index not in cy.VECTOR_INDEXES:
-            raise ConfigurationError(f"unknown vector index {index!r}")
+        if kind not in KINDS:
+            raise ConfigurationError(f"unknown vector kind {kind!r}")
         validate_kb_id(kb)
         if k < 1:
             return []
         query = [float(x) for x in vector]
+        space = await self.vector_space(kb)
+        if space.dimension is not None and len(query) != space.dimension:
+            raise EmbeddingDimensionMismatchError(
+                f"knowledge base {kb!r} holds vectors of {space.embedder} ({space.dimension} dimensions); the query "
+                f"was embedded with {len(query)}: query it with its own embedder"
+            )
+        index, vectors = space.index(kind), {"vector_property": space.property}
         limit = self._settings.vector_exact_limit
         exact = limit > 0 and (index, kb) not in self._approximate
         fetch = k * _OVER_FETCH if exact else self._first_fetch(index, kb, k)
@@ -317,7 +422,7 @@ class Neo4jStore:
             if exact:
                 # Lists and maps only: the record as decoded, without `data()`'s walk of every hit.
                 found = await self.read_record(
-                    cy.EXACT_VECTOR_SEARCH[index], kb=kb, vector=query, fetch=fetch, exact_limit=limit
+                    cy.EXACT_VECTOR_SEARCH[kind], kb=kb, vector=query, fetch=fetch, exact_limit=limit, **vectors
                 )
                 if found["total"] > limit:  # too many to score each: the index, from now on
                     self._approximate.add((index, kb))

@@ -24,10 +24,10 @@ from driftrag.models.search import (
     community_source,
 )
 from driftrag.store.checked_rows import CheckedRows
-from driftrag.store.cypher import schema as schema_cy
 from driftrag.store.cypher import search as cy
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
+from driftrag.store.vector_spaces import VectorKind
 
 # The graph reads around given entities read at most this many of one entity's relationships or
 # mentioning chunks (the first the store yields), so a hub of tens of thousands costs as much as a
@@ -95,9 +95,7 @@ class SearchStore:
         self, kb: str, vector: Sequence[float], k: int, *, seen: SeenRows | None = None
     ) -> list[Source]:
         """Top-k enabled chunks by similarity, best first."""
-        hits = await self._valid_vector_hits(
-            schema_cy.CHUNK_VECTOR_INDEX, kb, vector, k, cy.MATCH_ENABLED_CHUNKS, seen=seen
-        )
+        hits = await self._valid_vector_hits("chunk", kb, vector, k, cy.MATCH_ENABLED_CHUNKS, seen=seen)
         return [
             Source(id=row["id"], kind="chunk", title=row["title"], text=row["text"], score=score, origin="vector")
             for row, score in hits
@@ -120,9 +118,7 @@ class SearchStore:
         self, kb: str, vector: Sequence[float], k: int, *, seen: SeenRows | None = None
     ) -> list[Source]:
         """Top-k entities by similarity of `name: summary`, skipping entities no enabled chunk mentions."""
-        hits = await self._valid_vector_hits(
-            schema_cy.ENTITY_VECTOR_INDEX, kb, vector, k, cy.MATCH_VALID_ENTITIES, seen=seen
-        )
+        hits = await self._valid_vector_hits("entity", kb, vector, k, cy.MATCH_VALID_ENTITIES, seen=seen)
         return [
             Source(
                 id=row["id"],
@@ -140,7 +136,7 @@ class SearchStore:
     ) -> list[Source]:
         """Top-k community reports rated above `min_rating`, by similarity; `rating` carries the rating."""
         hits = await self._valid_vector_hits(
-            schema_cy.COMMUNITY_VECTOR_INDEX,
+            "community",
             kb,
             vector,
             k,
@@ -161,7 +157,7 @@ class SearchStore:
 
     async def _valid_vector_hits(
         self,
-        index: str,
+        kind: VectorKind,
         kb: str,
         vector: Sequence[float],
         k: int,
@@ -171,7 +167,7 @@ class SearchStore:
         **params: Any,
     ) -> list[tuple[dict[str, Any], float]]:
         checked = seen.of(kb, details, params) if seen is not None else None
-        return await self._store.vector_hits(index, kb, vector, k, details, checked=checked, **params)
+        return await self._store.vector_hits(kind, kb, vector, k, details, checked=checked, **params)
 
     # --- local context ------------------------------------------------------------------------------------
 
@@ -324,7 +320,11 @@ class SearchStore:
 
     async def community_reports(self, kb: str, vector: Sequence[float]) -> list[ReportRow]:
         """Every community report of the kb, by level then id, with its similarity to `vector`."""
-        rows = await self._store.read_value(cy.MATCH_COMMUNITY_REPORTS, kb=validate_kb_id(kb), vector=list(vector))
+        kb = validate_kb_id(kb)
+        space = await self._store.vector_space(kb)
+        rows = await self._store.read_value(
+            cy.MATCH_COMMUNITY_REPORTS, kb=kb, vector=list(vector), vector_property=space.property
+        )
         return [ReportRow.model_validate(row) for row in rows]
 
     async def community_chunks(
@@ -333,9 +333,11 @@ class SearchStore:
         """The enabled source chunks of each community, nearest to `vector` first, at most `per_community`."""
         if not community_ids or per_community < 1:
             return {}
+        kb = validate_kb_id(kb)
         rows = await self._store.read_value(
             cy.MATCH_COMMUNITY_CHUNKS,
-            kb=validate_kb_id(kb),
+            vector_property=(await self._store.vector_space(kb)).property,
+            kb=kb,
             ids=list(community_ids),
             vector=list(vector),
             per_community=per_community,

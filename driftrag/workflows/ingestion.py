@@ -36,6 +36,7 @@ from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, Ingest
 from driftrag.models.graph import ExtractConfig, MergeResult
 from driftrag.providers.usage import Usage
 from driftrag.store.identifiers import validate_kb_id
+from driftrag.store.vector_spaces import space_for
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 CHUNK_VECTORS_STAGE = "chunk embeddings (in the background)"
@@ -111,6 +112,14 @@ class IngestionWorkflow(Workflow):
 
         return report
 
+    async def _claim_vector_space(self, kb: str) -> None:
+        """The kb's embeddings go to its embedder's vector space; a kb embedded by another is refused
+        before anything is written."""
+        profile = self._deps.profile
+        await self._deps.stores.database.claim_vector_space(
+            kb, space_for(profile.embedder, profile.embedding_dimension)
+        )
+
     @contextlib.asynccontextmanager
     async def _stage(self, ctx: Context[IngestionState], stage: str) -> AsyncIterator[None]:
         """Adds the stage's wall time and model/embedding usage to the run's state once it finishes."""
@@ -129,8 +138,10 @@ class IngestionWorkflow(Workflow):
             if ev.request is None:
                 if ev.kb is None:
                     raise ValueError("IngestStart needs a request, or the kb whose derived layers to rebuild")
-                await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
-                return DocumentsStored(kb=validate_kb_id(ev.kb), documents=[])
+                kb = validate_kb_id(ev.kb)
+                await self._deps.stores.database.ensure_schema()
+                await self._claim_vector_space(kb)
+                return DocumentsStored(kb=kb, documents=[])
             kb = ev.request.kb
             # The tokenizer loads in a thread (up to a second, the first time) while the schema is checked.
             tokenizer = asyncio.ensure_future(indexing.load_tokenizer())
@@ -138,7 +149,8 @@ class IngestionWorkflow(Workflow):
                 documents = await indexing.load_documents(
                     ev.request, self._deps.settings.max_file_mb, self._deps.tasks.document_check
                 )
-                await self._deps.stores.database.ensure_schema(self._deps.embedding_dimension)
+                await self._deps.stores.database.ensure_schema()
+                await self._claim_vector_space(kb)
                 if ev.extract_config is not None:
                     await self._deps.graph.set_extract_config(kb, ev.extract_config)
             finally:

@@ -62,6 +62,8 @@ ENVIRONMENT = {
     "DRIFTRAG_MAX_QUESTION_TOKENS": ("max_question_tokens", "300"),
     "DRIFTRAG_QUERY_TIMEOUT_S": ("query_timeout_s", "90"),
     "DRIFTRAG_QUERY_STEP_RETRIES": ("query_step_retries", "3"),
+    "DRIFTRAG_QUERY_OFFLINE_FALLBACK": ("query_offline_fallback", "false"),
+    "DRIFTRAG_EXTRACTION_OFFLINE_FALLBACK": ("extraction_offline_fallback", "false"),
     "DRIFTRAG_GRAPH_SEARCH_MAX_SEEDS": ("graph_search_max_seeds", "50"),
     "DRIFTRAG_GRAPH_SEARCH_MAX_ROWS": ("graph_search_max_rows", "500"),
     "DRIFTRAG_GRAPH_SEARCH_MAX_FIELD_CHARS": ("graph_search_max_field_chars", "300"),

@@ -187,6 +187,12 @@ class DriftSearch:
             primer = self._intermediate("primer", 0, self.question, payload, context.ids(), parent_id=None)
             self.intermediate.append(primer)
             proposals = await self._proposals(primer)
+            if not proposals:
+                # A primer without follow-ups (a weak model's, or one that fell back) would end DRIFT at
+                # the reports: the question's own local search is the next best step.
+                self.notes.append("the primer proposed no follow-up: local search on the question")
+                proposals = [Proposal(query=self.question, parent_id="primer", vector=self.question_vector)]
+                self.asked = [a for a in self.asked if a.id != "question"]
         if settings.drift_max_depth < 1:
             self.notes.append("drift_max_depth is 0: no follow-up local search")
             proposals = []
@@ -282,7 +288,13 @@ class DriftSearch:
             budget_exhausted=self.budget.refused > 0 or any(f.status == "over_budget" for f in self.follow_ups),
             notes=self.notes,
             seconds_by_phase=dict(self.seconds_by_phase),
-            **self.run.accounting(),
+            **self.run.accounting(
+                answer=answer,
+                step="reduce",
+                cited=cited,
+                unknown_citations=reduce_unknown,
+                shown=[source.text for source in self.sources.values()],
+            ),
         )
 
     # --- helpers -------------------------------------------------------------------------------------

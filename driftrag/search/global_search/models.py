@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from driftrag.models.search import Source
-from driftrag.search.models import QueryResult, ResultExtras, SearchContext
+from driftrag.prompts.examples import EXAMPLE_ORG, EXAMPLE_PERSON
+from driftrag.search.models import DegradedReason, QueryResult, ResultExtras, SearchContext
 
 
 class _Model(BaseModel):
@@ -27,15 +28,17 @@ class MapPayload(_Model):
     """The JSON protocol of a global-search map call. Every field is required."""
 
     points: list[KeyPoint]
-    # Set by the parser, never asked of the model: cited handles or ids the batch did not show.
+    # Set by the parser, never asked of the model: cited handles or ids the batch did not show, and
+    # what it tolerated (`DegradedReason` values).
     unknown_citations: SkipJsonSchema[int | None] = None
+    tolerated: SkipJsonSchema[list[DegradedReason] | None] = None
 
     @classmethod
     def example(cls) -> Self:
         return cls(
             points=[
                 KeyPoint(
-                    description="The Harbour Lab is the centre of the city's research, run by Anna Petrova [S1].",
+                    description=f"The {EXAMPLE_ORG} is the centre of the city's trade, run by {EXAMPLE_PERSON} [S1].",
                     score=80,
                     citations=["S1"],
                 ),

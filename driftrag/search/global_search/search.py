@@ -201,7 +201,13 @@ class GlobalSearch:
             budget_exhausted=self.budget.refused > 0,
             notes=self.notes,
             seconds_by_phase=dict(self.seconds_by_phase),
-            **self.run.accounting(),
+            **self.run.accounting(
+                answer=answer,
+                step="global reduce",
+                cited=cited_reports,
+                unknown_citations=self.unknown_citations,
+                shown=[source.text for source in sources],
+            ),
         )
 
     # --- helpers -------------------------------------------------------------------------------------

@@ -21,21 +21,22 @@ SET c.document_id = $document_id, c.index = row.index, c.text = row.text, c.n_to
 MERGE (c)-[:PART_OF]->(d)
 """
 
-# Labels cannot be parameters, so each node kind has its own statement.
+# Labels cannot be parameters, so each node kind has its own statement; the property is the kb's
+# vector space's (`driftrag.store.vector_spaces`).
 SET_CHUNK_EMBEDDINGS = """
 UNWIND $rows AS row
 MATCH (n:__Chunk__ {kb: $kb, id: row.id})
-CALL db.create.setNodeVectorProperty(n, 'embedding', row.embedding)
+CALL db.create.setNodeVectorProperty(n, $vector_property, row.embedding)
 """
 
 SET_ENTITY_EMBEDDINGS = """
 UNWIND $rows AS row
 MATCH (n:__Entity__ {kb: $kb, id: row.id})
-CALL db.create.setNodeVectorProperty(n, 'embedding', row.embedding)
+CALL db.create.setNodeVectorProperty(n, $vector_property, row.embedding)
 """
 
 SET_COMMUNITY_EMBEDDINGS = """
 UNWIND $rows AS row
 MATCH (n:__Community__ {kb: $kb, id: row.id})
-CALL db.create.setNodeVectorProperty(n, 'embedding', row.embedding)
+CALL db.create.setNodeVectorProperty(n, $vector_property, row.embedding)
 """

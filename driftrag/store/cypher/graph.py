@@ -78,7 +78,8 @@ ORDER BY c.index
 SET_CHUNK_EXTRACTIONS = """
 UNWIND $rows AS row
 MATCH (c:__Chunk__ {kb: $kb, id: row.id})
-SET c.extraction = row.extraction, c.extraction_status = row.status, c.extraction_error = row.error
+SET c.extraction = row.extraction, c.extraction_status = row.status, c.extraction_error = row.error,
+    c.extraction_origin = row.origin
 """
 
 MATCH_KB_EXTRACTIONS = """
@@ -106,14 +107,18 @@ RETURN c.id AS id, c.text AS text
 MATCH_ENTITY_STATE = """
 MATCH (e:__Entity__ {kb: $kb})
 RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summary,
-       e.embedding_hash AS embedding_hash, e.embedding IS NOT NULL AS embedded
+       e.embedding_hash AS embedding_hash, e[$vector_property] IS NOT NULL AS embedded
 """
 
 UPSERT_ENTITIES = (
     """
 UNWIND $rows AS row
 MERGE (e:__Entity__ {kb: $kb, id: row.id})
-WITH e, row, e.valid AS was_valid
+WITH e, row, e.valid AS was_valid, e.type AS was_type
+// The type is a label too, for tools that read labels (it matches TYPE_PATTERN: upper-case letters,
+// digits and _), and the old type's label goes when the type changes.
+CALL (e, row, was_type) { WITH * WHERE was_type IS NOT NULL AND was_type <> row.type REMOVE e:$(was_type) }
+SET e:$(row.type)
 SET e.name = row.name, e.normalised_name = row.normalised_name, e.type = row.type,
     e.descriptions = row.descriptions, e.descriptions_hash = row.descriptions_hash,
     e.summary = row.summary, e.description = row.description, e.source_chunk_ids = row.source_chunk_ids,
@@ -189,7 +194,7 @@ CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS
 MATCH_COMMUNITY_STATE = """
 MATCH (c:__Community__ {kb: $kb})
 RETURN c.id AS id, c.context_hash AS context_hash, c.report AS report,
-       c.embedding_hash AS embedding_hash, c.embedding IS NOT NULL AS embedded
+       c.embedding_hash AS embedding_hash, c[$vector_property] IS NOT NULL AS embedded
 """
 
 UPSERT_COMMUNITIES = """
@@ -212,7 +217,7 @@ MATCH_COMMUNITY_STATE_OF = """
 UNWIND $ids AS id
 MATCH (c:__Community__ {kb: $kb, id: id})
 RETURN c.id AS id, c.context_hash AS context_hash, c.report AS report,
-       c.embedding_hash AS embedding_hash, c.embedding IS NOT NULL AS embedded
+       c.embedding_hash AS embedding_hash, c[$vector_property] IS NOT NULL AS embedded
 """
 
 DELETE_STALE_COMMUNITIES = """
@@ -245,7 +250,7 @@ MERGE (child)-[:IN_COMMUNITY]->(parent)
 """
 
 # Keyset pages of the kb's graph for community detection: a million relationships are read as pages
-# ordered by id (the `driftrag_related_kb_id` index and the (kb, id) key serve the order, so a page is
+# ordered by id (the `driftrag_related_key` constraint's (kb, id) index serves the order, so a page is
 # an index seek with no sort: `ORDER BY n.kb, n.id` spells the index order out for the planner), never
 # as one result. `$after` is the last id of the previous page ('' for the first). A page is one record
 # holding one list per column: the driver decodes a flat list of integers or floats many times faster
@@ -357,7 +362,7 @@ MATCH_ENTITY_STATE_OF = """
 UNWIND $ids AS id
 MATCH (e:__Entity__ {kb: $kb, id: id})
 RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summary,
-       e.embedding_hash AS embedding_hash, e.embedding IS NOT NULL AS embedded
+       e.embedding_hash AS embedding_hash, e[$vector_property] IS NOT NULL AS embedded
 """
 
 # `r.kb` and `r.id` seek the (kb, id) index of RELATED.
@@ -390,7 +395,7 @@ RETURN collect([r.id, s.id, t.id, r.type, coalesce(r.original_types, []), r.desc
 # --- embeddings bookkeeping -----------------------------------------------------------------------------
 
 MATCH_CHUNKS_WITHOUT_EMBEDDING = """
-MATCH (c:__Chunk__ {kb: $kb}) WHERE c.embedding IS NULL
+MATCH (c:__Chunk__ {kb: $kb}) WHERE c[$vector_property] IS NULL
 RETURN c.id AS id, c.text AS text
 ORDER BY c.id
 """
@@ -398,7 +403,7 @@ ORDER BY c.id
 # The same for some documents only: an ingestion worker embeds its own documents' chunks.
 MATCH_DOCUMENT_CHUNKS_WITHOUT_EMBEDDING = """
 UNWIND $document_ids AS document_id
-MATCH (c:__Chunk__ {kb: $kb, document_id: document_id}) WHERE c.embedding IS NULL
+MATCH (c:__Chunk__ {kb: $kb, document_id: document_id}) WHERE c[$vector_property] IS NULL
 RETURN c.id AS id, c.text AS text
 ORDER BY c.id
 """
@@ -438,14 +443,15 @@ DELETE_KB_NODES = (
 MATCH_CHUNKS = """
 MATCH (c:__Chunk__ {kb: $kb})
 RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.text AS text, c.extractable AS extractable,
-       c.extraction_status AS extraction_status, c.embedding IS NOT NULL AS embedded
+       c.extraction_status AS extraction_status, c[$vector_property] IS NOT NULL AS embedded
 ORDER BY c.document_id, c.index
 """
 
 MATCH_ENTITIES = """
 MATCH (e:__Entity__ {kb: $kb})
 RETURN e.id AS id, e.name AS name, e.type AS type, e.descriptions AS descriptions, e.summary AS summary,
-       e.source_chunk_ids AS source_chunk_ids, coalesce(e.aliases, []) AS aliases, e.embedding IS NOT NULL AS embedded
+       e.source_chunk_ids AS source_chunk_ids, coalesce(e.aliases, []) AS aliases,
+       e[$vector_property] IS NOT NULL AS embedded
 ORDER BY e.id
 """
 
@@ -466,7 +472,7 @@ MATCH (c:__Community__ {kb: $kb})
 OPTIONAL MATCH (c)-[:IN_COMMUNITY]->(p:__Community__)
 RETURN c.id AS id, c.level AS level, c.parent_id AS parent_id, p.id AS linked_parent_id, c.child_ids AS child_ids,
        c.entity_ids AS entity_ids, c.title AS title, c.summary AS summary, c.rating AS rating,
-       c.rating_explanation AS rating_explanation, c.findings AS findings, c.embedding IS NOT NULL AS embedded
+       c.rating_explanation AS rating_explanation, c.findings AS findings, c[$vector_property] IS NOT NULL AS embedded
 ORDER BY c.id
 """
 
@@ -480,7 +486,10 @@ ORDER BY c.id
 # only with a predicate on every property) instead of scanning the label across all kbs.
 _KB_COUNTS = """
 CALL (kb_id) { MATCH (d:__Document__ {kb: kb_id}) WHERE d.id IS NOT NULL RETURN count(d) AS documents }
-CALL (kb_id) { MATCH (c:__Chunk__ {kb: kb_id}) WHERE c.id IS NOT NULL RETURN count(c) AS chunks }
+CALL (kb_id) {
+  MATCH (c:__Chunk__ {kb: kb_id}) WHERE c.id IS NOT NULL
+  RETURN count(c) AS chunks, count(CASE WHEN c.extraction_origin = 'offline' THEN 1 END) AS offline_extracted_chunks
+}
 CALL (kb_id) {
   MATCH (e:__Entity__ {kb: kb_id}) WHERE e.id IS NOT NULL
   RETURN count(e) AS entities, coalesce(sum(size(coalesce(e.aliases, []))), 0) AS aliases,
@@ -495,7 +504,7 @@ CALL (kb_id) {
 COUNT_KB = (
     "WITH $kb AS kb_id"
     + _KB_COUNTS
-    + """RETURN documents, chunks, entities, relationships, communities, reports, aliases
+    + """RETURN documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks
 """
 )
 
@@ -507,7 +516,7 @@ WITH k, k.kb AS kb_id"""
     + _KB_COUNTS
     + """RETURN k.kb AS kb, coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.graph_stale, false) AS stale,
        k.mode AS mode, k.embedder AS embedder, k.embedding_dimension AS embedding_dimension,
-       documents, chunks, entities, relationships, communities, reports, aliases
+       documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks
 ORDER BY kb
 """
 )

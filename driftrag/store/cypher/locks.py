@@ -95,3 +95,13 @@ WITHDRAW_KB_WAITER = """
 MATCH (w:__KbWaiter__ {kb: $kb, owner: $owner})
 DELETE w
 """
+
+# A deleted kb's lock node goes once nobody holds or waits for it (a later writer MERGEs it again).
+DISCARD_KB_LOCK = """
+MATCH (l:__KbLock__ {kb: $kb})
+WHERE (l.owner IS NULL OR l.expires_at < timestamp())
+  AND NOT EXISTS { MATCH (s:__KbLease__ {kb: $kb}) WHERE s.expires_at >= timestamp() }
+  AND NOT EXISTS { MATCH (w:__KbWaiter__ {kb: $kb}) WHERE w.expires_at >= timestamp() }
+OPTIONAL MATCH (stale) WHERE (stale:__KbLease__ OR stale:__KbWaiter__) AND stale.kb = $kb
+DETACH DELETE l, stale
+"""

@@ -1,11 +1,8 @@
 """Schema statements: constraints, indexes, server checks."""
 
 from driftrag.store.cypher.locks import CREATE_KB_LOCK_CONSTRAINT
+from driftrag.store.vector_spaces import LABELS, VectorKind, checked_name
 
-CHUNK_VECTOR_INDEX = "driftrag_chunk"
-ENTITY_VECTOR_INDEX = "driftrag_entity"
-COMMUNITY_VECTOR_INDEX = "driftrag_community"
-VECTOR_INDEXES = (CHUNK_VECTOR_INDEX, ENTITY_VECTOR_INDEX, COMMUNITY_VECTOR_INDEX)
 CHUNK_TEXT_INDEX = "driftrag_chunk_text"
 
 # (kb, id) is the key of every node kind; Community edition supports composite uniqueness.
@@ -15,6 +12,9 @@ CREATE_CONSTRAINTS = (
     "CREATE CONSTRAINT driftrag_chunk_key IF NOT EXISTS FOR (n:__Chunk__) REQUIRE (n.kb, n.id) IS UNIQUE",
     "CREATE CONSTRAINT driftrag_entity_key IF NOT EXISTS FOR (n:__Entity__) REQUIRE (n.kb, n.id) IS UNIQUE",
     "CREATE CONSTRAINT driftrag_community_key IF NOT EXISTS FOR (n:__Community__) REQUIRE (n.kb, n.id) IS UNIQUE",
+    # Relationship ids are unique per kb too (Community edition checks relationship uniqueness since 5.7);
+    # its index serves the paged reads of one kb's relationships in id order (community detection).
+    "CREATE CONSTRAINT driftrag_related_key IF NOT EXISTS FOR ()-[r:RELATED]-() REQUIRE (r.kb, r.id) IS UNIQUE",
     CREATE_KB_LOCK_CONSTRAINT,
 )
 
@@ -26,9 +26,6 @@ CREATE_LOOKUP_INDEXES = (
     # of sorting every community of the kb (104,166 on a 1M-relationship kb).
     "CREATE INDEX driftrag_community_rating_order IF NOT EXISTS FOR (n:__Community__) ON (n.kb, n.rating, n.size)",
     "CREATE INDEX driftrag_related_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.id)",
-    # Paged reads of one kb's relationships in id order (community detection): a seek on kb, ordered by
-    # id, instead of walking every kb's relationships through `driftrag_related_id`.
-    "CREATE INDEX driftrag_related_kb_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.kb, r.id)",
     # Name substrings (graph search, entity search): a trigram text index answers `name CONTAINS $q`
     # with the matching entities, where the (kb, name) range index is scanned name by name.
     "CREATE TEXT INDEX driftrag_entity_name_text IF NOT EXISTS FOR (n:__Entity__) ON (n.name)",
@@ -37,6 +34,8 @@ CREATE_LOOKUP_INDEXES = (
     # stop words because it knows no language but English (BM25's idf weighs them down anyway).
     "CREATE FULLTEXT INDEX driftrag_chunk_text IF NOT EXISTS FOR (n:__Chunk__) ON EACH [n.text, n.kb] "
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'standard-no-stop-words'}}",
+    # Entity names by words, for other tools' hybrid retrievers (neo4j-graphrag's HybridRetriever, Bloom).
+    "CREATE FULLTEXT INDEX driftrag_entity_name IF NOT EXISTS FOR (n:__Entity__) ON EACH [n.name, n.kb]",
     # Graph search reads seeds and rows in their ranked order and stops at the caps (markers.py):
     # a kb's valid entities shortest name first, then by name and id; and per entity its valid
     # relationships, heaviest first then by id, one index per direction.
@@ -48,25 +47,20 @@ CREATE_LOOKUP_INDEXES = (
     "ON (r.kb, r.valid, r.in_id, r.rank_weight, r.id)",
 )
 
-# One statement per label: labels cannot be parameters, so each index is written out.
-CREATE_VECTOR_INDEXES = {
-    CHUNK_VECTOR_INDEX: (
-        "CREATE VECTOR INDEX driftrag_chunk IF NOT EXISTS FOR (n:__Chunk__) ON n.embedding "
+
+def create_vector_index(kind: VectorKind, index: str, vector_property: str) -> str:
+    """The statement creating one vector space's index of one node kind: the label, the index name and
+    the property cannot be parameters, so they are written in, each checked against a strict pattern."""
+    return (
+        f"CREATE VECTOR INDEX {checked_name(index)} IF NOT EXISTS FOR (n:{LABELS[kind]}) "
+        f"ON n.{checked_name(vector_property)} "
         "OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}"
-    ),
-    ENTITY_VECTOR_INDEX: (
-        "CREATE VECTOR INDEX driftrag_entity IF NOT EXISTS FOR (n:__Entity__) ON n.embedding "
-        "OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}"
-    ),
-    COMMUNITY_VECTOR_INDEX: (
-        "CREATE VECTOR INDEX driftrag_community IF NOT EXISTS FOR (n:__Community__) ON n.embedding "
-        "OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}"
-    ),
-}
+    )
+
 
 SHOW_VECTOR_INDEXES = """
 SHOW VECTOR INDEXES YIELD name, state, labelsOrTypes, properties, options
-WHERE name IN $names
+WHERE name STARTS WITH 'driftrag_'
 RETURN name, state, labelsOrTypes AS labels, properties,
        options.indexConfig.`vector.dimensions` AS dimensions,
        toLower(options.indexConfig.`vector.similarity_function`) AS similarity
@@ -74,9 +68,52 @@ RETURN name, state, labelsOrTypes AS labels, properties,
 
 DROP_VECTOR_INDEX = "DROP INDEX $name IF EXISTS"
 
-REMOVE_EMBEDDINGS = """
-MATCH (n) WHERE (n:__Chunk__ OR n:__Entity__ OR n:__Community__) AND n.embedding IS NOT NULL
-CALL (n) { REMOVE n.embedding } IN TRANSACTIONS OF 1000 ROWS
+# One kb's vectors of its space (`$cleared` maps the property to null, which removes it).
+REMOVE_KB_EMBEDDINGS = """
+MATCH (n) WHERE (n:__Chunk__ OR n:__Entity__ OR n:__Community__) AND n.kb = $kb AND n[$vector_property] IS NOT NULL
+CALL (n) { SET n += $cleared } IN TRANSACTIONS OF 1000 ROWS
+"""
+
+# Whether a kb holds any vector in `$vector_property` (a kb of earlier versions: in the shared one).
+KB_HAS_VECTORS = """
+CALL () {
+  MATCH (n:__Chunk__ {kb: $kb}) WHERE n[$vector_property] IS NOT NULL RETURN n LIMIT 1
+  UNION
+  MATCH (n:__Entity__ {kb: $kb}) WHERE n[$vector_property] IS NOT NULL RETURN n LIMIT 1
+  UNION
+  MATCH (n:__Community__ {kb: $kb}) WHERE n[$vector_property] IS NOT NULL RETURN n LIMIT 1
+}
+RETURN count(n) > 0 AS found
+"""
+
+# The vector space a kb's embeddings live in (`driftrag.store.vector_spaces`), with the embedder its
+# profile names; no row for an unknown kb, a null key for a kb written before spaces existed.
+MATCH_KB_VECTOR_SPACE = """
+MATCH (k:__KnowledgeBase__ {kb: $kb})
+RETURN k.vector_space AS key, k.vector_property AS property,
+       CASE WHEN k.vector_space IS NULL THEN k.embedder ELSE k.vector_embedder END AS embedder,
+       CASE WHEN k.vector_space IS NULL THEN k.embedding_dimension ELSE k.vector_dimension END AS dimension
+"""
+
+SET_KB_VECTOR_SPACE = """
+MERGE (k:__KnowledgeBase__ {kb: $kb})
+ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
+SET k.vector_space = $key, k.vector_property = $property, k.vector_embedder = $embedder,
+    k.vector_dimension = $dimension
+"""
+
+CLEAR_KB_VECTOR_SPACE = """
+MATCH (k:__KnowledgeBase__ {kb: $kb})
+REMOVE k.vector_space, k.vector_property, k.vector_embedder, k.vector_dimension
+"""
+
+# Every kb with the space it uses (null: written before spaces existed, so the shared indexes).
+MATCH_VECTOR_SPACES = """
+MATCH (k:__KnowledgeBase__)
+RETURN k.kb AS kb, k.vector_space AS key, k.vector_property AS property,
+       CASE WHEN k.vector_space IS NULL THEN k.embedder ELSE k.vector_embedder END AS embedder,
+       CASE WHEN k.vector_space IS NULL THEN k.embedding_dimension ELSE k.vector_dimension END AS dimension
+ORDER BY k.kb
 """
 
 AWAIT_INDEXES = "CALL db.awaitIndexes($timeout_s)"
@@ -84,8 +121,8 @@ AWAIT_INDEXES = "CALL db.awaitIndexes($timeout_s)"
 SERVER_COMPONENTS = "CALL dbms.components() YIELD name, versions, edition RETURN name, versions, edition"
 PING = "RETURN 1 AS ok"
 
-# The vector indexes are shared by all knowledge bases: fetch the nearest nodes overall, keep the
-# kb's, and report how many were fetched so the caller can widen the search when too few remain.
+# A vector index serves every kb of its space: fetch the nearest nodes overall, keep the kb's, and
+# report how many were fetched so the caller can widen the search when too few remain.
 QUERY_VECTOR_INDEX = """
 CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node, score
 WITH collect({id: node.id, kb: node.kb, score: score}) AS hits
@@ -107,23 +144,21 @@ RETURN size(hits) AS fetched, [hit IN hits WHERE hit.kb = $kb | {id: hit.id, sco
 _EXACT_VECTOR_SEARCH = """
 CALL () {
   MATCH (n:%s) USING INDEX n:%s(kb, id)
-  WHERE n.kb = $kb AND n.id IS NOT NULL AND n.embedding IS NOT NULL
+  WHERE n.kb = $kb AND n.id IS NOT NULL AND n[$vector_property] IS NOT NULL
   WITH n LIMIT $exact_limit + 1
   RETURN collect(n) AS nodes
 }
 CALL (nodes) {
   WITH nodes WHERE size(nodes) <= $exact_limit
   UNWIND nodes AS n
-  WITH n.id AS id, vector.similarity.cosine(n.embedding, $vector) AS score
+  WITH n.id AS id, vector.similarity.cosine(n[$vector_property], $vector) AS score
   ORDER BY score DESC, id LIMIT $fetch
   RETURN collect({id: id, score: score}) AS rows
 }
 RETURN size(nodes) AS total, rows
 """
-EXACT_VECTOR_SEARCH = {
-    CHUNK_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % ("__Chunk__", "__Chunk__"),
-    ENTITY_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % ("__Entity__", "__Entity__"),
-    COMMUNITY_VECTOR_INDEX: _EXACT_VECTOR_SEARCH % ("__Community__", "__Community__"),
+EXACT_VECTOR_SEARCH: dict[VectorKind, str] = {
+    kind: _EXACT_VECTOR_SEARCH % (label, label) for kind, label in LABELS.items()
 }
 
 # Names and states of every driftrag schema object: what `ensure_schema` need not create again.

@@ -318,7 +318,8 @@ RETURN collect({
          leaf: NOT EXISTS {
            MATCH (child:__Community__)-[:IN_COMMUNITY]->(c) WHERE child.kb = $kb AND child.full_content IS NOT NULL
          },
-         similarity: CASE WHEN c.embedding IS NULL THEN null ELSE vector.similarity.cosine(c.embedding, $vector) END
+         similarity: CASE WHEN c[$vector_property] IS NULL THEN null
+                          ELSE vector.similarity.cosine(c[$vector_property], $vector) END
        }) AS rows
 """
 
@@ -331,7 +332,8 @@ UNWIND coalesce(c.chunk_ids, []) AS chunk_id
 MATCH (ch:__Chunk__ {kb: $kb, id: chunk_id})
 WHERE coalesce(ch.enabled, true)
 WITH rank, c, ch,
-     CASE WHEN ch.embedding IS NULL THEN 0.0 ELSE vector.similarity.cosine(ch.embedding, $vector) END AS similarity
+     CASE WHEN ch[$vector_property] IS NULL THEN 0.0
+          ELSE vector.similarity.cosine(ch[$vector_property], $vector) END AS similarity
 ORDER BY rank ASC, similarity DESC, ch.id ASC
 WITH rank, c, collect({chunk: ch, similarity: similarity})[..$per_community] AS best
 UNWIND best AS hit

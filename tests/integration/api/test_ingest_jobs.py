@@ -231,7 +231,9 @@ def test_a_job_reports_the_chunks_that_failed(api_settings: Settings, api_keys: 
     # The chat model's test double never answers JSON for the chunk about the tide tables.
     chat = ScriptedChatModel(misbehave={"kept the tide tables": "invalid"})
     kb = _kb("failed")
-    with BackgroundServer(create_app(DriftRAG(api_settings, chat=chat), api_keys)) as scripted:
+    # The offline fill-in of unusable extractions off: the chunk stays failed, as the job must report.
+    strict = api_settings.model_copy(update={"extraction_offline_fallback": False})
+    with BackgroundServer(create_app(DriftRAG(strict, chat=chat), api_keys)) as scripted:
         client = make_client(scripted, keys.manage_all)
         accepted = client.post(f"/knowledge-bases/{kb}/documents", json={"texts": TEXTS}).json()
         try:

@@ -62,7 +62,9 @@ async def test_ingested_graph_has_provenance_merges_summaries_reports_and_vector
 
     counts = await graph.counts(kb)
     assert counts.documents == len(CORPUS)
-    assert min(n for name, n in counts.model_dump().items() if name != "aliases") > 0, counts
+    assert (
+        min(n for name, n in counts.model_dump().items() if name not in ("aliases", "offline_extracted_chunks")) > 0
+    ), counts
     assert run.result.counts == counts
     assert run.result.graph_rebuilt
     assert run.result.failed_chunks == []
@@ -133,19 +135,15 @@ async def test_ingested_graph_has_provenance_merges_summaries_reports_and_vector
     }
     embedder = ingestor.providers.embedder
     for name in ("Captain Mirela Voss", "Glass Monastery", "Widow Brannoch"):
-        hits = await ingestor.store.query_vector_index(
-            "driftrag_entity", kb, await embedder.aget_query_embedding(name), k=3
-        )
+        hits = await ingestor.store.query_vector_index("entity", kb, await embedder.aget_query_embedding(name), k=3)
         assert by_name[name]["id"] in [hit_id for hit_id, _ in hits], (name, hits)
     texts = await graph.chunk_texts(kb, sorted(chunk_ids))
     for chunk_id, text in texts.items():
-        hits = await ingestor.store.query_vector_index(
-            "driftrag_chunk", kb, await embedder.aget_query_embedding(text), k=3
-        )
+        hits = await ingestor.store.query_vector_index("chunk", kb, await embedder.aget_query_embedding(text), k=3)
         assert chunk_id in [hit_id for hit_id, _ in hits]
     for row in communities:
         question = await embedder.aget_query_embedding(f"{row['title']}\n{row['summary']}")
-        hits = await ingestor.store.query_vector_index("driftrag_community", kb, question, k=3)
+        hits = await ingestor.store.query_vector_index("community", kb, question, k=3)
         assert row["id"] in [hit_id for hit_id, _ in hits], (row["id"], row["title"], hits)
 
 
@@ -415,7 +413,9 @@ async def test_malformed_model_output_is_repaired_or_recorded_as_failed(ingestor
     chat = DescriptiveChatModel(
         misbehave={"zebrafold": "truncated", "pelicanvane": "prose", "mothglass": "wrong_types", "ravenknot": "invalid"}
     )
-    run = await ingestor.run(kb, chat, texts=texts_of(corpus))
+    # Without the offline fill-in, the unusable chunk stays a recorded failure (with it: the next test).
+    strict = ingestor.settings.model_copy(update={"extraction_offline_fallback": False})
+    run = await ingestor.run(kb, chat, texts=texts_of(corpus), settings=strict)
 
     assert all(outcome.chunks == 1 for outcome in run.result.documents)
     names = await _entities_by_name(ingestor, kb)
@@ -431,6 +431,20 @@ async def test_malformed_model_output_is_repaired_or_recorded_as_failed(ingestor
     counts = run.result.counts
     assert counts.entities > 0 and counts.communities > 0 and counts.reports == counts.communities
     assert run.result.graph_rebuilt
+
+
+async def test_an_unusable_extraction_is_filled_offline_and_marked(ingestor: Ingestor, kb: str) -> None:
+    corpus = {
+        "fine.txt": "Lady Orsolya Quint bought rope from Widow Brannoch at the long pier of Harbor Town.",
+        "invalid.txt": "Sister Nell Varga lit ravenknot candles inside the Salt Chapel with Sister Nell Varga's aunt.",
+    }
+    run = await ingestor.run(kb, DescriptiveChatModel(misbehave={"ravenknot": "invalid"}), texts=texts_of(corpus))
+    assert run.result.failed_chunks == [] and run.result.counts.offline_extracted_chunks == 1
+    names = await _entities_by_name(ingestor, kb)
+    assert "Lady Orsolya Quint" in names and "Sister Nell Varga" in names
+    [offline] = [o for o in await ingestor.graph.extractions(kb) if o.origin == "offline"]
+    assert offline.attempts == 2 and "extracted offline" in offline.warnings[0]
+    assert (await ingestor.graph.counts(kb)).offline_extracted_chunks == 1
 
 
 # --- 8. bad input -------------------------------------------------------------------------------------------------

@@ -52,7 +52,9 @@ async def test_faults_past_the_retries_are_recorded_and_a_rerun_completes_the_gr
             expected = await _graph(rag, clean_kb)
             await rag.delete_kb(clean_kb)
         # Without retries, about half the answers fail: nothing aborts, failures are recorded.
-        server.fault_rates = FaultRates(rate_limit=0.1, server_error=0.1, malformed_json=0.3, timeout=0.03, seed=1)
+        # Draws are seeded by the request bodies: a change of the prompts may need another seed, one that
+        # leaves some chunks extracted and some failed.
+        server.fault_rates = FaultRates(rate_limit=0.1, server_error=0.1, malformed_json=0.3, timeout=0.03, seed=2)
         server.inject(Fault.malformed_json(), Fault.malformed_json())  # the first answers, at least, are unreadable
         async with DriftRAG(_settings(neo4j_settings, server, tmp_path, retries=0)) as rag:
             faulty = await rag.ingest(kb, texts=CORPUS)

@@ -21,7 +21,7 @@ WEIGHTS = [9.0, 7.0, 7.0, 7.0, 5.0, 4.0, 3.0, 3.0, 2.0, 1.0, 1.0, 0.5]
 async def hub_kb(store: Neo4jStore, kb: str) -> dict[str, object]:
     """A hub related to 12 neighbours and to one small seed; the small seed also knows one neighbour.
     The hub is mentioned by three chunks, the small seed only by chunk-2a."""
-    await store.ensure_schema(384)
+    await store.ensure_schema()
     hub = entity("Hub Harbour", "chunk-1a", "chunk-1b", "chunk-2a")
     small = entity("Small Skiff", "chunk-2a")
     neighbours = [entity(f"Neighbour {i:02d}", "chunk-1a") for i in range(len(WEIGHTS))]

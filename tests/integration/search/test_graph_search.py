@@ -76,7 +76,7 @@ async def write_graph(
 @pytest.fixture
 async def schema(store: Neo4jStore) -> None:
     # The (kb, id) constraints back the source-validity lookups.
-    await store.ensure_schema(384)
+    await store.ensure_schema()
 
 
 def names(response: GraphSearchResponse, *, seeds: bool | None = None) -> list[str]:

@@ -56,7 +56,7 @@ _MARKERS_VERSION = "MATCH (k:__KnowledgeBase__ {kb: $kb}) RETURN k.search_marker
 
 @pytest.fixture
 async def schema(store: Neo4jStore) -> None:
-    await store.ensure_schema(384)
+    await store.ensure_schema()
 
 
 async def assert_markers_true(store: Neo4jStore, kb: str) -> None:
@@ -135,7 +135,7 @@ async def test_a_kb_written_without_markers_is_migrated_once_by_the_schema_setup
     with pytest.raises(BackendUnavailableError, match="driftrag schema init"):
         await graph_search(GraphSearchStore(store), neo4j_settings, kb, "Queen")
 
-    await store.ensure_schema(384)
+    await store.ensure_schema()
     await assert_markers_true(store, kb)
     assert (await store.read(_MARKERS_VERSION, kb=kb))[0]["version"] == SEARCH_MARKERS_VERSION
     assert await search_names(store, neo4j_settings, kb, "Queen") == ["Queen", "Knave"]  # King has no source

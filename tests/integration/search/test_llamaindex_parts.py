@@ -71,6 +71,7 @@ async def test_the_query_engine_answers_with_cited_source_nodes_and_the_runs_cos
     assert [n.node.node_id for n in response.source_nodes] == [s.id for s in result.cited_sources()]
     assert response.metadata["llm_calls"] == result.llm_calls > 0
     assert response.metadata["prompt_tokens"] == result.prompt_tokens > 0
+    assert response.metadata["degraded"] == [item.model_dump() for item in result.degraded]
     if mode == "drift":
         assert response.metadata["follow_ups"] == [f.model_dump() for f in result.follow_ups]
 

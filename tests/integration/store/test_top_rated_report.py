@@ -31,7 +31,7 @@ async def _write_communities(
 
 @pytest.mark.parametrize("largest", [6, 1], ids=["sizes-vary", "all-one-size"])
 async def test_top_rated_report_breaks_ties_by_size_then_id_and_stays_in_its_kb(store: Neo4jStore, largest) -> None:
-    await store.ensure_schema(384)
+    await store.ensure_schema()
     kb, other = f"test-top-{uuid.uuid4().hex[:6]}", f"test-top-{uuid.uuid4().hex[:6]}"
     # Few distinct ratings, so the best one is shared by many communities (more than the candidates
     # read) and the choice rests on the tie-breaks; with one size for all, on the id alone.

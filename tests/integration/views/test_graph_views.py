@@ -136,7 +136,7 @@ async def write_graph(
 
 @pytest.fixture
 async def schema(store: Neo4jStore) -> None:
-    await store.ensure_schema(384)  # the (kb, id) constraints back the source lookups
+    await store.ensure_schema()  # the (kb, id) constraints back the source lookups
 
 
 @pytest.fixture

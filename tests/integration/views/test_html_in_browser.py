@@ -42,7 +42,7 @@ RENDERED = """(() => {
 @pytest.fixture
 async def page(store: Neo4jStore, kb: str, tmp_path: Path):
     """The page of the test graph (see test_graph_views.py), as `driftrag graph --html` writes it."""
-    await store.ensure_schema(384)
+    await store.ensure_schema()
     await write_graph(store, kb)
     view = await GraphViewStore(store).read_view(kb)
     path = tmp_path / "graph.html"

@@ -41,7 +41,7 @@ def test_report_without_judge(results: Path) -> None:
     assert "| basic | 100.0% (n=1) | 100.0% (n=1) | – | 100.0% (n=2) |" in text
     assert "| drift | 0.0% (n=1) | 0.0% (n=1) | – | 0.0% (n=2) |" in text
     assert "1000 tokens" in text and "8000 tokens" in text  # the budget sweep
-    assert "## Cost per question" in text and "| drift | 3 | 0 | 7.0 |" in text
+    assert "## Cost per question" in text and "| drift | 3 | 0 | 0 | 0 | 7.0 |" in text
     assert "Not judged" in text
     assert {p.name for p in outcome.plots} == {"recall_by_type.png", "cost_vs_quality.png"}
     assert all(p.stat().st_size > 1000 for p in outcome.plots)

@@ -25,6 +25,7 @@ from driftrag.search.global_search.models import GlobalPoint
 from driftrag.search.global_search.search import GlobalSearch
 from driftrag.search.llm_tasks import llm_query_tasks, parse_map, render_points
 from driftrag.settings import Settings
+from driftrag.store.vector_spaces import SHARED, VectorSpace
 from tests.fakes.hashing_embedding import HashingEmbedding
 from tests.fakes.scripted_llm import ScriptedChatModel
 
@@ -165,6 +166,9 @@ class _Reports:
     async def graph_enabled(self, kb: str) -> bool:
         return True
 
+    async def vector_space(self, kb: str) -> VectorSpace:
+        return SHARED  # no embedder recorded: any embedder may query
+
     async def community_reports(self, kb: str, vector: Sequence[float]) -> list[ReportRow]:
         return list(self.reports)
 
@@ -201,7 +205,7 @@ def themed_reports(pad: int = 0) -> tuple[list[ReportRow], dict[str, list[Source
 
 
 def deps_for(settings: Settings, store: _Reports, chat: ScriptedChatModel | None) -> QueryDeps:
-    stores = SimpleNamespace(graph_search=store, search=store)
+    stores = SimpleNamespace(graph_search=store, search=store, database=store)
     if chat is None:
         language = LanguageResources()
 

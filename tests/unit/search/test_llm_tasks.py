@@ -128,15 +128,20 @@ async def test_an_invalid_answer_is_re_asked_once() -> None:
     assert "could not be used" in repair[-1]["content"]
 
 
-async def test_a_second_invalid_answer_is_a_model_error() -> None:
+async def test_a_second_answer_in_prose_is_the_answer_and_names_without_json_are_a_model_error() -> None:
     chat = ScriptedChatModel(query_misbehave={"answer": "invalid", "names": "invalid", "reduce": "invalid"})
     tasks = tasks_for(chat)
+    # Prose after the re-ask is an answer (said in `degraded`); names cannot be read from prose.
+    payload = await tasks.answerer.answer("Who sailed?", context_of(SOURCES))
+    assert payload.answer == "Still no JSON, sorry." and payload.score == 50
     with pytest.raises(ModelError, match="invalid output after 2 attempt"):
-        await tasks.answerer.answer("Who sailed?", context_of(SOURCES))
-    with pytest.raises(ModelError):
         await tasks.namer.entity_names("Who is Jonas Pell?")
-    with pytest.raises(ModelError):
-        await tasks.reducer.reduce("Who?", [IntermediateAnswer(id="primer", depth=0, query="q", answer="a", score=50)])
+    reduced = await tasks.reducer.reduce(
+        "Who?", [IntermediateAnswer(id="primer", depth=0, query="q", answer="a", score=50)]
+    )
+    assert reduced.answer == "Still no JSON, sorry."
+    reasons = [(d.step, d.reason) for d in tasks.degraded.items()]
+    assert reasons == [("answer", "prose_answer"), ("reduce", "prose_answer")]
     assert chat.calls["repair"] == 3
     assert sum(chat.calls.values()) == 6
 
@@ -236,9 +241,12 @@ async def test_a_step_answer_sees_the_user_question_and_is_scored_against_it() -
     assert "<<<USER_QUESTION>>>" not in chat.requests[-1][0]["content"], "a plain answer shows one question"
 
 
-async def test_a_missing_score_is_re_asked_not_defaulted() -> None:
-    with pytest.raises(InvalidModelOutput, match="score"):
-        parse_answer('{"answer": "Voss sailed [chunk-aaa1].", "follow_up_queries": [], "citations": []}', set(), 1)
+async def test_a_missing_score_is_the_neutral_score_and_said() -> None:
+    raw = '{"answer": "Voss sailed [chunk-aaa1].", "follow_up_queries": [], "citations": []}'
+    payload = parse_answer(raw, set(), 1)
+    assert payload.score == 50 and payload.tolerated == ["missing_score"]
+    with pytest.raises(InvalidModelOutput, match="answer"):
+        parse_answer('{"Title": "The Dark Lamp"}', set(), 1)
 
 
 async def test_hyde_names_nothing_new_and_is_bounded_by_the_answer_cap() -> None:
