@@ -61,6 +61,7 @@ from driftrag.models.graph import (
 )
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.interop import StoredKb, kb_exists, read_kb
+from driftrag.store.vector_spaces import space_for
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -602,6 +603,7 @@ async def import_graphrag(
     embedder = deps.profile.embedder
     keep = _vectors_to_keep(plan, embeddings, deps.embedding_dimension, embedder, warnings)
     store: Any = rag.stores.database
+    failed: BaseException | None = None
     async with rag.kb_lock(kb, on_wait=on_lock_wait):
         if await kb_exists(store, kb):
             raise GraphRAGInputError(
@@ -610,9 +612,16 @@ async def import_graphrag(
             )
         try:
             vectors = await _write_plan(deps, kb, plan, keep)
-        except BaseException:
+        except BaseException as exc:
+            failed = exc
+            space = await asyncio.shield(store.vector_space(kb))
             await asyncio.shield(deps.graph.delete_kb(kb))  # all or nothing: the kb did not exist before
-            raise
+    if failed is not None:
+        # What `DriftRAG.delete_kb` removes after the nodes, once the lock is released: the lock node,
+        # and the embedder's indexes if this kb was the first to claim them.
+        await asyncio.shield(rag.stores.locks.discard(kb))
+        await asyncio.shield(store.drop_unused_vector_space(space))
+        raise failed
     return GraphRAGImportResult(
         kb=kb,
         folder=index.folder,
@@ -629,7 +638,9 @@ async def _write_plan(
 ) -> dict[str, VectorCounts]:
     """Ingestion's own writes, in its order: chunks, checkpoints, the entity layer, communities with
     their reports and memberships, then vectors; the kb is stale until the last is stored."""
-    await deps.stores.database.ensure_schema(deps.embedding_dimension)  # as the ingestion workflow does first
+    # As the ingestion workflow starts: the schema, then the embedder's vector space claimed for the kb.
+    await deps.stores.database.ensure_schema()
+    await deps.stores.database.claim_vector_space(kb, space_for(deps.profile.embedder, deps.embedding_dimension))
     await deps.graph.mark_stale(kb, True)
     for document, chunks in plan.documents:
         await deps.documents.upsert_document(document, chunks)

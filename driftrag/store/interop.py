@@ -95,11 +95,13 @@ async def kb_exists(store: Neo4jStore, kb: str) -> bool:
 async def read_kb(store: Neo4jStore, kb: str, *, vectors: bool = True) -> StoredKb:
     """The kb's documents, chunks, entities, relationships and communities (reports included)."""
     kb = validate_kb_id(kb)
+    # The vectors are read from the kb's vector space (its embedder's property).
+    space = {"vectors": vectors, "vector_property": (await store.vector_space(kb)).property}
     documents = await store.read(cy.EXPORT_DOCUMENTS, kb=kb)
-    chunks = await store.read(cy.EXPORT_CHUNKS, kb=kb, vectors=vectors)
-    entities = await store.read(cy.EXPORT_ENTITIES, kb=kb, vectors=vectors)
+    chunks = await store.read(cy.EXPORT_CHUNKS, kb=kb, **space)
+    entities = await store.read(cy.EXPORT_ENTITIES, kb=kb, **space)
     relationships = await store.read(cy.EXPORT_RELATIONSHIPS, kb=kb)
-    communities = await store.read(cy.EXPORT_COMMUNITIES, kb=kb, vectors=vectors)
+    communities = await store.read(cy.EXPORT_COMMUNITIES, kb=kb, **space)
     for row in communities:  # stored as JSON text (graph.GraphStore.upsert_communities)
         row["findings"] = json.loads(row["findings"]) if row["findings"] else []
     return StoredKb(

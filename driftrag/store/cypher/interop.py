@@ -3,7 +3,8 @@
 An import writes through the ingestion's own statements (documents.py, graph.py); only the check that
 a kb id is free and the reads of an export are here. Each export read returns a kb's whole layer as
 rows in id order: the interchange tables are written in one piece, so a kb is read once per layer.
-`$vectors` false leaves the embeddings out (an export without them reads a tenth of the bytes).
+`$vectors` false leaves the embeddings out (an export without them reads a tenth of the bytes);
+`$vector_property` is the property of the kb's vector space (`driftrag.store.vector_spaces`).
 """
 
 KB_EXISTS = """
@@ -22,7 +23,7 @@ EXPORT_CHUNKS = """
 MATCH (c:__Chunk__ {kb: $kb})
 RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.text AS text,
        coalesce(c.n_tokens, 0) AS n_tokens,
-       CASE WHEN $vectors THEN c.embedding ELSE null END AS embedding
+       CASE WHEN $vectors THEN c[$vector_property] ELSE null END AS embedding
 ORDER BY c.document_id, c.index, c.id
 """
 
@@ -32,7 +33,7 @@ MATCH (e:__Entity__ {kb: $kb})
 RETURN e.id AS id, e.name AS name, coalesce(e.type, 'UNKNOWN') AS type,
        coalesce(e.summary, e.description, '') AS description, coalesce(e.source_chunk_ids, []) AS source_chunk_ids,
        COUNT { (e)-[:RELATED]-(:__Entity__) } AS degree,
-       CASE WHEN $vectors THEN e.embedding ELSE null END AS embedding
+       CASE WHEN $vectors THEN e[$vector_property] ELSE null END AS embedding
 ORDER BY e.id
 """
 
@@ -50,6 +51,6 @@ RETURN c.id AS id, c.level AS level, c.parent_id AS parent_id, coalesce(c.child_
        coalesce(c.entity_ids, []) AS entity_ids, coalesce(c.relationship_ids, []) AS relationship_ids,
        coalesce(c.chunk_ids, []) AS chunk_ids, c.title AS title, c.summary AS summary, c.rating AS rating,
        c.rating_explanation AS rating_explanation, c.findings AS findings, c.full_content AS full_content,
-       CASE WHEN $vectors THEN c.embedding ELSE null END AS embedding
+       CASE WHEN $vectors THEN c[$vector_property] ELSE null END AS embedding
 ORDER BY c.level, c.id
 """

@@ -23,6 +23,7 @@ from driftrag.ingestion.merge import normalise_name
 from driftrag.interop import graphrag as interop
 from driftrag.interop.graphrag import GraphRAGExportError, GraphRAGInputError, export_graphrag, import_graphrag
 from driftrag.settings import Settings
+from driftrag.store.vector_spaces import space_for
 from driftrag.views import render_mermaid
 from tests.integration.test_cli_demo import run_cli
 
@@ -82,6 +83,9 @@ async def test_the_import_holds_every_table_row(rag: DriftRAG, imported) -> None
     summary = next(s for s in await rag.knowledge_bases() if s.kb == kb)
     assert summary.mode == "graphrag" and not summary.stale
     assert summary.embedder == rag.ingestion_deps().profile.embedder
+    # Its vectors are in its embedder's vector space, claimed as ingestion claims it.
+    profile = rag.ingestion_deps().profile
+    assert await rag.stores.database.vector_space(kb) == space_for(profile.embedder, profile.embedding_dimension)
 
 
 async def test_sources_memberships_reports_and_vectors_are_the_ingested_kind(rag: DriftRAG, imported) -> None:
@@ -324,6 +328,7 @@ async def test_a_failure_while_writing_removes_the_new_kb(rag: DriftRAG, monkeyp
         await import_graphrag(rag, kb, FIXTURE)
     assert kb not in {s.kb for s in await rag.knowledge_bases()}
     assert (await rag.stats(kb)).chunks == 0
+    assert kb not in await rag.stores.database.kb_vector_spaces()
 
 
 def test_the_cli_imports_and_exports(neo4j_uri: str, tmp_path: Path) -> None:
