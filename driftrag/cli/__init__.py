@@ -6,7 +6,7 @@ Exit codes: 0 success, 1 a driftrag error (message printed, no traceback unless 
 Each module registers its commands on the one `app` of `driftrag.cli.common`.
 """
 
-from driftrag.cli import api, data, evaluation, graph, ingest, kb, query, server  # noqa: F401  (registration)
+from driftrag.cli import api, data, evaluation, graph, ingest, interop, kb, query, server  # noqa: F401  (registration)
 from driftrag.cli.common import app
 
 __all__ = ["app", "main"]

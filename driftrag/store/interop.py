@@ -1,0 +1,114 @@
+"""Reads of a whole kb for the Microsoft GraphRAG interchange, as typed rows (`driftrag.interop.graphrag`).
+
+Functions over a `Neo4jStore`, like markers.py: the interchange is one more reader of the stored
+graph, not a store role the query modes depend on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from driftrag.models.graph import Finding
+from driftrag.store.cypher import interop as cy
+from driftrag.store.identifiers import validate_kb_id
+
+if TYPE_CHECKING:
+    from driftrag.store.neo4j_store import Neo4jStore
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StoredDocument(_Row):
+    id: str
+    title: str
+    path: str | None = None
+    updated_at: str | None = None
+
+
+class StoredChunk(_Row):
+    id: str
+    document_id: str
+    index: int
+    text: str
+    n_tokens: int
+    embedding: list[float] | None = None
+
+
+class StoredEntity(_Row):
+    id: str
+    name: str
+    type: str
+    description: str
+    source_chunk_ids: list[str]
+    degree: int
+    embedding: list[float] | None = None
+
+
+class StoredRelationship(_Row):
+    id: str
+    source_id: str
+    target_id: str
+    type: str
+    description: str
+    weight: float
+    source_chunk_ids: list[str]
+
+
+class StoredCommunity(_Row):
+    id: str
+    level: int
+    parent_id: str | None = None
+    child_ids: list[str]
+    entity_ids: list[str]
+    relationship_ids: list[str]
+    chunk_ids: list[str]
+    title: str | None = None
+    summary: str | None = None
+    rating: float | None = None
+    rating_explanation: str | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    full_content: str | None = None
+    embedding: list[float] | None = None
+
+
+class StoredKb(_Row):
+    """Every layer of one kb, as an export writes it."""
+
+    kb: str
+    documents: list[StoredDocument]
+    chunks: list[StoredChunk]
+    entities: list[StoredEntity]
+    relationships: list[StoredRelationship]
+    communities: list[StoredCommunity]
+
+
+async def kb_exists(store: Neo4jStore, kb: str) -> bool:
+    rows = await store.read(cy.KB_EXISTS, kb=validate_kb_id(kb))
+    return bool(rows and rows[0]["exists"])
+
+
+async def read_kb(store: Neo4jStore, kb: str, *, vectors: bool = True) -> StoredKb:
+    """The kb's documents, chunks, entities, relationships and communities (reports included)."""
+    kb = validate_kb_id(kb)
+    # The vectors are read from the kb's vector space (its embedder's property).
+    space = {"vectors": vectors, "vector_property": (await store.vector_space(kb)).property}
+    documents = await store.read(cy.EXPORT_DOCUMENTS, kb=kb)
+    chunks = await store.read(cy.EXPORT_CHUNKS, kb=kb, **space)
+    entities = await store.read(cy.EXPORT_ENTITIES, kb=kb, **space)
+    relationships = await store.read(cy.EXPORT_RELATIONSHIPS, kb=kb)
+    communities = await store.read(cy.EXPORT_COMMUNITIES, kb=kb, **space)
+    for row in communities:  # stored as JSON text (graph.GraphStore.upsert_communities)
+        row["findings"] = json.loads(row["findings"]) if row["findings"] else []
+    return StoredKb(
+        kb=kb,
+        documents=[StoredDocument.model_validate(row) for row in documents],
+        chunks=[StoredChunk.model_validate(row) for row in chunks],
+        entities=[StoredEntity.model_validate(row) for row in entities],
+        relationships=[StoredRelationship.model_validate(row) for row in relationships],
+        communities=[StoredCommunity.model_validate(row) for row in communities],
+    )
