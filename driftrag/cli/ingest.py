@@ -28,7 +28,13 @@ def _say_waiting(message: str) -> None:
 @app.command("ingest")
 def ingest(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Text or markdown files (UTF-8), or folders of them.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Files or folders of them: UTF-8 text or markdown (.txt, .md), PDF (text layer, page numbers "
+            "kept; a page without one is skipped, there is no OCR), DOCX, HTML (.html, .htm) and EPUB."
+        ),
+    ],
     kb: KbOption,
     as_json: JsonOption = False,
     skip_communities: Annotated[
@@ -41,6 +47,11 @@ def ingest(
     ] = False,
 ) -> None:
     """Ingest files or folders into a knowledge base: chunks, entities, relationships, communities, reports, vectors.
+
+    Text, markdown, PDF, DOCX, HTML and EPUB files; folders are read recursively for all of them. A PDF's
+    chunks keep the page(s) their text came from, and query sources show them; a PDF page without a text
+    layer (a scanned image) is skipped and named in the summary. A file that cannot be read (corrupt,
+    empty, binary, not UTF-8) stops the run with one error naming it, before anything is written.
 
     Several `ingest` processes may run at once on different documents of one kb: the per-document half
     runs side by side, the kb-wide half (entities, communities, reports) one at a time."""
@@ -107,6 +118,9 @@ def _report_ingestion(result, as_json: bool) -> None:
     if counts.offline_extracted_chunks:
         # A weak model's unusable extractions were filled by the offline extractor (issue 34).
         text += f"\nchunks extracted offline (the model's answer was unusable): {counts.offline_extracted_chunks}"
+    skipped = [warning for document in result.documents for warning in document.warnings]
+    if skipped:
+        text += "\nskipped while loading:\n" + "\n".join(f"  {warning}" for warning in skipped)
     if result.unknown_report_citations:
         text += f"\nreport citations of handles not in their context (dropped): {result.unknown_report_citations}"
     _emit(result, as_json, text)

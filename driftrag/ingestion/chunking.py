@@ -41,7 +41,10 @@ def chunk_document(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
 ) -> list[Chunk]:
-    """Split a document into overlapping token windows; every chunk is kept, skippable ones flagged."""
+    """Split a document into overlapping token windows; every chunk is kept, skippable ones flagged.
+
+    A document with pages (PDF) gives each chunk the pages its text overlaps; ids hash the document id,
+    the index and the text only, so they do not depend on pages."""
     if chunk_size < 8:
         raise ConfigurationError(f"chunk_size must be at least 8 tokens, got {chunk_size}")
     if not 0 <= chunk_overlap < chunk_size // 2:
@@ -63,9 +66,17 @@ def chunk_document(
                 end_char=end,
                 extractable=reason is None,
                 skip_reason=reason,
+                pages=pages_of(document, start, end),
             )
         )
     return chunks
+
+
+def pages_of(document: SourceDocument, start: int, end: int) -> list[int] | None:
+    """The pages whose text overlaps characters [start, end) of the document; None without pages."""
+    if not document.pages:
+        return None
+    return [span.page for span in document.pages if span.start_char < end and start < span.end_char] or None
 
 
 def _windows(text: str, size: int, overlap: int) -> Iterator[tuple[int, int, int]]:

@@ -64,6 +64,8 @@ async def load_documents(
     kb = validate_kb_id(request.kb)
     max_bytes = int(max_file_mb * 1024 * 1024)
     documents = [await asyncio.to_thread(load_document, path, kb, max_bytes=max_bytes) for path in request.paths]
+    for warning in (warning for document in documents for warning in document.warnings):
+        log.warning("%s", warning)
     documents += [document_from_text(item.text, kb, item.title) for item in request.texts]
     if check is not None:
         for document in documents:
@@ -106,6 +108,7 @@ async def store_documents(
                 status=status,
                 chunks=len(chunks),
                 replaced_ids=older,
+                warnings=document.warnings,
             )
         )
         await progress(Progress(stage="documents", done=done, total=len(documents), message=_source(document)))

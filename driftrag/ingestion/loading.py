@@ -1,4 +1,8 @@
-"""Load text documents into `SourceDocument`s with clear errors for what cannot be ingested.
+"""Load documents into `SourceDocument`s with clear errors for what cannot be ingested.
+
+UTF-8 text and markdown are read as they are; PDF, DOCX, HTML and EPUB files through their readers
+(`driftrag.ingestion.formats`), a PDF keeping the page of each stretch of its text. Every file that
+cannot be ingested raises one `InputError` naming it.
 
 `load_document` is synchronous on purpose (it reads a file): workflow steps call it through
 `asyncio.to_thread` so the event loop never blocks on disk.
@@ -10,7 +14,8 @@ import hashlib
 from pathlib import Path
 
 from driftrag.errors import DriftRAGError
-from driftrag.models.graph import SourceDocument
+from driftrag.ingestion.formats import DOCUMENT_SUFFIXES, FormatError, read_document
+from driftrag.models.graph import PageSpan, SourceDocument
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
@@ -40,11 +45,20 @@ def document_key(source: str, content_hash: str) -> str:
     return hashlib.sha256(f"{source}\x1f{content_hash}".encode()).hexdigest()[:32]
 
 
-def document_from_text(text: str, kb: str, title: str, *, path: str | None = None) -> SourceDocument:
+def document_from_text(
+    text: str,
+    kb: str,
+    title: str,
+    *,
+    path: str | None = None,
+    pages: list[PageSpan] | None = None,
+    warnings: list[str] | None = None,
+) -> SourceDocument:
     """Build a document from text already in memory.
 
     Its id hashes the source (path, else title) with the normalised text: the same text under two
-    names stays two documents, and a new version of a source gets a new id.
+    names stays two documents, and a new version of a source gets a new id. `pages` (a PDF's) are
+    offsets into the text, which must then be normalised already (the readers' text is).
     """
     normalised = normalise_text(text)
     if not normalised.strip():
@@ -57,14 +71,19 @@ def document_from_text(text: str, kb: str, title: str, *, path: str | None = Non
         title=title,
         text=normalised,
         content_hash=content_hash,
+        pages=pages or [],
+        warnings=warnings or [],
     )
 
 
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown"})
+# What a folder is expanded to: text and markdown, and the formats with a reader.
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | DOCUMENT_SUFFIXES
 
 
 def collect_paths(paths: list[Path]) -> list[Path]:
-    """Files as given; folders expanded to their `.txt`/`.md` files (recursively, sorted, hidden ones skipped)."""
+    """Files as given; folders expanded to their text, markdown, PDF, DOCX, HTML and EPUB files
+    (recursively, sorted, hidden ones skipped)."""
     collected: list[Path] = []
     for path in paths:
         if not path.exists():
@@ -76,20 +95,22 @@ def collect_paths(paths: list[Path]) -> list[Path]:
             file
             for file in path.rglob("*")
             if file.is_file()
-            and file.suffix.lower() in TEXT_SUFFIXES
+            and file.suffix.lower() in SUPPORTED_SUFFIXES
             and not any(part.startswith(".") for part in file.relative_to(path).parts)
         )
         if not found:
-            raise InputError(f"{path}: folder holds no {'/'.join(sorted(TEXT_SUFFIXES))} file")
+            raise InputError(f"{path}: folder holds no {'/'.join(sorted(SUPPORTED_SUFFIXES))} file")
         collected.extend(found)
     return list(dict.fromkeys(collected))
 
 
 def load_document(path: str | Path, kb: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceDocument:
-    """Read a UTF-8 text file (any extension) as a document. Blocking: call via `asyncio.to_thread`.
+    """Read a file as a document. Blocking: call via `asyncio.to_thread`.
 
-    The document's source key is the file's resolved absolute path (symlinks followed), so `a.txt`,
-    `./a.txt` and `/tmp/a.txt` from any working directory are one document, not three.
+    `.pdf`, `.docx`, `.html`/`.htm`/`.xhtml` and `.epub` go through their reader (a PDF's pages are kept,
+    a page without a text layer skipped with a warning on the document); any other extension is read
+    as UTF-8 text. The document's source key is the file's resolved absolute path (symlinks followed),
+    so `a.txt`, `./a.txt` and `/tmp/a.txt` from any working directory are one document, not three.
     """
     file = Path(path)
     if not file.exists():
@@ -106,8 +127,26 @@ def load_document(path: str | Path, kb: str, *, max_bytes: int = DEFAULT_MAX_BYT
     data = file.read_bytes()
     if not data.strip():
         raise InputError(f"{file}: file is empty")
+    if file.suffix.lower() in DOCUMENT_SUFFIXES:
+        return _read_formatted(file, data, kb)
     text = _decode(data, file)
     return document_from_text(text, kb, file.name, path=str(file.resolve()))
+
+
+def _read_formatted(file: Path, data: bytes, kb: str) -> SourceDocument:
+    kind = file.suffix.lower().lstrip(".").upper()
+    if kind in {"HTML", "HTM", "XHTML"} and _looks_binary(data):
+        raise InputError(f"{file}: looks like a binary file, not HTML")
+    try:
+        extracted = read_document(file, data)
+    except FormatError as exc:
+        raise InputError(f"{file}: {exc}") from None
+    if not extracted.text.strip():
+        raise InputError(f"{file}: no text found in the {kind} file")
+    warnings = [f"{file}: {warning}" for warning in extracted.warnings]
+    return document_from_text(
+        extracted.text, kb, file.name, path=str(file.resolve()), pages=extracted.pages, warnings=warnings
+    )
 
 
 def _decode(data: bytes, file: Path) -> str:

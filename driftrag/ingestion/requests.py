@@ -58,6 +58,9 @@ class DocumentOutcome(BaseModel):
     status: str = Field(description="new, unchanged, replaced (an older version was removed) or resumed")
     chunks: int
     replaced_ids: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(
+        default_factory=list, description="What loading skipped, e.g. PDF pages without a text layer (no OCR)."
+    )
 
 
 class IngestionResult(BaseModel):

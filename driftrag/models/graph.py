@@ -47,6 +47,14 @@ class _Model(BaseModel):
 # --- documents and chunks --------------------------------------------------------------------------
 
 
+class PageSpan(_Model):
+    """Where one page's text lies in its document's text (PDF input): characters [start_char, end_char)."""
+
+    page: int = Field(ge=1, description="1-based page number in the file.")
+    start_char: int = Field(ge=0)
+    end_char: int = Field(ge=0)
+
+
 class SourceDocument(_Model):
     id: str = Field(description="`document-` + the first 32 hex digits of content_hash.")
     kb: str
@@ -54,6 +62,12 @@ class SourceDocument(_Model):
     title: str
     text: str
     content_hash: str = Field(description="sha256 of the normalised text.")
+    pages: list[PageSpan] = Field(
+        default_factory=list, description="PDF input: the page of each stretch of text (empty for other formats)."
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="What loading skipped, e.g. PDF pages without a text layer."
+    )
 
 
 class Chunk(_Model):
@@ -66,6 +80,9 @@ class Chunk(_Model):
     end_char: int = Field(ge=0)
     extractable: bool = True
     skip_reason: str | None = None
+    pages: list[int] | None = Field(
+        default=None, description="PDF input: the page(s) the chunk's text came from; None for other formats."
+    )
 
 
 # --- per-knowledge-base extraction config ----------------------------------------------------------

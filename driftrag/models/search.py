@@ -28,12 +28,23 @@ class Source(_Row):
     score: float | None = Field(default=None, description="Retrieval score (similarity, rank weight) if any.")
     origin: str = Field(default="", description="How it was found: vector, entity:<name>, neighbour, community…")
     rating: float | None = Field(default=None, description="Community reports: the report's rating, 0-10.")
+    pages: list[int] | None = Field(
+        default=None, description="Chunks of a PDF: the page(s) of the file the text came from."
+    )
+
+    def page_label(self) -> str:
+        """`p. 3` or `pp. 3-4` for a chunk of a PDF, else empty."""
+        if not self.pages:
+            return ""
+        first, last = min(self.pages), max(self.pages)
+        return f"p. {first}" if first == last else f"pp. {first}-{last}"
 
 
 class ChunkRow(_Row):
     id: str
     title: str = Field(description="The chunk's document title.")
     text: str
+    pages: list[int] | None = Field(default=None, description="Chunks of a PDF: the page(s) the text came from.")
     entity_ids: list[str] = Field(default_factory=list, description="Which of the given entities it mentions.")
     best_rank: int = Field(default=0, description="Rank (in the given list) of the best entity it mentions.")
 

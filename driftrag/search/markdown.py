@@ -27,7 +27,8 @@ def sources_markdown(sources: Sequence[Source], heading: str = "Sources") -> str
         return f"**{heading}:** none"
     lines = [f"**{heading}** ({len(sources)}):", ""]
     for source in sources:
-        title = f" — {source.title}" if source.title else ""
+        label = ", ".join(part for part in (source.title, source.page_label()) if part)
+        title = f" — {label}" if label else ""
         lines.append(f"- `{source.id}` ({source.kind}{title}): {excerpt(source.text)}")
     return "\n".join(lines)
 

@@ -97,7 +97,15 @@ class SearchStore:
         """Top-k enabled chunks by similarity, best first."""
         hits = await self._valid_vector_hits("chunk", kb, vector, k, cy.MATCH_ENABLED_CHUNKS, seen=seen)
         return [
-            Source(id=row["id"], kind="chunk", title=row["title"], text=row["text"], score=score, origin="vector")
+            Source(
+                id=row["id"],
+                kind="chunk",
+                title=row["title"],
+                text=row["text"],
+                score=score,
+                origin="vector",
+                pages=row.get("pages"),
+            )
             for row, score in hits
         ]
 
@@ -110,7 +118,15 @@ class SearchStore:
         checked = seen.of(kb, cy.MATCH_ENABLED_CHUNKS, {}) if seen is not None else None
         hits = await self._store.text_hits(kb, query, k, cy.MATCH_ENABLED_CHUNKS, checked=checked)
         return [
-            Source(id=row["id"], kind="chunk", title=row["title"], text=row["text"], score=score, origin="fulltext")
+            Source(
+                id=row["id"],
+                kind="chunk",
+                title=row["title"],
+                text=row["text"],
+                score=score,
+                origin="fulltext",
+                pages=row.get("pages"),
+            )
             for row, score in hits
         ]
 
@@ -352,6 +368,7 @@ class SearchStore:
                     text=row["text"],
                     score=row["similarity"],
                     origin=f"report:{row['community_id']}",
+                    pages=row.get("pages"),
                 )
             )
         return found

@@ -17,7 +17,7 @@ UNWIND $chunks AS row
 MERGE (c:__Chunk__ {kb: $kb, id: row.id})
 ON CREATE SET c.enabled = true
 SET c.document_id = $document_id, c.index = row.index, c.text = row.text, c.n_tokens = row.n_tokens,
-    c.extractable = row.extractable, c.skip_reason = row.skip_reason
+    c.extractable = row.extractable, c.skip_reason = row.skip_reason, c.pages = row.pages
 MERGE (c)-[:PART_OF]->(d)
 """
 

@@ -17,7 +17,7 @@ UNWIND $ids AS id
 MATCH (c:__Chunk__ {kb: $kb, id: id})
 WHERE coalesce(c.enabled, true)
 OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
-RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, '')}) AS rows
+RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), pages: c.pages}) AS rows
 """
 
 MATCH_VALID_ENTITIES = """
@@ -118,7 +118,7 @@ LIMIT $limit
 OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
 WITH c, d, entity_ids, best_rank
 ORDER BY size(entity_ids) DESC, best_rank ASC, c.id ASC
-RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), entity_ids: entity_ids,
+RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), pages: c.pages, entity_ids: entity_ids,
                 best_rank: best_rank}) AS rows
 """
 )
@@ -135,7 +135,7 @@ LIMIT $limit
 OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
 WITH c, d, entity_ids, best_rank
 ORDER BY best_rank ASC, size(entity_ids) DESC, c.id ASC
-RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), entity_ids: entity_ids,
+RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), pages: c.pages, entity_ids: entity_ids,
                 best_rank: best_rank}) AS rows
 """
 )
@@ -341,6 +341,6 @@ WITH rank, c, hit.chunk AS ch, hit.similarity AS similarity
 OPTIONAL MATCH (ch)-[:PART_OF]->(d:__Document__)
 WITH rank, c, ch, d, similarity
 ORDER BY rank ASC, similarity DESC, ch.id ASC
-RETURN collect({community_id: c.id, id: ch.id, text: ch.text, title: coalesce(d.title, ''),
+RETURN collect({community_id: c.id, id: ch.id, text: ch.text, title: coalesce(d.title, ''), pages: ch.pages,
                 similarity: similarity}) AS rows
 """
