@@ -65,7 +65,7 @@ async def load_documents(
     max_bytes = int(max_file_mb * 1024 * 1024)
     documents = [await asyncio.to_thread(load_document, path, kb, max_bytes=max_bytes) for path in request.paths]
     for warning in (warning for document in documents for warning in document.warnings):
-        log.warning("%s", warning)
+        log.info("%s", warning)
     documents += [document_from_text(item.text, kb, item.title) for item in request.texts]
     if check is not None:
         for document in documents:
