@@ -214,8 +214,13 @@ class DriftRAG:
         on_lock_wait: Callable[[str], None] | None = None,
         skip_communities: bool = False,
     ) -> IngestionResult:
-        """Ingest files or folders (`.txt`/`.md`) and/or `{title: text}`; `on_progress` gets `Progress` events,
-        `on_lock_wait` a message when this run waits for another writer of the kb.
+        """Ingest files or folders (text, markdown, PDF, DOCX, HTML, EPUB) and/or `{title: text}`;
+        `on_progress` gets `Progress` events, `on_lock_wait` a message when this run waits for another
+        writer of the kb.
+
+        A PDF's chunks keep the page(s) their text came from (`Source.pages` in query results); a PDF page
+        without a text layer is skipped, named in `warnings` of its `DocumentOutcome` (there is no OCR).
+        A file that cannot be read raises one `InputError` naming it, before anything is written.
 
         The per-document half (documents, chunks, extraction, chunk vectors) runs under the kb's shared
         lock, beside other ingestions of other documents; then the kb-wide half (entity merge,
