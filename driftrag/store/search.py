@@ -10,7 +10,7 @@ or the kb has no more.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, LiteralString
 
 from driftrag.models.search import (
@@ -96,18 +96,7 @@ class SearchStore:
     ) -> list[Source]:
         """Top-k enabled chunks by similarity, best first."""
         hits = await self._valid_vector_hits("chunk", kb, vector, k, cy.MATCH_ENABLED_CHUNKS, seen=seen)
-        return [
-            Source(
-                id=row["id"],
-                kind="chunk",
-                title=row["title"],
-                text=row["text"],
-                score=score,
-                origin="vector",
-                pages=row.get("pages"),
-            )
-            for row, score in hits
-        ]
+        return [_chunk_source(row, score=score, origin="vector") for row, score in hits]
 
     async def search_chunks_text(self, kb: str, text: str, k: int, *, seen: SeenRows | None = None) -> list[Source]:
         """Top-k enabled chunks by the full-text (BM25) score of the words of `text`, best first."""
@@ -117,18 +106,7 @@ class SearchStore:
             return []
         checked = seen.of(kb, cy.MATCH_ENABLED_CHUNKS, {}) if seen is not None else None
         hits = await self._store.text_hits(kb, query, k, cy.MATCH_ENABLED_CHUNKS, checked=checked)
-        return [
-            Source(
-                id=row["id"],
-                kind="chunk",
-                title=row["title"],
-                text=row["text"],
-                score=score,
-                origin="fulltext",
-                pages=row.get("pages"),
-            )
-            for row, score in hits
-        ]
+        return [_chunk_source(row, score=score, origin="fulltext") for row, score in hits]
 
     async def search_entities(
         self, kb: str, vector: Sequence[float], k: int, *, seen: SeenRows | None = None
@@ -361,14 +339,19 @@ class SearchStore:
         found: dict[str, list[Source]] = {community_id: [] for community_id in community_ids}
         for row in rows:
             found[row["community_id"]].append(
-                Source(
-                    id=row["id"],
-                    kind="chunk",
-                    title=row["title"],
-                    text=row["text"],
-                    score=row["similarity"],
-                    origin=f"report:{row['community_id']}",
-                    pages=row.get("pages"),
-                )
+                _chunk_source(row, score=row["similarity"], origin=f"report:{row['community_id']}")
             )
         return found
+
+
+def _chunk_source(row: Mapping[str, Any], *, score: float, origin: str) -> Source:
+    """A chunk row of a search statement (id, title, text, pages) as a source."""
+    return Source(
+        id=row["id"],
+        kind="chunk",
+        title=row["title"],
+        text=row["text"],
+        score=score,
+        origin=origin,
+        pages=row.get("pages"),
+    )
