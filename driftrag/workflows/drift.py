@@ -22,8 +22,7 @@ from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftProgress, FollowUp, IntermediateAnswer
 from driftrag.search.drift.search import DriftSearch
 from driftrag.search.modes import QueryOptions
-from driftrag.search.streaming import ProgressEvent
-from driftrag.workflows.streaming import QueryProgressEvent, answer_stream
+from driftrag.workflows.streaming import QueryProgressEvent, answer_stream, live
 
 # Workers of the local-search step: a bound on the step; `drift_num_workers` (at most this many) sets
 # how many follow-ups are searched at once.
@@ -42,10 +41,6 @@ class DriftProgressEvent(QueryProgressEvent):
 
     def payload(self) -> DriftProgress:
         return self.progress
-
-    def progress_event(self, mode: str) -> ProgressEvent:
-        p = self.progress
-        return ProgressEvent(mode=mode, phase=p.phase, message=p.message, depth=p.depth, done=p.done, total=p.total)
 
 
 class HydeWritten(Event):
@@ -107,18 +102,18 @@ class DriftWorkflow(Workflow):
 
     @step
     async def communities(self, ctx: Context[DriftState], ev: HydeWritten) -> CommunitiesFound:
-        search = await _search(ctx)
+        search = await live(ctx, "search")
         await search.find_communities()
         return CommunitiesFound(community_ids=[c.id for c in search.communities])
 
     @step
     async def primer(self, ctx: Context[DriftState], ev: CommunitiesFound) -> FollowUpSearch | ReduceReady | None:
-        search = await _search(ctx)
+        search = await live(ctx, "search")
         return await _fan_out(ctx, search, 1, await search.prime())
 
     @step(num_workers=FOLLOW_UP_WORKERS)
     async def local_search(self, ctx: Context[DriftState], ev: FollowUpSearch) -> FollowUpAnswered:
-        answer = await (await _search(ctx)).answer_follow_up(ev.depth, ev.follow_up, ev.total)
+        answer = await (await live(ctx, "search")).answer_follow_up(ev.depth, ev.follow_up, ev.total)
         return FollowUpAnswered(depth=ev.depth, follow_up_id=ev.follow_up.id, answer=answer)
 
     @step
@@ -131,21 +126,14 @@ class DriftWorkflow(Workflow):
             return None
         # In the round's own order, whichever search finished first: the result does not depend on timing.
         by_id = {event.follow_up_id: event.answer for event in collected}  # type: ignore[attr-defined]
-        search = await _search(ctx)
+        search = await live(ctx, "search")
         answers = [by_id[follow_up.id] for follow_up in state.round]
         next_round = await search.finish_round(state.depth, state.selected, answers)
         return await _fan_out(ctx, search, state.depth + 1, next_round)
 
     @step
     async def reduce(self, ctx: Context[DriftState], ev: ReduceReady) -> StopEvent:
-        return StopEvent(result=await (await _search(ctx)).reduce())
-
-
-async def _search(ctx: Context[DriftState]) -> DriftSearch:
-    search = (await ctx.store.get_state()).search
-    if search is None:  # a context restored elsewhere has no live query to go on with
-        raise RuntimeError("this DRIFT run's state is not in this process: run the query again")
-    return search
+        return StopEvent(result=await (await live(ctx, "search")).reduce())
 
 
 async def _fan_out(

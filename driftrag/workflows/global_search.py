@@ -15,8 +15,7 @@ from driftrag.search.deps import QueryDeps
 from driftrag.search.global_search.models import GlobalProgress
 from driftrag.search.global_search.search import GlobalSearch
 from driftrag.search.modes import QueryOptions
-from driftrag.search.streaming import ProgressEvent
-from driftrag.workflows.streaming import QueryProgressEvent, answer_stream
+from driftrag.workflows.streaming import QueryProgressEvent, answer_stream, live
 
 
 class GlobalStart(StartEvent):
@@ -32,10 +31,6 @@ class GlobalProgressEvent(QueryProgressEvent):
 
     def payload(self) -> GlobalProgress:
         return self.progress
-
-    def progress_event(self, mode: str) -> ProgressEvent:
-        g = self.progress
-        return ProgressEvent(mode=mode, phase=g.phase, message=g.message, done=g.done, total=g.total)
 
 
 class ReportsPlanned(Event):
@@ -54,13 +49,6 @@ class GlobalState(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     search: GlobalSearch | None = Field(default=None, exclude=True)
-
-
-async def _search(ctx: Context[GlobalState]) -> GlobalSearch:
-    search = (await ctx.store.get_state()).search
-    if search is None:  # a context restored elsewhere has no live query to go on with
-        raise RuntimeError("this global search's state is not in this process: run the query again")
-    return search
 
 
 class GlobalWorkflow(Workflow):
@@ -95,10 +83,10 @@ class GlobalWorkflow(Workflow):
 
     @step
     async def map(self, ctx: Context[GlobalState], ev: ReportsPlanned) -> ReportsMapped:
-        search = await _search(ctx)
+        search = await live(ctx, "search")
         await search.map()
         return ReportsMapped(points=len(search.points))
 
     @step
     async def reduce(self, ctx: Context[GlobalState], ev: ReportsMapped) -> StopEvent:
-        return StopEvent(result=await (await _search(ctx)).reduce())
+        return StopEvent(result=await (await live(ctx, "search")).reduce())

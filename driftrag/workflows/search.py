@@ -26,7 +26,7 @@ from driftrag.search.models import SearchContext, SearchResult
 from driftrag.search.modes import QueryOptions, get_mode, start_run
 from driftrag.search.run import QueryRun
 from driftrag.search.streaming import ProgressEvent
-from driftrag.workflows.streaming import QueryProgressEvent, answer_stream
+from driftrag.workflows.streaming import QueryProgressEvent, answer_stream, live
 
 SearchPhase = Literal["started", "retrieved", "answered"]
 
@@ -67,13 +67,6 @@ class SearchState(BaseModel):
     run: QueryRun | None = Field(default=None, exclude=True)
 
 
-async def _run(ctx: Context[SearchState]) -> QueryRun:
-    run = (await ctx.store.get_state()).run
-    if run is None:  # a context restored elsewhere has no live query to go on with
-        raise RuntimeError("this query's run is not in this process: run the query again")
-    return run
-
-
 class SearchWorkflow(Workflow):
     """Run with `SearchWorkflow(deps).run(start_event=SearchStart(mode=…, kb=…, question=…))`."""
 
@@ -99,7 +92,7 @@ class SearchWorkflow(Workflow):
 
     @step
     async def retrieve(self, ctx: Context[SearchState], ev: SearchStarted) -> ContextRetrieved:
-        run = await _run(ctx)
+        run: QueryRun = await live(ctx, "run")
         retrieve = get_mode(run.mode).retrieve()
 
         async def guarded() -> SearchContext:
@@ -120,7 +113,7 @@ class SearchWorkflow(Workflow):
 
     @step
     async def answer(self, ctx: Context[SearchState], ev: ContextRetrieved) -> StopEvent:
-        run = await _run(ctx)
+        run: QueryRun = await live(ctx, "run")
         result: SearchResult = await run.retrying(lambda: run.answer(ev.context, final=True))
         ctx.write_event_to_stream(
             SearchProgress(

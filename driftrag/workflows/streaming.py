@@ -1,5 +1,6 @@
-"""What query workflows stream: their progress as `QueryProgressEvent`s, and the final answer's text as
-`AnswerStreamEvent`s (a workflow started with `stream=True` gives its run an `AnswerStream` onto them)."""
+"""What query workflows share: their progress as `QueryProgressEvent`s, the final answer's text as
+`AnswerStreamEvent`s (a workflow started with `stream=True` gives its run an `AnswerStream` onto them),
+and `live`, the query's live run object kept in the context's state."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ class QueryProgressEvent(Event):
         return self
 
     def progress_event(self, mode: str) -> ProgressEvent:
-        raise NotImplementedError(f"{type(self).__name__} must say how it reads as a ProgressEvent")
+        """The payload's phase and message, and its depth, done and total where it has them."""
+        p = self.payload()
+        counts = {name: getattr(p, name) for name in ("depth", "done", "total") if hasattr(p, name)}
+        return ProgressEvent(mode=mode, phase=p.phase, message=p.message, **counts)
 
 
 class AnswerStreamEvent(Event):
@@ -31,3 +35,12 @@ def answer_stream(ctx: Context, enabled: bool) -> AnswerStream | None:
     if not enabled:
         return None
     return AnswerStream(lambda event: ctx.write_event_to_stream(AnswerStreamEvent(event=event)))
+
+
+async def live(ctx: Context, name: str) -> Any:
+    """The query's live run object (its search or `QueryRun`: budget, model tasks, what it has read), kept
+    in the context's state under `name` as a field the context does not serialise."""
+    handle = getattr(await ctx.store.get_state(), name)
+    if handle is None:  # a context restored elsewhere has no live query to go on with
+        raise RuntimeError("this query's live state is not in this process: run the query again")
+    return handle
