@@ -222,7 +222,7 @@ def loss_rows(results: dict[str, list]) -> list[list[str]]:
         runs = [run for run in results[scenario] if run is not None]
         rows.append([label, spread([run[0] for run in runs]) if runs else "every run ended before the kill"])
     rows += [
-        ["DRIFT in process → `BackendUnavailableError`", spread([run[0] for run in results["query in process"]])],
+        ["DRIFT in process → error", spread([run[0] for run in results["query in process"]])],
         [
             "first HTTP 503",
             spread(results["http first 503"])
