@@ -54,3 +54,15 @@ def test_the_readme_links_into_the_manual_and_keeps_the_test_command() -> None:
     for target in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / target).exists(), target
     assert "make test" in readme and "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/architecture.md"])
+def test_the_pictures_of_ingestion_and_drift_name_every_step_of_their_workflows(page: str) -> None:
+    from driftrag.workflows.drift import DriftWorkflow
+    from driftrag.workflows.ingestion import IngestionWorkflow
+
+    pictures = re.findall(r"```mermaid\n(.*?)```", (ROOT / page).read_text(encoding="utf-8"), flags=re.S)
+    assert len(pictures) >= 2, page
+    for workflow, picture in zip((IngestionWorkflow, DriftWorkflow), pictures, strict=False):
+        for step in workflow._get_steps_from_class():
+            assert f'["{step}<br/>' in picture, (page, workflow.__name__, step)
