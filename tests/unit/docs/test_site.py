@@ -66,3 +66,21 @@ def test_the_pictures_of_ingestion_and_drift_name_every_step_of_their_workflows(
     for workflow, picture in zip((IngestionWorkflow, DriftWorkflow), pictures, strict=False):
         for step in workflow._get_steps_from_class():
             assert f'["{step}<br/>' in picture, (page, workflow.__name__, step)
+
+
+def test_the_readme_headline_recall_is_the_recorded_evaluation_table() -> None:
+    """The front page quotes the evaluation table of docs/benchmarks.md; re-recording it must update both."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    table = page.split("<!-- bench:eval-table:start -->", 1)[1].split("<!-- bench:eval-table:end -->", 1)[0]
+    recorded = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 5 and cells[0] in {"drift", "global", "local", "entity", "basic"}:
+            recorded[cells[0]] = {"multi-hop": cells[2].split("%")[0], "all": cells[4].split("%")[0]}
+    header = next(line for line in readme.splitlines() if line.startswith("| | drift |"))
+    methods = [cell.strip() for cell in header.strip("|").split("|")][1:]
+    for label, column in (("evidence recall, all", "all"), ("evidence recall, multi-hop", "multi-hop")):
+        row = next(line for line in readme.splitlines() if line.startswith(f"| {label}"))
+        quoted = [cell.strip().rstrip(" %") for cell in row.strip("|").split("|")][1:]
+        assert quoted == [recorded[method][column] for method in methods], (label, quoted, recorded)
