@@ -1,10 +1,11 @@
-# The two commands of the README. Both create .venv and install the package with its extras first.
+# The two commands of the README (and `make docs`, the manual's site). They create .venv and install the package
+# with its extras first.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := driftrag tests benchmarks
 
-.PHONY: demo test install eval-table
+.PHONY: demo test install eval-table docs
 
 $(BIN)/driftrag: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +25,11 @@ test: install
 demo: install
 	$(BIN)/driftrag demo
 
-# The README's evaluation table: ingest CORPUS (Alice's text; default: the pinned download), run the
-# five methods on the development set, rewrite the table between its markers in README.md.
+# The evaluation table of docs/benchmarks.md: ingest CORPUS (Alice's text; default: the pinned download),
+# run the five methods on the reporting half of the question set, rewrite that table.
 eval-table: install
-	$(BIN)/python benchmarks/eval_table.py $(if $(CORPUS),--corpus $(CORPUS))
+	$(BIN)/python benchmarks/eval_table.py --record $(if $(CORPUS),--corpus $(CORPUS))
+
+# The manual (docs/, mkdocs.yml) built as a site into site/, strictly: a broken link fails it.
+docs: install
+	$(BIN)/mkdocs build --strict
