@@ -23,6 +23,9 @@ from driftrag.local_neo4j import LocalNeo4j, cached_runtime
 from driftrag.local_neo4j.resolver import maven_repository_dir, runtime_root
 from driftrag.settings import Settings
 
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 
 def _environment(home: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "NEO4J_URI"} | {"COLUMNS": "400"}

@@ -29,6 +29,9 @@ from driftrag.settings import Settings
 from tests.conftest import TEST_NEO4J_PORT
 from tests.integration.api.conftest import CORPUS
 
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 PORT = TEST_NEO4J_PORT + 20
 CLI = Path(sys.executable).parent / "driftrag"
 GENEROUS_S = 20.0
