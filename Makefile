@@ -15,11 +15,13 @@ $(BIN)/driftrag: pyproject.toml
 install: $(BIN)/driftrag
 
 # Lint, then the whole suite: unit tests and integration tests against a real local Neo4j that the
-# test session starts (Maven fetches it the first time) and stops at the end.
+# test session starts (Maven fetches it the first time) and stops at the end. TEST_WORKERS parallel
+# workers, each with its own Neo4j; a test file stays on one worker, so its module fixtures are built once.
+TEST_WORKERS ?= 2
 test: install
 	$(BIN)/ruff check $(SOURCES)
 	$(BIN)/ruff format --check $(SOURCES)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The main job on the bundled sample corpus, offline by default.
 demo: install

@@ -180,17 +180,15 @@ class Settings(BaseSettings):
         description="A query step whose model answer stays unusable after its re-ask falls back to the offline "
         "extractive step over the same input (said in the result's `degraded`); off, the query fails.",
     )
-    # Every mode spends from one per-query budget; the DRIFT_ names are kept as aliases (they came first).
+    # Every mode spends from one per-query budget.
     query_max_llm_calls: int = Field(
         default=20,
         ge=2,
-        validation_alias=AliasChoices("DRIFTRAG_QUERY_MAX_LLM_CALLS", "DRIFTRAG_DRIFT_MAX_LLM_CALLS"),
         description="Hard cap on model calls per query (every mode).",
     )
     query_max_prompt_tokens: int = Field(
         default=100_000,
         ge=1000,
-        validation_alias=AliasChoices("DRIFTRAG_QUERY_MAX_PROMPT_TOKENS", "DRIFTRAG_DRIFT_MAX_PROMPT_TOKENS"),
         description="Hard cap on prompt tokens per query (every mode).",
     )
     prompts_dir: Path | None = Field(

@@ -23,6 +23,9 @@ from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
 
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 CELL_TIMEOUT_S = 600
