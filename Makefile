@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := driftrag tests benchmarks
 
-.PHONY: demo test install eval-table
+.PHONY: demo test install eval-table notebooks
 
 $(BIN)/driftrag: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,3 +28,7 @@ demo: install
 # five methods on the development set, rewrite the table between its markers in README.md.
 eval-table: install
 	$(BIN)/python benchmarks/eval_table.py $(if $(CORPUS),--corpus $(CORPUS))
+
+# Execute both notebooks offline on the local Neo4j and rewrite them with their outputs (docs/notebooks.md).
+notebooks: install
+	$(BIN)/python notebooks/execute.py
