@@ -32,7 +32,7 @@ VIRTUAL_TIME_MS = 5000
 
 async def write_page(kb: str, target: Path, max_nodes: int) -> str:
     async with DriftRAG.from_env(llm_provider="offline") as rag:
-        graph = await interactive_graph(rag, kb, max_nodes=max_nodes, height=620)
+        graph = await interactive_graph(rag, kb, max_nodes=max_nodes, height=560)
     graph.write_html(target)
     return graph.describe()
 

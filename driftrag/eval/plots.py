@@ -50,10 +50,10 @@ def recall_by_type_png(metrics: MetricsTable, *, title: str | None = None, dpi: 
     """The report's recall-by-type bar chart as PNG bytes (a notebook shows it with `IPython.display.Image`)."""
     plt = _pyplot()
     fig = _recall_by_type_figure(plt, metrics, title)
-    fig.tight_layout()
     out = io.BytesIO()
-    # No metadata: the same metrics give the same bytes.
-    fig.savefig(out, format="png", dpi=dpi, metadata={"Software": None})
+    # Tight box: a long title or the legend beside the axes is never cut. No metadata: the same
+    # metrics give the same bytes.
+    fig.savefig(out, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
     return out.getvalue()
 

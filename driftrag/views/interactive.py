@@ -5,9 +5,9 @@ pyvis is an optional extra (`pip install 'driftrag[notebook]'`). The page is sel
 own template with its `in_line` resources (vis-network, its style sheet, tom-select for the search box,
 all read from the installed pyvis package), minus the Bootstrap links that template always fetches
 from a CDN, which a few lines of inline CSS replace. The template is rendered with autoescaping on, so
-entity names reach the page as text, never as markup. Positions come from the static view's seeded
-layout (`driftrag.views.html.layout`) with physics off: the same view always draws the same picture,
-at once, and nodes can still be dragged, zoomed and searched.
+entity names reach the page as text, never as markup. Nodes start at the static view's seeded layout
+(`driftrag.views.html.layout`), so the page of a view is always the same, and vis-network's
+forceAtlas2 spreads them before the first frame; they can then be dragged, zoomed and searched.
 
 Everything here is pure (no Neo4j): `DriftRAG`-side reading is `driftrag.notebook.interactive_graph`.
 """
@@ -238,7 +238,12 @@ class InteractiveGraph:
         network.set_options(
             json.dumps(
                 {
-                    "physics": {"enabled": False},
+                    # Spread from the static layout's positions before the first frame, then settle.
+                    "physics": {
+                        "solver": "forceAtlas2Based",
+                        "forceAtlas2Based": {"gravitationalConstant": -60, "springLength": 70, "avoidOverlap": 0.6},
+                        "stabilization": {"iterations": 300, "fit": True},
+                    },
                     "interaction": {"hover": True, "tooltipDelay": 150},
                     "nodes": {"shape": "dot", "font": {"size": 14, "strokeWidth": 3, "strokeColor": "#ffffff"}},
                     "edges": {"smooth": False},
