@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := driftrag tests benchmarks
 
-.PHONY: demo test install eval-table docs
+.PHONY: demo test install eval-table docs notebooks
 
 $(BIN)/driftrag: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,3 +35,7 @@ eval-table: install
 # The manual (docs/, mkdocs.yml) built as a site into site/, strictly: a broken link fails it.
 docs: install
 	$(BIN)/mkdocs build --strict
+
+# Execute both notebooks offline on the local Neo4j and rewrite them with their outputs (docs/notebooks.md).
+notebooks: install
+	$(BIN)/python notebooks/execute.py
