@@ -46,12 +46,16 @@ class ErrorBody(_Model):
 
     code: str = Field(
         description="unauthorized, forbidden, kb_not_found, document_not_found, job_not_found, not_found, "
-        "method_not_allowed, payload_too_large, invalid_request, too_many_jobs, model_error, backend_unavailable, "
-        "graph_disabled, internal_error",
+        "method_not_allowed, payload_too_large, request_timeout, invalid_request, too_many_jobs, model_error, "
+        "backend_unavailable, graph_disabled, internal_error",
         examples=["kb_not_found"],
     )
     detail: str
-    problems: list[FieldProblem] = Field(default_factory=list, description="Per-field problems of a 422.")
+    problems: list[FieldProblem] = Field(
+        default_factory=list,
+        description="Per-field problems of a 422: distinct ones (a repeated one says `(×N)`), at most 20.",
+    )
+    problems_omitted: int = Field(default=0, ge=0, description="Distinct problems found beyond those listed.")
 
 
 # --- graph search -------------------------------------------------------------------------------------
