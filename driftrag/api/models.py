@@ -37,7 +37,10 @@ NonBlank = Annotated[str, AfterValidator(_not_blank)]
 
 
 class FieldProblem(_Model):
-    location: str = Field(description="Where the problem is, e.g. `body.query` or `path.kb`.")
+    location: str = Field(
+        description="Where the problem is, e.g. `body.query` or `path.kb`: the schema's names and list indexes "
+        "only (an unknown field is at its parent's location, a caller's own mapping key is `(key not shown)`)."
+    )
     message: str
 
 
