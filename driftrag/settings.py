@@ -329,7 +329,7 @@ class Settings(BaseSettings):
         description="Open connections (or running requests) per server process; a request beyond it is a 503.",
     )
     api_max_header_kb: int = Field(
-        default=16, ge=1, le=1024, description="Largest request line plus headers (KiB); larger is a 400."
+        default=16, ge=1, le=1024, description="Largest request line plus headers (KiB); larger is a 431."
     )
 
     @property

@@ -7,6 +7,7 @@
 - 413 `payload_too_large`: a body over the route's limit (`driftrag.api.limits`, before it is read).
 - 400 `invalid_request`: a request with both `Content-Length` and `Transfer-Encoding` (`driftrag.api.limits`).
 - 408 `request_timeout`: the header or body came too slowly; the connection is closed (`driftrag.api.protocol`).
+- 431 `headers_too_large`: the request line and headers are over `api_max_header_kb` (`driftrag.api.protocol`).
 - 422 `invalid_request`: body or path validation, a body that is not JSON (nested too deeply, not UTF-8),
   InvalidQueryError, InvalidIdentifierError, InputError. Validation problems name the schema's fields only
   and are capped (`driftrag.api.problems`): nothing the caller sent is echoed.

@@ -9,6 +9,9 @@ request's reading, from the connection's opening (or the request's first byte) t
 - the body within `body_timeout_s`, extended by its size at `body_min_rate` (bytes a second), so a
   large upload on a slow but honest link finishes while a trickle does not.
 
+A header larger than `max_header_bytes` is a 431: h11 refuses one only while it is still incomplete
+(a 400), so one that arrives whole in a single read is measured here once parsed.
+
 When a time-out passes, the client gets a 408 (unless nothing was sent yet, or a response has begun)
 and the connection is closed; the app sees `http.disconnect` if it was waiting for the body. The
 server is handed `functools.partial(GuardedH11Protocol, limits=...)`, which pickles for worker processes.
@@ -22,10 +25,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import h11
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
+from driftrag.api.errors import error_response
 from driftrag.api.models import ErrorBody
 from driftrag.settings import Settings
 
@@ -37,6 +42,7 @@ class ReadLimits:
     header_timeout_s: float
     body_timeout_s: float
     body_min_rate: float  # bytes a second that earn a second more; 0: none
+    max_header_bytes: int
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ReadLimits:
@@ -44,7 +50,27 @@ class ReadLimits:
             header_timeout_s=settings.api_header_timeout_s,
             body_timeout_s=settings.api_body_timeout_s,
             body_min_rate=settings.api_body_min_rate_kib_s * 1024,
+            max_header_bytes=settings.api_max_header_kb * 1024,
         )
+
+
+class HeaderCap:
+    """ASGI: a 431 for a request whose line and headers are over the limit, before the app sees it."""
+
+    def __init__(self, app: ASGIApp, max_header_bytes: int) -> None:
+        self.app = app
+        self.max_header_bytes = max_header_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            size = len(scope["method"]) + len(scope.get("raw_path") or b"") + len(scope["query_string"])
+            size += sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+            if size > self.max_header_bytes:
+                detail = f"the request line and headers are larger than {self.max_header_bytes} bytes"
+                response = error_response(431, "headers_too_large", detail, headers={"Connection": "close"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def timeout_response(detail: str) -> bytes:
@@ -70,6 +96,7 @@ class GuardedH11Protocol(H11Protocol):
         limits: ReadLimits,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
+        self.app = HeaderCap(self.app, limits.max_header_bytes)
         self._limits = limits
         self._phase: Literal["header", "body"] | None = None
         self._deadline = 0.0  # loop time by which the current phase must end

@@ -218,6 +218,20 @@ def test_chunked_framing_alone_is_served(guarded: BackgroundServer, corpus_kb: s
     assert response.status_code == 200 and response.json()["entities"]
 
 
+def test_a_header_over_the_limit_is_431(guarded: BackgroundServer, guarded_settings: Settings, keys) -> None:
+    limit = guarded_settings.api_max_header_kb * 1024
+    headers = {"Authorization": f"Bearer {keys.reader}", "X-Padding": "a" * limit}
+    with _connect(guarded) as sock:
+        sock.sendall(_head("GET", "/api/v1/system", headers))  # whole, in one write
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    status, body = _answer(received)
+    assert status == 431 and body["code"] == "headers_too_large"
+    small = httpx.get(f"{guarded.url}/api/v1/system", headers={**headers, "X-Padding": "a" * 1000}, timeout=120)
+    assert small.status_code == 200
+
+
 # --- the connection cap --------------------------------------------------------------------------------------
 
 CAP = 3

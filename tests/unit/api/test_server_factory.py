@@ -32,7 +32,9 @@ def test_the_connection_limits_follow_the_settings_and_reach_worker_processes() 
     )
     limits = pickle.loads(pickle.dumps(connection_limits(settings)))  # the config is sent to each worker
     assert limits["http"].func is GuardedH11Protocol
-    assert limits["http"].keywords["limits"] == ReadLimits(header_timeout_s=3, body_timeout_s=7, body_min_rate=8192)
+    assert limits["http"].keywords["limits"] == ReadLimits(
+        header_timeout_s=3, body_timeout_s=7, body_min_rate=8192, max_header_bytes=8 * 1024
+    )
     assert limits["timeout_keep_alive"] == 2 and limits["h11_max_incomplete_event_size"] == 8 * 1024
     # uvicorn counts the asking connection among the open ones.
     assert limits["limit_concurrency"] == 41
