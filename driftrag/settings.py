@@ -305,6 +305,42 @@ class Settings(BaseSettings):
         description="Ingestion jobs queued or running at once in one server; one more is a 429. Each holds its "
         "request's texts until it ends.",
     )
+    api_keys_reload_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="A running server checks the keys file for changes at most this often (0: on every request), "
+        "so a revoked key is refused within it without a restart.",
+    )
+    # Slow clients: each connection holds a socket and a slot of `api_max_connections` until it is closed.
+    api_header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A connection must send a request's whole header within this (from its first byte, or from "
+        "the connection's opening); else a 408 and the connection is closed.",
+    )
+    api_body_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A request body must arrive within this plus its size at `api_body_min_rate_kib_s`; "
+        "else a 408 and the connection is closed.",
+    )
+    api_body_min_rate_kib_s: float = Field(
+        default=64.0,
+        ge=0,
+        description="Each KiB of body received extends the body time-out by 1/this seconds, so a large upload "
+        "on a slow link finishes while a trickle does not (0: no extension).",
+    )
+    api_keep_alive_s: float = Field(
+        default=5.0, gt=0, description="An idle keep-alive connection is closed after this many seconds."
+    )
+    api_max_connections: int = Field(
+        default=256,
+        ge=1,
+        description="Open connections (or running requests) per server process; a request beyond it is a 503.",
+    )
+    api_max_header_kb: int = Field(
+        default=16, ge=1, le=1024, description="Largest request line plus headers (KiB); larger is a 431."
+    )
 
     @property
     def bolt_uri(self) -> str:

@@ -8,6 +8,10 @@ keeps its SHA-256 and what it may do:
 `read` lets a key search and query; `manage` (which implies `read`) lets it ingest, delete and switch
 chunks or the graph. `kbs` lists the knowledge bases the key may touch, `"*"` meaning all of them.
 Keys are high-entropy random strings, so one unsalted SHA-256 is enough to make a leaked file useless.
+
+A running server re-reads the file when it changes (checked at most every `api_keys_reload_s`), so a
+revoked key is refused within seconds; a file that turns unreadable or invalid refuses every key until
+it is fixed (a broken file must not keep revoked keys alive).
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -25,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from driftrag.errors import ConfigurationError
 from driftrag.store.identifiers import validate_kb_id
+
+log = logging.getLogger("driftrag.api")
 
 Scope = Literal["read", "manage"]
 ALL_KBS = "*"
@@ -104,6 +112,7 @@ class ApiKeys:
     def __init__(self, entries: Iterable[ApiKeyEntry], *, insecure: bool = False) -> None:
         self._entries = list(ApiKeysFile(keys=list(entries)).keys)
         self.insecure = insecure
+        self._watch: KeysFileWatch | None = None
         if not self._entries and not insecure:
             raise ConfigurationError(
                 "no API keys configured: create one with `driftrag api-key create` and set "
@@ -115,28 +124,88 @@ class ApiKeys:
         return cls([], insecure=True)
 
     @classmethod
-    def from_file(cls, path: Path) -> ApiKeys:
-        return cls(read_keys_file(path).keys)
+    def from_file(cls, path: Path, *, reload_s: float | None = None) -> ApiKeys:
+        """The keys of `path`; with `reload_s`, re-read whenever the file changes (checked that often at most)."""
+        watch = KeysFileWatch(path, reload_s) if reload_s is not None else None
+        keys = cls(read_keys_file(path).keys)
+        keys._watch = watch
+        return keys
+
+    def _current(self) -> list[ApiKeyEntry]:
+        if self._watch is not None:
+            reloaded = self._watch.poll()
+            if reloaded is not None:
+                self._entries = reloaded
+        return self._entries
 
     @property
     def names(self) -> list[str]:
-        return [entry.name for entry in self._entries]
+        return [entry.name for entry in self._current()]
 
     def authenticate(self, presented: str | None) -> Principal | None:
         """The principal of a presented key, or None when it is missing or unknown."""
         if self.insecure:
             return Principal(name="insecure-no-auth", scopes=frozenset({"manage"}), kbs=frozenset({ALL_KBS}))
+        entries = self._current()
         if not presented:
             return None
         digest = hash_key(presented)
         found: ApiKeyEntry | None = None
         # Every entry is compared (constant time each), so the time taken does not depend on which matched.
-        for entry in self._entries:
+        for entry in entries:
             if hmac.compare_digest(digest, entry.key_sha256):
                 found = entry
         if found is None:
             return None
         return Principal(name=found.name, scopes=frozenset(found.scopes), kbs=frozenset(found.kbs))
+
+
+class KeysFileWatch:
+    """Notices a changed keys file: its inode, size and times are compared at most every `interval_s`.
+
+    Plain data (no lock, no thread), so the keys pickle into worker processes; each process watches on its
+    own. The check runs on the request path: one `stat` per interval, one small read per change.
+    """
+
+    def __init__(self, path: Path, interval_s: float) -> None:
+        self.path = path
+        self.interval_s = interval_s
+        self._signature = _signature(path)  # taken before the first read, so a change during it is seen
+        self._next_check = time.monotonic() + interval_s
+        self._broken = False
+
+    def poll(self) -> list[ApiKeyEntry] | None:
+        """The new entries when the file changed (none at all when it is broken), else None."""
+        now = time.monotonic()
+        if now < self._next_check:
+            return None
+        self._next_check = now + self.interval_s
+        signature = _signature(self.path)
+        # A broken file is read again at every check: an edit in the same clock tick must not go unseen.
+        if signature == self._signature and not self._broken:
+            return None
+        self._signature = signature
+        try:
+            content = read_keys_file(self.path)
+        except ConfigurationError as exc:
+            if not self._broken:
+                log.error("%s; every API key is refused until the file is fixed", exc)
+            self._broken = True
+            return []
+        if self._broken:
+            log.warning("the API keys file %s is valid again", self.path)
+        self._broken = False
+        log.info("API keys reloaded from %s: %d key(s)", self.path, len(content.keys))
+        return list(content.keys)
+
+
+def _signature(path: Path) -> tuple[int, ...] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    # os.replace (how the file is written) gives a new inode; an edit in place changes size or times.
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 # --- the keys file ----------------------------------------------------------------------------------

@@ -5,7 +5,12 @@
 - 404 `kb_not_found` (KnowledgeBaseNotFoundError), `document_not_found`, `job_not_found`, `not_found` (no such
   route).
 - 413 `payload_too_large`: a body over the route's limit (`driftrag.api.limits`, before it is read).
-- 422 `invalid_request`: body or path validation, InvalidQueryError, InvalidIdentifierError, InputError.
+- 400 `invalid_request`: a request with both `Content-Length` and `Transfer-Encoding` (`driftrag.api.limits`).
+- 408 `request_timeout`: the header or body came too slowly; the connection is closed (`driftrag.api.protocol`).
+- 431 `headers_too_large`: the request line and headers are over `api_max_header_kb` (`driftrag.api.protocol`).
+- 422 `invalid_request`: body or path validation, a body that is not JSON (nested too deeply, not UTF-8),
+  InvalidQueryError, InvalidIdentifierError, InputError. Validation problems name the schema's fields only
+  and are capped (`driftrag.api.problems`): nothing the caller sent is echoed.
 - 429 `too_many_jobs`: `api_max_pending_jobs` ingestion jobs are queued or running already (Retry-After).
 - 502 `model_error`: the language model failed after its retries (ModelError).
 - 504 `query_timeout`: the query ran longer than `query_timeout_s` (QueryTimeoutError), in any mode.
@@ -25,6 +30,7 @@ from neo4j import exceptions as neo4j_errors
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from driftrag.api.models import ErrorBody, FieldProblem
+from driftrag.api.problems import field_problems, schema_names
 from driftrag.errors import (
     BackendUnavailableError,
     GraphDisabledError,
@@ -66,23 +72,35 @@ class ApiError(Exception):
 
 
 def error_response(
-    status: int, code: str, detail: str, *, problems: list[FieldProblem] | None = None, headers=None
+    status: int,
+    code: str,
+    detail: str,
+    *,
+    problems: list[FieldProblem] | None = None,
+    problems_omitted: int = 0,
+    headers=None,
 ) -> JSONResponse:
     if len(detail) > _MAX_DETAIL_CHARS:
         detail = detail[: _MAX_DETAIL_CHARS - 1] + "…"
-    body = ErrorBody(code=code, detail=detail, problems=problems or [])
+    body = ErrorBody(code=code, detail=detail, problems=problems or [], problems_omitted=problems_omitted)
     return JSONResponse(status_code=status, content=body.model_dump(), headers=headers)
 
 
-def _location(loc: tuple) -> str:
-    return ".".join(str(part) for part in loc)
-
-
-async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-    # The offending input is not echoed back: it can be large (a 20 kB query) or hostile.
-    problems = [FieldProblem(location=_location(e["loc"]), message=e["msg"]) for e in exc.errors()]
+def _invalid_request(problems: list[FieldProblem], omitted: int = 0) -> JSONResponse:
     summary = "; ".join(f"{p.location}: {p.message}" for p in problems[:5])
-    return error_response(422, "invalid_request", f"invalid request: {summary}", problems=problems)
+    more = len(problems) - 5 + omitted
+    if more > 0:
+        summary += f"; and {more} more"
+    return error_response(
+        422, "invalid_request", f"invalid request: {summary}", problems=problems, problems_omitted=omitted
+    )
+
+
+async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    # The offending input is not echoed back: it can be large (a 20 kB query) or hostile.
+    names = schema_names(request.app.openapi())  # built once per app, then cached by FastAPI
+    problems, omitted = field_problems(exc.errors(), exc.body, names)
+    return _invalid_request(problems, omitted)
 
 
 async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -90,6 +108,12 @@ async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
 
 
 async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    # FastAPI turns a body its JSON parser raised on (other than a syntax error) into a bare 400: answer it
+    # as the 422 a syntax error gets.
+    if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+        return _invalid_request([FieldProblem(location="body", message="JSON nested too deeply")])
+    if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+        return _invalid_request([FieldProblem(location="body", message="not JSON in UTF-8, UTF-16 or UTF-32")])
     code = _STATUS_CODES.get(exc.status_code, "http_error")
     return error_response(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
 

@@ -1,4 +1,4 @@
-"""What every request goes through before its body is read: the API key, then the body size.
+"""What every request goes through before its body is read: its framing, the API key, then the body size.
 
 FastAPI reads and parses a JSON body before it resolves the dependencies that check the key, so a
 large body sent without any key used to be read in full before its 401. `RequestLimits` is plain ASGI
@@ -6,6 +6,10 @@ middleware in front of the routes: it answers 401 from the headers alone, 413 wh
 is over the route's limit, and 413 as soon as a streamed (chunked) body passes it, having read at most
 the limit. Ingestion has its own, larger limit (`api_max_ingest_body_mb`); every other route has
 `api_max_body_kb`. The route dependencies still authorise (scopes, kbs) and give the principal.
+
+First of all, a request with both `Content-Length` and `Transfer-Encoding` is a 400 and its connection
+closed: the two framings disagree on where the body ends, which is how a request is smuggled past a
+proxy that reads the other one (RFC 9112, section 6.3).
 """
 
 from __future__ import annotations
@@ -69,6 +73,11 @@ class RequestLimits:
             return
         path: str = scope["path"]
         headers = scope["headers"]
+        names = {name.lower() for name, _ in headers}
+        if b"content-length" in names and b"transfer-encoding" in names:
+            detail = "a request may not have both Content-Length and Transfer-Encoding; send one"
+            await _answer(scope, receive, send, 400, "invalid_request", detail)
+            return
         public = path in _PUBLIC_PATHS or path.startswith(f"{DOCS_STATIC_PREFIX}/")
         if not public and not self.keys.insecure:
             presented = presented_keys(headers)

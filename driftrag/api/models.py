@@ -37,7 +37,10 @@ NonBlank = Annotated[str, AfterValidator(_not_blank)]
 
 
 class FieldProblem(_Model):
-    location: str = Field(description="Where the problem is, e.g. `body.query` or `path.kb`.")
+    location: str = Field(
+        description="Where the problem is, e.g. `body.query` or `path.kb`: the schema's names and list indexes "
+        "only (an unknown field is at its parent's location, a caller's own mapping key is `(key not shown)`)."
+    )
     message: str
 
 
@@ -46,12 +49,16 @@ class ErrorBody(_Model):
 
     code: str = Field(
         description="unauthorized, forbidden, kb_not_found, document_not_found, job_not_found, not_found, "
-        "method_not_allowed, payload_too_large, invalid_request, too_many_jobs, model_error, backend_unavailable, "
-        "graph_disabled, internal_error",
+        "method_not_allowed, payload_too_large, request_timeout, headers_too_large, invalid_request, too_many_jobs, "
+        "model_error, backend_unavailable, graph_disabled, internal_error",
         examples=["kb_not_found"],
     )
     detail: str
-    problems: list[FieldProblem] = Field(default_factory=list, description="Per-field problems of a 422.")
+    problems: list[FieldProblem] = Field(
+        default_factory=list,
+        description="Per-field problems of a 422: distinct ones (a repeated one says `(×N)`), at most 20.",
+    )
+    problems_omitted: int = Field(default=0, ge=0, description="Distinct problems found beyond those listed.")
 
 
 # --- graph search -------------------------------------------------------------------------------------

@@ -4,18 +4,21 @@ notebooks: uvicorn in a thread on a free port).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import threading
 import time
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
 from uvicorn.supervisors import Multiprocess
 
 from driftrag.api.auth import ApiKeys
+from driftrag.api.protocol import GuardedH11Protocol, ReadLimits
 from driftrag.errors import ConfigurationError
 from driftrag.settings import Settings
 
@@ -42,7 +45,7 @@ def load_keys(settings: Settings, *, insecure_no_auth: bool) -> ApiKeys:
             "`driftrag api-key create --name NAME --scopes read --kbs '*' --file keys.json`, set "
             "DRIFTRAG_API_KEYS_FILE=keys.json, or pass --insecure-no-auth for a local experiment"
         )
-    return ApiKeys.from_file(settings.api_keys_file)
+    return ApiKeys.from_file(settings.api_keys_file, reload_s=settings.api_keys_reload_s)
 
 
 def check_bind(host: str, *, insecure_no_auth: bool) -> None:
@@ -52,6 +55,18 @@ def check_bind(host: str, *, insecure_no_auth: bool) -> None:
             f"--insecure-no-auth binds only to 127.0.0.1 (or another loopback address), not {host!r}; "
             "configure API keys to listen on other interfaces"
         )
+
+
+def connection_limits(settings: Settings) -> dict[str, Any]:
+    """uvicorn options against slow and greedy clients (`docs/http-hardening.md`), for every server we run."""
+    return {
+        "http": functools.partial(GuardedH11Protocol, limits=ReadLimits.from_settings(settings)),
+        "ws": "none",  # no WebSocket routes: an upgrade request is served as plain HTTP
+        "timeout_keep_alive": settings.api_keep_alive_s,
+        # uvicorn counts the asking connection itself among the open ones, so N allowed means a limit of N + 1.
+        "limit_concurrency": settings.api_max_connections + 1,
+        "h11_max_incomplete_event_size": settings.api_max_header_kb * 1024,
+    }
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,7 @@ def serve(
         # A worker answers the supervisor's pings only once its imports are done (seconds on a busy
         # machine); uvicorn's 5 s default killed and respawned starting workers in a loop.
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+        **connection_limits(settings),
     )
     # What `uvicorn.run` does (which insists on an import string for workers): the app here is built
     # from the settings and keys this process read and checked. Ctrl-C is a clean stop, as there.
@@ -120,20 +136,28 @@ def serve(
 class BackgroundServer:
     """uvicorn serving `app` in a thread on 127.0.0.1 (a free port by default); a context manager.
 
-    with BackgroundServer(create_app(rag, keys)) as server:
+    with BackgroundServer(create_app(rag, keys), settings=settings) as server:
         httpx.get(f"{server.url}/api/v1/system", headers=...)
+
+    `settings` gives the connection limits (`api_header_timeout_s`, `api_max_connections`…), as
+    `driftrag serve` applies them; without it, their defaults.
     """
 
     def __init__(
         self,
         app: FastAPI,
         *,
+        settings: Settings | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         start_timeout_s: float = 120.0,
         log_level: str = "warning",
     ) -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
+        # model_construct: the defaults, without reading the environment.
+        limits = connection_limits(settings or Settings.model_construct())
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False, **limits
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="driftrag-api", daemon=True)
         self._host = host

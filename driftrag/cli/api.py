@@ -132,9 +132,14 @@ def api_key_revoke(
     name: Annotated[str, typer.Option("--name", help="The key to remove.")],
     file: KeysFileOption = None,
 ) -> None:
-    """Remove a key from the file; running servers read the file at start-up, so restart them."""
+    """Remove a key from the file; running servers refuse it within DRIFTRAG_API_KEYS_RELOAD_S (no restart)."""
     from driftrag.api.auth import revoke_key
 
     path = _keys_file(file)
     _run(ctx, lambda: revoke_key(path, name))
-    err_console.print(f"revoked key {name!r} in {path}; restart running servers", highlight=False, markup=False)
+    err_console.print(
+        f"revoked key {name!r} in {path}; running servers refuse it once they see the change "
+        "(DRIFTRAG_API_KEYS_RELOAD_S, 2 s by default)",
+        highlight=False,
+        markup=False,
+    )

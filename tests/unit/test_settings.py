@@ -98,6 +98,13 @@ ENVIRONMENT = {
     "DRIFTRAG_API_MAX_BODY_KB": ("api_max_body_kb", "64"),
     "DRIFTRAG_API_MAX_INGEST_BODY_MB": ("api_max_ingest_body_mb", "10"),
     "DRIFTRAG_API_MAX_PENDING_JOBS": ("api_max_pending_jobs", "3"),
+    "DRIFTRAG_API_KEYS_RELOAD_S": ("api_keys_reload_s", "0.5"),
+    "DRIFTRAG_API_HEADER_TIMEOUT_S": ("api_header_timeout_s", "3"),
+    "DRIFTRAG_API_BODY_TIMEOUT_S": ("api_body_timeout_s", "7"),
+    "DRIFTRAG_API_BODY_MIN_RATE_KIB_S": ("api_body_min_rate_kib_s", "8"),
+    "DRIFTRAG_API_KEEP_ALIVE_S": ("api_keep_alive_s", "2"),
+    "DRIFTRAG_API_MAX_CONNECTIONS": ("api_max_connections", "40"),
+    "DRIFTRAG_API_MAX_HEADER_KB": ("api_max_header_kb", "8"),
 }
 
 

@@ -83,6 +83,57 @@ def test_422_answers_do_not_echo_hostile_ids(admin: httpx.Client, corpus_kb: str
         assert "<script>" not in response.text and "AAAAAAAAAA" not in response.text and "<b>" not in response.text
 
 
+def test_a_hostile_body_of_unknown_fields_gets_a_small_422_without_a_copy(reader: httpx.Client, corpus_kb: str) -> None:
+    name = "<img src=x onerror=alert(1)>"
+    fields = ", ".join(f'"{name}{i}": 1' for i in range(13_000))
+    body = f'{{"query": "Captain", {fields}}}'.encode()
+    assert len(body) > 400_000
+    response = reader.post(
+        f"/knowledge-bases/{corpus_kb}/graph-search", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert len(response.content) < 1000, "bounded, whatever the input"
+    assert "onerror" not in response.text and "<img" not in response.text
+    error = response.json()
+    assert error["code"] == "invalid_request"
+    assert error["problems"] == [{"location": "body", "message": "unknown field (not shown) (×13000)"}]
+
+
+def test_many_distinct_problems_are_capped_with_a_count(admin: httpx.Client, corpus_kb: str) -> None:
+    texts = [{"title": f"{HOSTILE}{i}", "text": " ", HOSTILE: i} for i in range(200)]
+    response = admin.post(f"/knowledge-bases/{corpus_kb}/documents", json={"texts": texts})
+    assert response.status_code == 422
+    error = response.json()
+    assert len(error["problems"]) == 20 and error["problems_omitted"] == 2 * 200 - 20
+    assert all(problem["location"].startswith("body.texts.") for problem in error["problems"])
+    assert "<script>" not in response.text and "AAAAAAAAAA" not in response.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 50_000 + b"]" * 50_000, b'{"query": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"],
+    ids=["deep-array", "deep-field"],
+)
+def test_deeply_nested_json_is_the_usual_422(reader: httpx.Client, corpus_kb: str, body: bytes) -> None:
+    response = reader.post(
+        f"/knowledge-bases/{corpus_kb}/graph-search", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert error["code"] == "invalid_request"
+    assert error["problems"] == [{"location": "body", "message": "JSON nested too deeply"}]
+
+
+def test_a_body_that_is_not_utf8_is_the_usual_422(reader: httpx.Client, corpus_kb: str) -> None:
+    response = reader.post(
+        f"/knowledge-bases/{corpus_kb}/graph-search",
+        content=b'{"query": "Capt\xe9\xff"}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["problems"][0]["location"] == "body"
+
+
 # --- the HTTP examples of docs/http-api.md ---------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import stat
 from pathlib import Path
 
@@ -155,3 +156,62 @@ def test_without_auth_the_server_binds_to_loopback_only() -> None:
     for host in ("0.0.0.0", "192.168.1.5", "localhost.example.com", "::"):
         with pytest.raises(ConfigurationError, match=r"127\.0\.0\.1"):
             check_bind(host, insecure_no_auth=True)
+
+
+# --- a running server's view of the keys file ------------------------------------------------------------
+
+
+def test_a_watched_keys_file_revokes_and_adds_keys_without_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    first, _ = create_key(path, name="first", scopes=["read"], kbs=["*"])
+    second, _ = create_key(path, name="second", scopes=["manage"], kbs=["*"])
+    keys = ApiKeys.from_file(path, reload_s=0)  # checked at every call
+    assert keys.authenticate(first).name == "first"
+
+    revoke_key(path, "first")
+    assert keys.authenticate(first) is None
+    assert keys.authenticate(second).name == "second"
+    third, _ = create_key(path, name="third", scopes=["read"], kbs=["alice"])
+    assert keys.authenticate(third).kbs == frozenset({"alice"})
+    assert keys.names == ["second", "third"]
+
+
+def test_the_watch_survives_pickling_into_a_worker_process(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    key, _ = create_key(path, name="k", scopes=["read"], kbs=["*"])
+    create_key(path, name="other", scopes=["read"], kbs=["*"])
+    copy = pickle.loads(pickle.dumps(ApiKeys.from_file(path, reload_s=0)))
+    assert copy.authenticate(key) is not None
+    revoke_key(path, "k")
+    assert copy.authenticate(key) is None
+
+
+def test_the_file_is_checked_at_most_every_interval(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    key, _ = create_key(path, name="k", scopes=["read"], kbs=["*"])
+    create_key(path, name="other", scopes=["read"], kbs=["*"])
+    keys = ApiKeys.from_file(path, reload_s=3600)
+    revoke_key(path, "k")
+    assert keys.authenticate(key) is not None, "no stat before the interval has passed"
+    unwatched = ApiKeys.from_file(path)
+    create_key(path, name="late", scopes=["read"], kbs=["*"])
+    assert [entry.name for entry in read_keys_file(path).keys] == ["other", "late"]
+    assert unwatched.names == ["other"], "without reload_s the keys are read once"
+
+
+@pytest.mark.parametrize("damage", ["invalid", "deleted", "empty"])
+def test_a_broken_watched_file_refuses_every_key_until_it_is_fixed(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "keys.json"
+    key, _ = create_key(path, name="k", scopes=["read"], kbs=["*"])
+    keys = ApiKeys.from_file(path, reload_s=0)
+    good = path.read_text()
+    if damage == "invalid":
+        path.write_text('{"keys": [{"name": "k"')  # an edit caught half-way
+    elif damage == "deleted":
+        path.unlink()
+    else:
+        path.write_text('{"keys": []}')  # the last key revoked
+    assert keys.authenticate(key) is None
+    assert keys.authenticate(key) is None, "still refused at the next check"
+    path.write_text(good)
+    assert keys.authenticate(key).name == "k"
