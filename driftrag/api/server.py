@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from uvicorn.supervisors import Multiprocess
 
 from driftrag.api.auth import ApiKeys
+from driftrag.api.redaction import uvicorn_log_config
 from driftrag.errors import ConfigurationError
 from driftrag.settings import Settings
 
@@ -100,6 +101,7 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
+        log_config=uvicorn_log_config(),  # the access log redacts keys sent in a URL
         server_header=False,
         proxy_headers=False,
         # A worker answers the supervisor's pings only once its imports are done (seconds on a busy
@@ -133,7 +135,15 @@ class BackgroundServer:
         start_timeout_s: float = 120.0,
         log_level: str = "warning",
     ) -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            log_config=uvicorn_log_config(),
+            lifespan="on",
+            server_header=False,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="driftrag-api", daemon=True)
         self._host = host

@@ -98,6 +98,8 @@ ENVIRONMENT = {
     "DRIFTRAG_API_MAX_BODY_KB": ("api_max_body_kb", "64"),
     "DRIFTRAG_API_MAX_INGEST_BODY_MB": ("api_max_ingest_body_mb", "10"),
     "DRIFTRAG_API_MAX_PENDING_JOBS": ("api_max_pending_jobs", "3"),
+    "DRIFTRAG_API_SSE_PING_S": ("api_sse_ping_s", "2.5"),
+    "DRIFTRAG_API_ALLOW_QUERY_KEY": ("api_allow_query_key", "true"),
 }
 
 
