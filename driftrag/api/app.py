@@ -464,8 +464,10 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True, o
         version=__version__,
         description=(
             "GraphRAG on Neo4j: the bounded one-hop graph search, queries (DRIFT, global, local, entity, basic) "
-            "and knowledge-base management. Authenticate with an API key (`Authorization: Bearer <key>` or "
-            "`X-API-Key`); `read` keys search and query, `manage` keys also ingest, delete and switch."
+            "and knowledge-base management, and an OpenAI-compatible chat endpoint (`/v1/chat/completions`, "
+            "`/v1/models`: the model `kb:mode` picks the kb and the query mode). Authenticate with an API key "
+            "(`Authorization: Bearer <key>` or `X-API-Key`); `read` keys search and query, `manage` keys also "
+            "ingest, delete and switch."
         ),
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
