@@ -18,7 +18,9 @@ from uvicorn.config import LOGGING_CONFIG
 from driftrag.api.limits import QUERY_KEY_PARAM
 
 REDACTED = "[redacted]"
-_KEY_IN_URL = re.compile(rf"([?&]{QUERY_KEY_PARAM}=)[^&#\s\"]*", re.IGNORECASE)
+# The name as sent, also percent-encoded (`api%5Fkey` is the same parameter to the server).
+_NAME = "".join(re.escape(char) if char != "_" else "(?:_|%5f)" for char in QUERY_KEY_PARAM)
+_KEY_IN_URL = re.compile(rf"([?&]{_NAME}=)[^&#\s\"]*", re.IGNORECASE)
 
 
 def redact_url(text: str) -> str:
