@@ -7,7 +7,7 @@ so refusing them would make the route unusable. They are ignored, and the docs s
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -137,9 +137,3 @@ class ModelCard(_Model):
 class ModelList(_Model):
     object: Literal["list"] = "list"
     data: list[ModelCard]
-
-
-def dump(model: BaseModel) -> dict[str, Any]:
-    """The body as OpenAI sends it: fields without a value left out (the `openai` client expects absent,
-    not null, for `usage` of an ordinary chunk)."""
-    return model.model_dump(exclude_none=True)
