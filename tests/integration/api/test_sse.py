@@ -58,6 +58,42 @@ def url_key_server(api_settings: Settings, api_keys: ApiKeys) -> Iterator[Backgr
         yield running
 
 
+@pytest.fixture(scope="module")
+def stalling_server(api_settings: Settings, api_keys: ApiKeys) -> Iterator[BackgroundServer]:
+    """A model slower than the query timeout: retrieval is done (the stream has started), the answer never is."""
+    settings = api_settings.model_copy(update={"query_timeout_s": 6.0})
+    with BackgroundServer(create_app(DriftRAG(settings, chat=SlowChatModel(delay_s=60.0)), api_keys)) as running:
+        yield running
+
+
+def test_a_failure_after_the_start_is_the_last_event(stalling_server: BackgroundServer, keys, make_client, corpus_kb):
+    response, lines = raw_lines(
+        make_client(stalling_server, keys.reader),
+        "POST",
+        f"/knowledge-bases/{corpus_kb}/query/stream",
+        json={"question": QUESTION, "mode": "basic"},
+    )
+    assert response.status_code == 200
+    events = frames(lines)
+    assert events[0]["event"] == "progress" and events[-1]["event"] == "error"
+    assert [int(event["id"]) for event in events] == list(range(1, len(events) + 1))
+    assert '"status":504' in events[-1]["data"] and '"code":"query_timeout"' in events[-1]["data"]
+
+
+def test_the_openai_client_raises_a_failure_after_the_start(stalling_server: BackgroundServer, keys, corpus_kb):
+    chat = openai.OpenAI(base_url=f"{stalling_server.url}/v1", api_key=keys.reader, max_retries=0, timeout=300)
+    stream = chat.chat.completions.create(
+        model=f"{corpus_kb}:basic", messages=[{"role": "user", "content": QUESTION}], stream=True
+    )
+    received = []
+    with pytest.raises(openai.APIError) as caught:
+        for chunk in stream:
+            received.append(chunk)
+    assert received and received[0].choices[0].delta.role == "assistant"  # the stream had started
+    assert not isinstance(caught.value, openai.APIStatusError)  # an event of a 200 stream, not a status
+    assert caught.value.body["code"] == "query_timeout" and caught.value.body["type"] == "server_error"
+
+
 def test_every_event_has_an_increasing_id(reader: httpx.Client, corpus_kb: str) -> None:
     response, lines = raw_lines(
         reader, "POST", f"/knowledge-bases/{corpus_kb}/query/stream", json={"question": QUESTION, "mode": "drift"}
