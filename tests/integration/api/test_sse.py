@@ -59,10 +59,18 @@ def url_key_server(api_settings: Settings, api_keys: ApiKeys) -> Iterator[Backgr
 
 
 @pytest.fixture(scope="module")
-def stalling_server(api_settings: Settings, api_keys: ApiKeys) -> Iterator[BackgroundServer]:
+def stalling_server(api_settings: Settings, api_keys: ApiKeys, keys, corpus_kb: str) -> Iterator[BackgroundServer]:
     """A model slower than the query timeout: retrieval is done (the stream has started), the answer never is."""
-    settings = api_settings.model_copy(update={"query_timeout_s": 6.0})
+    settings = api_settings.model_copy(update={"query_timeout_s": 10.0})
     with BackgroundServer(create_app(DriftRAG(settings, chat=SlowChatModel(delay_s=60.0)), api_keys)) as running:
+        # Warm up (connect, load the embedder) within one stream, left once retrieval is done: a cold first
+        # retrieval on a busy machine could itself pass the timeout.
+        url = f"{running.url}/api/v1/knowledge-bases/{corpus_kb}/query/stream"
+        headers = {"Authorization": f"Bearer {keys.reader}"}
+        body = {"question": QUESTION, "mode": "basic"}
+        with httpx.stream("POST", url, json=body, headers=headers, timeout=300) as warming:
+            assert warming.status_code == 200
+            next(line for line in warming.iter_lines() if '"phase":"retrieved"' in line)
         yield running
 
 
