@@ -341,6 +341,18 @@ class Settings(BaseSettings):
     api_max_header_kb: int = Field(
         default=16, ge=1, le=1024, description="Largest request line plus headers (KiB); larger is a 431."
     )
+    api_sse_ping_s: float = Field(
+        default=15.0,
+        ge=0,
+        description="Seconds between keep-alive comments on a Server-Sent Events stream (query streams, streamed "
+        "chat completions), so proxies keep a stream open while a query works; 0 sends none.",
+    )
+    api_allow_query_key: bool = Field(
+        default=False,
+        description="Accept the API key as the `api_key` query parameter of `GET …/query/stream` (a browser's "
+        "EventSource cannot send headers). Off by default: a URL ends up in histories and proxy logs "
+        "(driftrag's own access log redacts it).",
+    )
 
     @property
     def bolt_uri(self) -> str:

@@ -13,23 +13,26 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request, Security
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi import Path as PathParam
-from fastapi.responses import Response, StreamingResponse
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.responses import Response
 from fastapi_offline import FastAPIOffline
+from sse_starlette import EventSourceResponse
 
 from driftrag import __version__
-from driftrag.api.auth import ApiKeys, Principal, Scope
+from driftrag.api.auth import ApiKeys
+from driftrag.api.backend import Backend
+from driftrag.api.chat import router as openai_router
+from driftrag.api.dependencies import BackendDep, KeysDep, ManageKb, PrincipalDep, ReadKb, ReadKbFromUrl
 from driftrag.api.errors import RETRY_AFTER_UNAVAILABLE_S, ApiError, install_error_handlers
-from driftrag.api.jobs import JOB_ID_PATTERN, IngestJob, IngestJobs, JobList, TooManyJobsError
+from driftrag.api.jobs import JOB_ID_PATTERN, IngestJob, JobList, TooManyJobsError
 from driftrag.api.limits import DOCS_STATIC_PREFIX, RequestLimits
 from driftrag.api.models import (
+    MAX_QUESTION_CHARS,
     ChunkIdsBody,
     ChunkSwitchResponse,
     DeleteDocumentResponse,
@@ -45,147 +48,19 @@ from driftrag.api.models import (
     StatsResponse,
     SystemInfo,
 )
-from driftrag.api.sse import opened
+from driftrag.api.sse import event_stream, opened, query_frames
 from driftrag.collector import freeze_startup_objects
-from driftrag.errors import (
-    BackendUnavailableError,
-    InvalidIdentifierError,
-    UnsupportedServerError,
-)
+from driftrag.errors import InvalidIdentifierError
 from driftrag.facade import DriftRAG
 from driftrag.ingestion.loading import InputError
 from driftrag.search.graph_search import GraphSearchResponse
+from driftrag.search.modes import DEFAULT_MODE, MODE_NAMES, ModeName
 from driftrag.search.question import check_question
-from driftrag.store.identifiers import KB_ID_PATTERN, validate_job_id, validate_kb_id, validate_node_id
-from driftrag.store.neo4j_store import ServerInfo, check_server_version
+from driftrag.store.identifiers import validate_job_id, validate_node_id
 
 log = logging.getLogger("driftrag.api")
 
 API_PREFIX = "/api/v1"
-# /system answers within this, reachable or not.
-_PROBE_TIMEOUT_S = 3.0
-
-
-class Backend:
-    """The DriftRAG behind the API, whether its schema is in place, the per-kb write locks and the
-    ingestion jobs."""
-
-    def __init__(self, rag: DriftRAG) -> None:
-        self.rag = rag
-        self._ready = False
-        self._lock = asyncio.Lock()
-        self._last_failure = float("-inf")
-        self._write_locks: dict[str, asyncio.Lock] = {}
-        self.jobs = IngestJobs(rag, write_lock=self.write_lock, max_pending=rag.settings.api_max_pending_jobs)
-
-    async def start(self) -> None:
-        """Connect (with the configured retries, starting the local Neo4j if NEO4J_URI is unset).
-
-        An unreachable Neo4j does not stop the server: calls answer 503 until it is back. A server that
-        answers but cannot be used (too old, another embedding dimension) does.
-        """
-        try:
-            info = await self.rag.connect()
-        except BackendUnavailableError as exc:
-            self._last_failure = time.monotonic()
-            log.error("Neo4j is unreachable at start-up; graph calls answer 503 until it is back: %s", exc)
-            return
-        self._ready = True
-        log.info("connected to Neo4j %s (%s); model mode %s", info.version, info.edition, self.rag.mode)
-
-    async def ready(self) -> None:
-        """Make sure the server answered once and the schema exists; one quick try at most every few seconds."""
-        if self._ready:
-            return
-        async with self._lock:
-            if self._ready:
-                return
-            if time.monotonic() - self._last_failure < RETRY_AFTER_UNAVAILABLE_S:
-                raise BackendUnavailableError("Neo4j was unreachable moments ago")
-            try:
-                await self.rag.connect(start_local=False, wait=False)
-            except BackendUnavailableError:
-                self._last_failure = time.monotonic()
-                raise
-            self._ready = True
-
-    async def probe(self) -> ServerInfo | None:
-        """The server's version now, or None when it cannot be reached or used."""
-        try:
-            info = await asyncio.wait_for(self.rag.server_info(), _PROBE_TIMEOUT_S)
-            check_server_version(info.version)
-            return info
-        except (TimeoutError, BackendUnavailableError, UnsupportedServerError) as exc:
-            log.info("Neo4j probe failed: %s", exc)
-            return None
-        except Exception as exc:  # the driver's own errors (auth, protocol): not reachable in any useful way
-            log.warning("Neo4j probe failed: %r", exc)
-            return None
-
-    def write_lock(self, kb: str) -> asyncio.Lock:
-        """One writer per kb: two ingestions (or an ingestion and a delete) would rebuild the same layers."""
-        return self._write_locks.setdefault(kb, asyncio.Lock())
-
-
-# --- authentication and authorisation ---------------------------------------------------------------------
-
-_bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <key>`")
-_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="`X-API-Key: <key>`")
-
-_UNAUTHORIZED_HEADERS = {"WWW-Authenticate": "Bearer"}
-
-
-def _backend(request: Request) -> Backend:
-    return request.app.state.backend
-
-
-def _keys(request: Request) -> ApiKeys:
-    return request.app.state.keys
-
-
-def authenticate(
-    keys: Annotated[ApiKeys, Depends(_keys)],
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
-    header_key: Annotated[str | None, Security(_api_key_header)],
-) -> Principal:
-    """401 without a key, with an unknown key, or with two different keys."""
-    presented = {key for key in (bearer.credentials if bearer else None, header_key) if key}
-    if len(presented) > 1:
-        raise ApiError(401, "unauthorized", "two different API keys were sent; send one", _UNAUTHORIZED_HEADERS)
-    principal = keys.authenticate(next(iter(presented), None))
-    if principal is None:
-        detail = (
-            "invalid API key" if presented else "missing API key: send `Authorization: Bearer <key>` or `X-API-Key`"
-        )
-        raise ApiError(401, "unauthorized", detail, _UNAUTHORIZED_HEADERS)
-    return principal
-
-
-KbPath = Annotated[
-    str,
-    PathParam(
-        description="Knowledge base id: 1-64 of A-Z a-z 0-9 _ -, starting with a letter or digit.",
-        json_schema_extra={"pattern": KB_ID_PATTERN.pattern},
-    ),
-]
-
-
-def _require(scope: Scope):
-    """A dependency giving the validated kb id once the key may use it with `scope` (401, 422, 403)."""
-
-    def authorised_kb(kb: KbPath, principal: Annotated[Principal, Depends(authenticate)]) -> str:
-        validate_kb_id(kb)
-        if not principal.has_scope(scope):
-            raise ApiError(403, "forbidden", f"the API key {principal.name!r} lacks the {scope!r} scope")
-        if not principal.may_use(kb):
-            raise ApiError(403, "forbidden", f"the API key {principal.name!r} may not use knowledge base {kb!r}")
-        return kb
-
-    return authorised_kb
-
-
-ReadKb = Annotated[str, Depends(_require("read"))]
-ManageKb = Annotated[str, Depends(_require("manage"))]
 
 
 # --- responses ------------------------------------------------------------------------------------------
@@ -224,7 +99,6 @@ def _json(model: Any) -> Response:
 # --- routes ---------------------------------------------------------------------------------------------
 
 router = APIRouter(prefix=API_PREFIX)
-BackendDep = Annotated[Backend, Depends(_backend)]
 
 
 async def _system(backend: Backend, keys: ApiKeys) -> SystemInfo:
@@ -245,9 +119,7 @@ async def _system(backend: Backend, keys: ApiKeys) -> SystemInfo:
     summary="Version, graph engine and model mode",
     responses=_errors(401),
 )
-async def system(
-    backend: BackendDep, keys: Annotated[ApiKeys, Depends(_keys)], _: Annotated[Principal, Depends(authenticate)]
-) -> SystemInfo:
+async def system(backend: BackendDep, keys: KeysDep, _: PrincipalDep) -> SystemInfo:
     """`graph_engine` is "Neo4j" when the server answers now and "Not Enabled" when it cannot be reached."""
     return await _system(backend, keys)
 
@@ -293,35 +165,67 @@ async def query(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Response:
     return _json(QueryResponse.from_result(result))
 
 
+_STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "`text/event-stream`: `progress` events, then the answer's `delta`s (a `reset` voids "
+        "the text so far), then `result` (the JSON of `POST …/query`); a failure after the start is an "
+        "`error` event with the status the unstreamed route would answer. Every event has an `id` (1, 2, …); "
+        "a comment line (`: ping …`) keeps an idle stream open every `DRIFTRAG_API_SSE_PING_S` seconds.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    204: {"description": "A reconnecting EventSource (`Last-Event-ID` sent): a stream is not resumed."},
+    **_errors(401, 403, 404, 422, 502, 503, 504),
+}
+
+
+async def _query_stream(
+    request: Request, backend: Backend, kb: str, question: str, mode: str, community_level: int | None
+) -> Response:
+    if "last-event-id" in request.headers:
+        # EventSource reconnects by itself once a stream ends; asking the question again is not what it means.
+        return Response(status_code=204)
+    await backend.ready()
+    check_question(question, backend.rag.settings)
+    events = await opened(backend.rag.stream(kb, question, mode=mode, community_level=community_level))
+    return event_stream(query_frames(events), ping_s=backend.rag.settings.api_sse_ping_s)
+
+
 @router.post(
     "/knowledge-bases/{kb}/query/stream",
     tags=["search"],
     summary="Answer a question, streamed as Server-Sent Events",
-    response_class=StreamingResponse,
-    responses={
-        200: {
-            "description": "`text/event-stream`: `progress` events, then the answer's `delta`s (a `reset` voids "
-            "the text so far), then `result` (the JSON of `POST …/query`); a failure after the start is an "
-            "`error` event with the status the unstreamed route would answer.",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
-        },
-        **_errors(401, 403, 404, 422, 502, 503, 504),
-    },
+    response_class=EventSourceResponse,
+    responses=_STREAM_RESPONSES,
 )
-async def query_stream(kb: ReadKb, body: QueryBody, backend: BackendDep) -> StreamingResponse:
+async def query_stream(request: Request, kb: ReadKb, body: QueryBody, backend: BackendDep) -> Response:
     """`query`, with the final answer streamed as the model writes it (offline: statement by statement).
 
     The deltas since the last `reset`, joined, equal the `answer` of the `result` event.
     """
-    await backend.ready()
-    check_question(body.question, backend.rag.settings)
-    events = backend.rag.stream(kb, body.question, mode=body.mode, community_level=body.community_level)
-    return StreamingResponse(
-        await opened(events),
-        media_type="text/event-stream",
-        # Proxies must pass each event on at once.
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return await _query_stream(request, backend, kb, body.question, body.mode, body.community_level)
+
+
+@router.get(
+    "/knowledge-bases/{kb}/query/stream",
+    tags=["search"],
+    summary="Answer a question, streamed as Server-Sent Events (the EventSource form)",
+    response_class=EventSourceResponse,
+    responses=_STREAM_RESPONSES,
+)
+async def query_stream_get(
+    request: Request,
+    kb: ReadKbFromUrl,
+    backend: BackendDep,
+    question: Annotated[str, Query(min_length=1, max_length=MAX_QUESTION_CHARS)],
+    mode: Annotated[ModeName, Query(description=f"One of: {', '.join(MODE_NAMES)}.")] = DEFAULT_MODE,
+    community_level: Annotated[int | None, Query(ge=0, description="Global search only.")] = None,
+) -> Response:
+    """`POST …/query/stream` with the question in the URL, for a browser's `EventSource` (which sends GET
+    and no body). The key comes in a header as everywhere, or, on a server started with
+    `DRIFTRAG_API_ALLOW_QUERY_KEY=true`, as `?api_key=` (EventSource cannot send headers; the server's
+    access log redacts it). Close the EventSource on `result` or `error`: a stream is not resumed.
+    """
+    return await _query_stream(request, backend, kb, question, mode, community_level)
 
 
 @router.get(
@@ -331,9 +235,7 @@ async def query_stream(kb: ReadKb, body: QueryBody, backend: BackendDep) -> Stre
     summary="The knowledge bases, with counts, mode, embedder and dimension",
     responses=_errors(401, 403, 503),
 )
-async def list_knowledge_bases(
-    backend: BackendDep, principal: Annotated[Principal, Depends(authenticate)]
-) -> KbListResponse:
+async def list_knowledge_bases(backend: BackendDep, principal: PrincipalDep) -> KbListResponse:
     """Only the kbs the key may use. `mode`, `embedder` and `embedding_dimension` are those of the kb's last
     ingestion that changed something (None for a kb last ingested before driftrag recorded them)."""
     if not principal.has_scope("read"):
@@ -562,8 +464,10 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True, o
         version=__version__,
         description=(
             "GraphRAG on Neo4j: the bounded one-hop graph search, queries (DRIFT, global, local, entity, basic) "
-            "and knowledge-base management. Authenticate with an API key (`Authorization: Bearer <key>` or "
-            "`X-API-Key`); `read` keys search and query, `manage` keys also ingest, delete and switch."
+            "and knowledge-base management, and an OpenAI-compatible chat endpoint (`/v1/chat/completions`, "
+            "`/v1/models`: the model `kb:mode` picks the kb and the query mode). Authenticate with an API key "
+            "(`Authorization: Bearer <key>` or `X-API-Key`); `read` keys search and query, `manage` keys also "
+            "ingest, delete and switch."
         ),
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
@@ -582,13 +486,13 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True, o
         keys=keys,
         max_body_bytes=settings.api_max_body_kb * 1024,
         max_ingest_body_bytes=int(settings.api_max_ingest_body_mb * 1024 * 1024),
+        allow_query_key=settings.api_allow_query_key,
     )
     app.include_router(router)
+    app.include_router(openai_router)
 
     @app.get("/system", include_in_schema=False)
-    async def system_alias(
-        keys: Annotated[ApiKeys, Depends(_keys)], _: Annotated[Principal, Depends(authenticate)]
-    ) -> SystemInfo:
+    async def system_alias(keys: KeysDep, _: PrincipalDep) -> SystemInfo:
         return await _system(backend, keys)
 
     return app

@@ -17,6 +17,10 @@
 - 503 `backend_unavailable` (Neo4j unreachable or unusable) and `graph_disabled` (GraphDisabledError),
   both with Retry-After.
 - 500 `internal_error`: anything else, logged with its traceback, never returned.
+
+The OpenAI-compatible routes (`/v1/…`, `driftrag.api.chat`) answer the same errors in OpenAI's shape
+(`{"error": {"message", "type", "code"}}`, which the `openai` client reads) and a bad request as 400, as
+OpenAI does; an unknown or forbidden `model` is 404 `model_not_found` there.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from neo4j import exceptions as neo4j_errors
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from driftrag.api.models import ErrorBody, FieldProblem
+from driftrag.api.openai_models import OpenAIError, OpenAIErrorBody
 from driftrag.api.problems import field_problems, schema_names
 from driftrag.errors import (
     BackendUnavailableError,
@@ -71,6 +76,27 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+OPENAI_PREFIX = "/v1"
+_OPENAI_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def is_openai_path(path: str) -> bool:
+    return path.startswith(f"{OPENAI_PREFIX}/")
+
+
+def openai_error(status: int, code: str, detail: str, param: str | None = None) -> OpenAIErrorBody:
+    """An error as OpenAI's API answers it, also the `data` of a failed chat stream's last event."""
+    kind = _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return OpenAIErrorBody(error=OpenAIError(message=detail, type=kind, code=code, param=param))
+
+
 def error_response(
     status: int,
     code: str,
@@ -79,20 +105,34 @@ def error_response(
     problems: list[FieldProblem] | None = None,
     problems_omitted: int = 0,
     headers=None,
+    path: str = "",
 ) -> JSONResponse:
+    """The error answer of a route at `path`: an `ErrorBody`, or OpenAI's error shape under `/v1/`."""
     if len(detail) > _MAX_DETAIL_CHARS:
         detail = detail[: _MAX_DETAIL_CHARS - 1] + "…"
+    if is_openai_path(path):
+        body = openai_error(status, code, detail, problems[0].location if problems else None)
+        return JSONResponse(status_code=status, content=body.model_dump(), headers=headers)
     body = ErrorBody(code=code, detail=detail, problems=problems or [], problems_omitted=problems_omitted)
     return JSONResponse(status_code=status, content=body.model_dump(), headers=headers)
 
 
-def _invalid_request(problems: list[FieldProblem], omitted: int = 0) -> JSONResponse:
+def _invalid_status(request: Request) -> int:
+    return 400 if is_openai_path(request.url.path) else 422
+
+
+def _invalid_request(request: Request, problems: list[FieldProblem], omitted: int = 0) -> JSONResponse:
     summary = "; ".join(f"{p.location}: {p.message}" for p in problems[:5])
     more = len(problems) - 5 + omitted
     if more > 0:
         summary += f"; and {more} more"
     return error_response(
-        422, "invalid_request", f"invalid request: {summary}", problems=problems, problems_omitted=omitted
+        _invalid_status(request),
+        "invalid_request",
+        f"invalid request: {summary}",
+        problems=problems,
+        problems_omitted=omitted,
+        path=request.url.path,
     )
 
 
@@ -100,30 +140,33 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
     # The offending input is not echoed back: it can be large (a 20 kB query) or hostile.
     names = schema_names(request.app.openapi())  # built once per app, then cached by FastAPI
     problems, omitted = field_problems(exc.errors(), exc.body, names)
-    return _invalid_request(problems, omitted)
+    return _invalid_request(request, problems, omitted)
 
 
-async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-    return error_response(exc.status, exc.code, exc.detail, headers=exc.headers)
+async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+    return error_response(exc.status, exc.code, exc.detail, headers=exc.headers, path=request.url.path)
 
 
-async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     # FastAPI turns a body its JSON parser raised on (other than a syntax error) into a bare 400: answer it
     # as the 422 a syntax error gets.
     if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
-        return _invalid_request([FieldProblem(location="body", message="JSON nested too deeply")])
+        return _invalid_request(request, [FieldProblem(location="body", message="JSON nested too deeply")])
     if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
-        return _invalid_request([FieldProblem(location="body", message="not JSON in UTF-8, UTF-16 or UTF-32")])
+        problem = FieldProblem(location="body", message="not JSON in UTF-8, UTF-16 or UTF-32")
+        return _invalid_request(request, [problem])
     code = _STATUS_CODES.get(exc.status_code, "http_error")
-    return error_response(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
+    return error_response(
+        exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None), path=request.url.path
+    )
 
 
-async def _invalid(_: Request, exc: Exception) -> JSONResponse:
-    return error_response(422, "invalid_request", str(exc))
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    return error_response(_invalid_status(request), "invalid_request", str(exc), path=request.url.path)
 
 
-async def _kb_not_found(_: Request, exc: KnowledgeBaseNotFoundError) -> JSONResponse:
-    return error_response(404, "kb_not_found", str(exc))
+async def _kb_not_found(request: Request, exc: KnowledgeBaseNotFoundError) -> JSONResponse:
+    return error_response(404, "kb_not_found", str(exc), path=request.url.path)
 
 
 async def _graph_disabled(request: Request, exc: GraphDisabledError) -> JSONResponse:
@@ -132,10 +175,11 @@ async def _graph_disabled(request: Request, exc: GraphDisabledError) -> JSONResp
         f"the graph of knowledge base {kb!r} is disabled, so it cannot be searched; a manage key can "
         f'enable it again with PUT /api/v1/knowledge-bases/{kb}/graph {{"enabled": true}}'
     )
-    return error_response(503, "graph_disabled", detail, headers={"Retry-After": str(RETRY_AFTER_GRAPH_DISABLED_S)})
+    headers = {"Retry-After": str(RETRY_AFTER_GRAPH_DISABLED_S)}
+    return error_response(503, "graph_disabled", detail, headers=headers, path=request.url.path)
 
 
-async def _backend_unavailable(_: Request, exc: Exception) -> JSONResponse:
+async def _backend_unavailable(request: Request, exc: Exception) -> JSONResponse:
     # The driver's message names hosts and ports; it goes to the log, not to the caller. The store's health
     # state warns once per outage, so each 503 is only an info line.
     log.info("graph backend unavailable: %s", exc)
@@ -144,22 +188,25 @@ async def _backend_unavailable(_: Request, exc: Exception) -> JSONResponse:
         "backend_unavailable",
         "the graph backend (Neo4j) is unavailable; retry later",
         headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE_S)},
+        path=request.url.path,
     )
 
 
-async def _model_error(_: Request, exc: ModelError) -> JSONResponse:
+async def _model_error(request: Request, exc: ModelError) -> JSONResponse:
     log.warning("model error: %s", exc)
-    return error_response(502, "model_error", "the language model failed after its retries; retry later")
+    detail = "the language model failed after its retries; retry later"
+    return error_response(502, "model_error", detail, path=request.url.path)
 
 
-async def _query_timeout(_: Request, exc: QueryTimeoutError) -> JSONResponse:
+async def _query_timeout(request: Request, exc: QueryTimeoutError) -> JSONResponse:
     log.warning("query timeout: %s", exc)
-    return error_response(504, "query_timeout", str(exc))
+    return error_response(504, "query_timeout", str(exc), path=request.url.path)
 
 
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "internal_error", "internal server error; the server log has the details")
+    detail = "internal server error; the server log has the details"
+    return error_response(500, "internal_error", detail, path=request.url.path)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -10,12 +10,17 @@ the limit. Ingestion has its own, larger limit (`api_max_ingest_body_mb`); every
 First of all, a request with both `Content-Length` and `Transfer-Encoding` is a 400 and its connection
 closed: the two framings disagree on where the body ends, which is how a request is smuggled past a
 proxy that reads the other one (RFC 9112, section 6.3).
+
+The one place a key may come in the URL is `GET …/query/stream?api_key=…` (a browser's EventSource sends
+no headers), and only on a server started with `api_allow_query_key`; elsewhere, or when it is off, a key
+in the URL is refused with a 401 that says so, never silently ignored.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from urllib.parse import parse_qsl
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -28,6 +33,9 @@ _PUBLIC_PATHS = frozenset({"/api/v1/openapi.json", "/api/v1/docs", "/api/v1/docs
 # The docs page's script, style sheet and icon, served from the installed package (no CDN).
 DOCS_STATIC_PREFIX = "/api/v1/docs-static"
 _INGEST_PATH = re.compile(r"^/api/v1/knowledge-bases/[^/]+/documents/?$")
+# The EventSource form of the query stream: the only route that may take the key from the URL.
+_QUERY_KEY_PATH = re.compile(r"^/api/v1/knowledge-bases/[^/]+/query/stream$")
+QUERY_KEY_PARAM = "api_key"
 _UNAUTHORIZED_HEADERS = {"WWW-Authenticate": "Bearer"}
 
 
@@ -53,12 +61,31 @@ def presented_keys(headers: Iterable[tuple[bytes, bytes]]) -> set[str]:
     return found
 
 
+def query_keys(query_string: bytes) -> set[str]:
+    """The distinct non-empty `api_key` values of a query string."""
+    pairs = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+    return {value.strip() for name, value in pairs if name == QUERY_KEY_PARAM and value.strip()}
+
+
+def accepts_query_key(method: str, path: str) -> bool:
+    return method in ("GET", "HEAD") and _QUERY_KEY_PATH.match(path) is not None
+
+
 class RequestLimits:
     """ASGI middleware: authenticate from the headers, then bound the body, before any route reads it."""
 
-    def __init__(self, app: ASGIApp, *, keys: ApiKeys, max_body_bytes: int, max_ingest_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        keys: ApiKeys,
+        max_body_bytes: int,
+        max_ingest_body_bytes: int,
+        allow_query_key: bool = False,
+    ) -> None:
         self.app = app
         self.keys = keys
+        self.allow_query_key = allow_query_key
         self.max_body_bytes = max_body_bytes
         self.max_ingest_body_bytes = max_ingest_body_bytes
 
@@ -81,6 +108,15 @@ class RequestLimits:
         public = path in _PUBLIC_PATHS or path.startswith(f"{DOCS_STATIC_PREFIX}/")
         if not public and not self.keys.insecure:
             presented = presented_keys(headers)
+            in_url = query_keys(scope.get("query_string", b""))
+            if in_url and not (self.allow_query_key and accepts_query_key(scope["method"], path)):
+                detail = (
+                    "API keys in the URL are not accepted here: send `Authorization: Bearer <key>` or `X-API-Key` "
+                    "(only GET …/query/stream takes `api_key`, on a server started with DRIFTRAG_API_ALLOW_QUERY_KEY)"
+                )
+                await _answer(scope, receive, send, 401, "unauthorized", detail, _UNAUTHORIZED_HEADERS)
+                return
+            presented |= in_url
             if len(presented) > 1:
                 await _answer(scope, receive, send, 401, "unauthorized", "two different API keys were sent; send one")
                 return
@@ -141,5 +177,7 @@ async def _answer(
     headers: dict[str, str] | None = None,
 ) -> None:
     # Connection: close, so the server does not read the unread body to reuse the connection.
-    response = error_response(status, code, detail, headers={**(headers or {}), "Connection": "close"})
+    response = error_response(
+        status, code, detail, headers={**(headers or {}), "Connection": "close"}, path=scope["path"]
+    )
     await response(scope, receive, send)

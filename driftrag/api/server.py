@@ -19,6 +19,7 @@ from uvicorn.supervisors import Multiprocess
 
 from driftrag.api.auth import ApiKeys
 from driftrag.api.protocol import GuardedH11Protocol, ReadLimits
+from driftrag.api.redaction import uvicorn_log_config
 from driftrag.errors import ConfigurationError
 from driftrag.settings import Settings
 
@@ -115,6 +116,7 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
+        log_config=uvicorn_log_config(),  # the access log redacts keys sent in a URL
         server_header=False,
         proxy_headers=False,
         # A worker answers the supervisor's pings only once its imports are done (seconds on a busy
@@ -156,7 +158,14 @@ class BackgroundServer:
         # model_construct: the defaults, without reading the environment.
         limits = connection_limits(settings or Settings.model_construct())
         config = uvicorn.Config(
-            app, host=host, port=port, log_level=log_level, lifespan="on", server_header=False, **limits
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            log_config=uvicorn_log_config(),
+            lifespan="on",
+            server_header=False,
+            **limits,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="driftrag-api", daemon=True)

@@ -50,7 +50,8 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    """Serve the HTTP API with uvicorn (docs at /api/v1/docs); refuses to start without API keys."""
+    """Serve the HTTP API with uvicorn (docs at /api/v1/docs; OpenAI-compatible chat at /v1); refuses to start
+    without API keys."""
     from driftrag.api.server import serve as run_server
 
     settings = Settings()

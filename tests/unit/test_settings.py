@@ -105,6 +105,8 @@ ENVIRONMENT = {
     "DRIFTRAG_API_KEEP_ALIVE_S": ("api_keep_alive_s", "2"),
     "DRIFTRAG_API_MAX_CONNECTIONS": ("api_max_connections", "40"),
     "DRIFTRAG_API_MAX_HEADER_KB": ("api_max_header_kb", "8"),
+    "DRIFTRAG_API_SSE_PING_S": ("api_sse_ping_s", "2.5"),
+    "DRIFTRAG_API_ALLOW_QUERY_KEY": ("api_allow_query_key", "true"),
 }
 
 

@@ -169,7 +169,7 @@ def test_the_documented_http_examples_work(server: BackgroundServer, keys, corpu
             if "/query/stream" in command:
                 # Server-Sent Events: the last one is the result, the same JSON as the unstreamed query's.
                 last = body.strip().rsplit("\n\n", 1)[-1]
-                assert last.startswith("event: result\ndata: "), last[:200]
+                assert re.match(r"id: \d+\nevent: result\ndata: ", last), last[:200]
                 body = last.split("data: ", 1)[1]
             answer = json.loads(body)
             if ingest:

@@ -16,6 +16,7 @@ from contextlib import aclosing
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 from llama_index.embeddings.openai import OpenAIEmbedding
 from llama_index.llms.openai_like import OpenAILike
@@ -184,6 +185,32 @@ def test_the_http_stream_carries_the_models_tokens(served, neo4j_settings: Setti
     result = QueryResponse.model_validate(events[-1][1])
     assert len(deltas) > 5 and "".join(deltas) == result.answer and not result.extractive
     assert result.cited_source_ids and set(result.cited_source_ids) <= {s.id for s in result.sources}
+
+
+def test_the_chat_route_streams_the_models_words_and_counts_its_tokens(
+    served, neo4j_settings: Settings, tmp_path: Path
+) -> None:
+    """`/v1/chat/completions` in the llm mode, with the `openai` client: the model's answer, word by word, and
+    the tokens of every call the query made."""
+    _, kb, server, _ = served
+    llm, embed = _models(server)
+    rag = DriftRAG(_settings(neo4j_settings, tmp_path), llm=llm, embed_model=embed)
+    with BackgroundServer(create_app(rag, ApiKeys.insecure_no_auth())) as api:
+        chat = openai.OpenAI(base_url=f"{api.url}/v1", api_key="unused", max_retries=0, timeout=120)
+        messages = [{"role": "user", "content": QUESTION}]
+        chunks = list(
+            chat.chat.completions.create(
+                model=f"{kb}:local", messages=messages, stream=True, stream_options={"include_usage": True}
+            )
+        )
+        whole = chat.chat.completions.create(model=f"{kb}:local", messages=messages)
+    texts = [chunk.choices[0].delta.content for chunk in chunks if chunk.choices and chunk.choices[0].delta.content]
+    assert len(texts) > 5 and "".join(texts) == whole.choices[0].message.content
+    assert not whole.choices[0].message.content.startswith("_Extractive")
+    streamed_usage = chunks[-1].usage
+    assert whole.usage.prompt_tokens > 0 and whole.usage.completion_tokens > 0
+    assert whole.usage.total_tokens == whole.usage.prompt_tokens + whole.usage.completion_tokens
+    assert streamed_usage.prompt_tokens > 0 and streamed_usage.completion_tokens > 0
 
 
 async def test_a_probed_embedder_of_another_size_connects_and_is_refused_by_a_kb_of_another(

@@ -29,6 +29,7 @@ def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
         ("POST", f"{kb}/graph-search"),
         ("POST", f"{kb}/query"),
         ("POST", f"{kb}/query/stream"),
+        ("GET", f"{kb}/query/stream"),
         ("GET", f"{kb}/stats"),
         ("GET", "/knowledge-bases"),
         ("POST", f"{kb}/documents"),
@@ -39,14 +40,29 @@ def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
         ("POST", f"{kb}/chunks/enable"),
         ("POST", f"{kb}/chunks/disable"),
         ("PUT", f"{kb}/graph"),
+        # The OpenAI-compatible routes, outside /api/v1.
+        ("GET", "/v1/models"),
+        ("GET", "/v1/models/{model}"),
+        ("POST", "/v1/chat/completions"),
     }
-    assert set(document["components"]["securitySchemes"]) == {"HTTPBearer", "APIKeyHeader"}
+    # The URL key is declared on the EventSource form of the stream only.
+    assert set(document["components"]["securitySchemes"]) == {"HTTPBearer", "APIKeyHeader", "APIKeyQuery"}
+    in_url = [
+        (method, path)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if any("APIKeyQuery" in requirement for requirement in operation.get("security", []))
+    ]
+    assert in_url == [("get", f"{API_PREFIX}{kb}/query/stream")]
     search = document["paths"][f"{API_PREFIX}{kb}/graph-search"]["post"]
     assert {"401", "403", "404", "422", "503"} <= set(search["responses"])
     assert "Retry-After" in search["responses"]["503"]["headers"]
     streamed = document["paths"][f"{API_PREFIX}{kb}/query/stream"]["post"]
     assert "text/event-stream" in streamed["responses"]["200"]["content"]
     assert {"401", "403", "404", "422", "502", "503", "504"} <= set(streamed["responses"])
+    chat = document["paths"]["/v1/chat/completions"]["post"]
+    assert {"400", "401", "404", "502", "503", "504"} <= set(chat["responses"])
+    assert "text/event-stream" in chat["responses"]["200"]["content"]
 
 
 def test_the_cli_prints_the_document() -> None:
