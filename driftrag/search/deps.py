@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from llama_index.core.base.embeddings.base import BaseEmbedding
+from typing import TYPE_CHECKING
 
 from driftrag.providers.usage import UsageTracker
 from driftrag.search.budget import QueryBudget
 from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
 from driftrag.store.protocols import Stores
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
 
 
 @dataclass(frozen=True)
