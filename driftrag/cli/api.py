@@ -9,17 +9,18 @@ from typing import Annotated
 import typer
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     _run,
     app,
     err_console,
+    load_settings,
 )
-from driftrag.settings import Settings
 
 # --- HTTP API ------------------------------------------------------------------------------------------
 
-api_app = typer.Typer(help="The HTTP API's OpenAPI document.")
-api_key_app = typer.Typer(help="API keys of the HTTP API; the keys file stores only their SHA-256.")
+api_app = DriftTyper(help="The HTTP API's OpenAPI document.")
+api_key_app = DriftTyper(help="API keys of the HTTP API; the keys file stores only their SHA-256.")
 app.add_typer(api_app, name="api")
 app.add_typer(api_key_app, name="api-key")
 
@@ -53,7 +54,7 @@ def serve(
     """Serve the HTTP API with uvicorn (docs at /api/v1/docs); refuses to start without API keys."""
     from driftrag.api.server import serve as run_server
 
-    settings = Settings()
+    settings = load_settings()
     debug = ctx.obj is not None and ctx.obj.debug
     _run(
         ctx,
@@ -77,7 +78,7 @@ def api_openapi() -> None:
 
 
 def _keys_file(file: Path | None) -> Path:
-    chosen = file or Settings().api_keys_file
+    chosen = file or load_settings().api_keys_file
     if chosen is None:
         err_console.print("[red]error:[/red] give --file or set DRIFTRAG_API_KEYS_FILE", highlight=False)
         raise typer.Exit(2)

@@ -8,16 +8,17 @@ from typing import Annotated
 import typer
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     app,
     err_console,
+    load_settings,
 )
 from driftrag.errors import DriftRAGError
-from driftrag.settings import Settings
 
 # --- data: public-domain corpora by name ---------------------------------------------------------------
 
-data_app = typer.Typer(help="Public-domain corpora by name: download with a pinned checksum, or copy a local file.")
+data_app = DriftTyper(help="Public-domain corpora by name: download with a pinned checksum, or copy a local file.")
 app.add_typer(data_app, name="data")
 
 
@@ -95,7 +96,7 @@ def data_fetch(
         if corpus.bundled is not None and dest is not None and (source, url, sha256) == (None, None, None):
             result = corpora.copy_shipped(corpus, dest)
         else:
-            target = dest or corpora.default_dest(Settings().home)
+            target = dest or corpora.default_dest(load_settings().home)
             result = corpora.fetch(corpus, dest=target, source=source, url=url, expected_sha256=sha256)
     except DriftRAGError as exc:
         if ctx.obj is not None and ctx.obj.debug:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     KbOption,
     _arun,
@@ -16,13 +17,13 @@ from driftrag.cli.common import (
     _valid_kb,
     app,
     err_console,
+    load_settings,
 )
 from driftrag.search.modes import MODE_NAMES
-from driftrag.settings import Settings
 
 # --- evaluation --------------------------------------------------------------------------------------
 
-eval_app = typer.Typer(help="Research evaluation: run methods on a question set, judge answers, report.")
+eval_app = DriftTyper(help="Research evaluation: run methods on a question set, judge answers, report.")
 app.add_typer(eval_app, name="eval")
 
 ResultsOption = Annotated[Path, typer.Option("--results", help="Results folder of `driftrag eval run`.")]
@@ -105,7 +106,7 @@ def eval_run(
     from driftrag.facade import DriftRAG
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             await ensure_kb_has_chunks(rag.stores.graph, kb)
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 return await run_eval(
@@ -134,7 +135,7 @@ def eval_report(
     """Write report.md (tables), metrics.json and plots/ into the results folder (no model needed)."""
     from driftrag.eval.report import build_report
 
-    outcome = _run(ctx, lambda: build_report(results, budget or Settings().local_context_tokens))
+    outcome = _run(ctx, lambda: build_report(results, budget or load_settings().local_context_tokens))
     text = f"wrote {outcome.report}, {outcome.metrics} and {len(outcome.plots)} plots"
     _emit(outcome, as_json, text + (f" ({outcome.plots_note})" if outcome.plots_note else ""))
 
@@ -171,7 +172,7 @@ def eval_judge(
     aa_methods = None if aa is None else [] if aa == "none" else parse_methods(aa)
 
     async def action():
-        settings = Settings()
+        settings = load_settings()
         providers = build_providers(settings)
         with Bar(console=err_console, transient=True, disable=as_json) as bar:
             return await judge_results(
@@ -222,7 +223,7 @@ def eval_generate(
     kb = _valid_kb(kb) if kb is not None else None
 
     async def action():
-        settings = Settings()
+        settings = load_settings()
         rag = DriftRAG(settings)
         text = description or ""
         try:

@@ -9,6 +9,7 @@ import typer
 from pydantic import BaseModel
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     KbOption,
     _arun,
@@ -16,13 +17,13 @@ from driftrag.cli.common import (
     app,
     console,
     err_console,
+    load_settings,
 )
 from driftrag.errors import DriftRAGError
-from driftrag.settings import Settings
 
 # --- graph search and its switches ------------------------------------------------------------------
 
-chunk_app = typer.Typer(help="Enable or disable chunks as sources of every search mode.")
+chunk_app = DriftTyper(help="Enable or disable chunks as sources of every search mode.")
 app.add_typer(chunk_app, name="chunk")
 
 ChunkIdsArgument = Annotated[list[str], typer.Argument(help="Chunk ids (chunk-…).")]
@@ -51,7 +52,7 @@ def graph_search_command(
         raise typer.Exit(2) from None
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             return await rag.graph_search(kb, query, max_seeds=max_seeds, max_rows=max_rows)
 
     # Plain JSON, not rich: the response can be large and must stay parseable byte for byte.
@@ -69,7 +70,7 @@ def _switch_chunks(ctx: typer.Context, kb: str, chunk_ids: list[str], enabled: b
     from driftrag.facade import DriftRAG
 
     async def action() -> ChunkSwitchReport:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             matched = await rag.set_chunks_enabled(kb, chunk_ids, enabled)
         return ChunkSwitchReport(kb=kb, enabled=enabled, requested=len(set(chunk_ids)), matched=matched)
 
@@ -96,7 +97,7 @@ def _switch_graph(ctx: typer.Context, kb: str, enabled: bool) -> None:
     from driftrag.facade import DriftRAG
 
     async def action() -> None:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             await rag.set_graph_enabled(kb, enabled)
 
     _arun(ctx, action)
@@ -187,7 +188,7 @@ def graph_view_command(
         max_nodes = 0 if graphml or as_json else _VIEW_DEFAULT_MAX_NODES
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             return await rag.graph_view(kb, community_id=community, max_nodes=max_nodes or None)
 
     view = _arun(ctx, action)

@@ -16,8 +16,8 @@ from driftrag.cli.common import (
     app,
     console,
     err_console,
+    load_settings,
 )
-from driftrag.settings import Settings
 
 
 def _say_waiting(message: str) -> None:
@@ -61,7 +61,7 @@ def ingest(
     from driftrag.ingestion.loading import collect_paths
 
     async def action():
-        settings = Settings()
+        settings = load_settings()
         files = collect_paths(paths)
         rag = DriftRAG(settings)
         async with rag:
@@ -86,7 +86,7 @@ def communities(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -
     from driftrag.facade import DriftRAG
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 return await rag.build_graph(kb, on_progress=_bar_updater(bar), on_lock_wait=_say_waiting)
 
@@ -143,7 +143,7 @@ def delete(
         raise typer.Exit(2)
 
     async def action() -> None:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             if document is None:
                 await rag.delete_kb(kb, on_lock_wait=_say_waiting)
             else:
@@ -166,7 +166,7 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
         failed_chunks: list[FailedChunk]
 
     async def action() -> Stats:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             await rag.graph_enabled(kb)  # an unknown kb is an error (exit 1), as HTTP's 404
             return Stats(kb=kb, counts=await rag.stats(kb), failed_chunks=await rag.failed_chunks(kb))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,9 +14,12 @@ from driftrag.cli.common import (
     app,
     console,
     err_console,
+    load_settings,
 )
 from driftrag.search.modes import MODE_NAMES
-from driftrag.settings import Settings
+
+if TYPE_CHECKING:
+    from driftrag.settings import Settings
 
 # --- query ----------------------------------------------------------------------------------------
 
@@ -103,7 +106,7 @@ def query_command(
     """Answer a question from a knowledge base; prints the answer with its sources (and DRIFT's follow-up tree).
 
     The answer is printed as the model writes it (offline: statement by statement), then its sources."""
-    settings = Settings()
+    settings = load_settings()
     streamed = stream and not as_json
 
     async def action():
@@ -147,7 +150,7 @@ def demo(
     from driftrag.corpora import DATA_DIR
     from driftrag.facade import DriftRAG
 
-    settings = Settings()
+    settings = load_settings()
 
     async def action():
         async with DriftRAG(settings) as rag:
