@@ -20,6 +20,7 @@ from driftrag.cli.common import (
     load_settings,
 )
 from driftrag.search.modes import MODE_NAMES
+from driftrag.wording import plural
 
 # --- evaluation --------------------------------------------------------------------------------------
 
@@ -136,7 +137,7 @@ def eval_report(
     from driftrag.eval.report import build_report
 
     outcome = _run(ctx, lambda: build_report(results, budget or load_settings().local_context_tokens))
-    text = f"wrote {outcome.report}, {outcome.metrics} and {len(outcome.plots)} plots"
+    text = f"wrote {outcome.report}, {outcome.metrics} and {plural(len(outcome.plots), 'plot')}"
     _emit(outcome, as_json, text + (f" ({outcome.plots_note})" if outcome.plots_note else ""))
 
 
@@ -189,7 +190,9 @@ def eval_judge(
 
     summary = _arun(ctx, action)
     _emit(
-        summary, as_json, f"{summary.judgments} judgments ({summary.failed} failed); `driftrag eval report` shows them"
+        summary,
+        as_json,
+        f"{plural(summary.judgments, 'judgment')} ({summary.failed} failed); `driftrag eval report` shows them",
     )
 
 
@@ -249,5 +252,6 @@ def eval_generate(
     out.write_text(dump_questions(generated.items), encoding="utf-8")
     origins = out.with_suffix(".origins.json")
     origins.write_text(generated.model_dump_json(indent=2, exclude={"items"}) + "\n", encoding="utf-8")
-    text = f"wrote {len(generated.items)} draft questions to {out} (personas and tasks in {origins})"
-    _emit(generated, as_json, text + (f"; {len(generated.failures)} failed calls" if generated.failures else ""))
+    text = f"wrote {plural(len(generated.items), 'draft question')} to {out} (personas and tasks in {origins})"
+    failed = f"; {plural(len(generated.failures), 'failed call')}" if generated.failures else ""
+    _emit(generated, as_json, text + failed)

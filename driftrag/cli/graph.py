@@ -20,6 +20,7 @@ from driftrag.cli.common import (
     load_settings,
 )
 from driftrag.errors import DriftRAGError
+from driftrag.wording import plural
 
 # --- graph search and its switches ------------------------------------------------------------------
 
@@ -77,7 +78,7 @@ def _switch_chunks(ctx: typer.Context, kb: str, chunk_ids: list[str], enabled: b
     report = _arun(ctx, action)
     verb = "enabled" if enabled else "disabled"
     missing = report.requested - report.matched
-    text = f"{verb} {report.matched} chunk(s) in kb {kb}" + (f"; {missing} not found" if missing else "")
+    text = f"{verb} {plural(report.matched, 'chunk')} in kb {kb}" + (f"; {missing} not found" if missing else "")
     _emit(report, as_json, text)
 
 

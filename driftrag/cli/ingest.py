@@ -108,8 +108,7 @@ def _bar_updater(bar):
 def _report_ingestion(result, as_json: bool) -> None:
     counts = result.counts
     text = (
-        f"kb {result.kb}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
-        f"{counts.relationships} relationships, {counts.communities} communities, {counts.reports} reports\n"
+        f"kb {result.kb}: {counts.describe()}\n"
         f"model calls {result.usage.chat_calls} (cache hits {result.usage.cache_hits}), "
         f"tokens {result.usage.prompt_tokens} in / {result.usage.completion_tokens} out; "
         f"failed chunks {len(result.failed_chunks)}"
@@ -150,7 +149,9 @@ def delete(
                 await rag.delete_document(kb, document, on_lock_wait=_say_waiting)
 
     _arun(ctx, action)
-    console.print(f"deleted {'document ' + document if document else 'knowledge base'} in kb {kb}")
+    console.print(
+        f"deleted document {document} of kb {kb}" if document else f"deleted knowledge base {kb}", highlight=False
+    )
 
 
 @app.command("stats")
@@ -171,6 +172,6 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
             return Stats(kb=kb, counts=await rag.stats(kb), failed_chunks=await rag.failed_chunks(kb))
 
     result = _arun(ctx, action)
-    lines = [f"kb {kb}: " + ", ".join(f"{value} {name}" for name, value in result.counts.model_dump().items())]
+    lines = [f"kb {kb}: {result.counts.describe(every=True)}"]
     lines += [f"  failed {c.id} (document {c.document_id}, #{c.index}): {c.error}" for c in result.failed_chunks]
     _emit(result, as_json, "\n".join(lines))

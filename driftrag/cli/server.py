@@ -19,6 +19,7 @@ from driftrag.cli.common import (
     err_console,
     load_settings,
 )
+from driftrag.wording import plural
 
 neo4j_app = DriftTyper(help="The project's local Neo4j Community server (Bolt on 127.0.0.1).")
 schema_app = DriftTyper(help="Graph schema: constraints and vector indexes.")
@@ -73,7 +74,8 @@ def neo4j_fetch(ctx: typer.Context, as_json: JsonOption = False) -> None:
     _emit(
         runtime,
         as_json,
-        f"Neo4j {runtime.version}: {runtime.jar_count} jars in {runtime.lib_dir}\n  manifest {runtime.manifest_file}",
+        f"Neo4j {runtime.version}: {plural(runtime.jar_count, 'jar')} in {runtime.lib_dir}\n"
+        f"  manifest {runtime.manifest_file}",
     )
 
 
@@ -160,9 +162,11 @@ def schema_reset_vectors(
     names = _arun(ctx, action)
     if not yes:
         listed = ", ".join(names) or "none"
-        err_console.print(f"refusing without --yes: this removes the embeddings of {len(names)} kbs: {listed}")
+        err_console.print(
+            f"refusing without --yes: this removes the embeddings of {plural(len(names), 'kb')}: {listed}"
+        )
         raise typer.Exit(2)
-    console.print(f"{len(names)} knowledge bases without embeddings; ingest them again to embed them")
+    console.print(f"{plural(len(names), 'knowledge base')} without embeddings; ingest again to embed")
 
 
 # --- info -----------------------------------------------------------------------------------------
