@@ -27,7 +27,7 @@ app.add_typer(api_key_app, name="api-key")
 KeysFileOption = Annotated[Path | None, typer.Option("--file", help="The keys file (default: DRIFTRAG_API_KEYS_FILE).")]
 
 
-@app.command("serve")
+@app.command("serve", examples=["driftrag serve", "driftrag serve --port 8080 --workers 2"])
 def serve(
     ctx: typer.Context,
     host: Annotated[
@@ -69,7 +69,7 @@ def serve(
     )
 
 
-@api_app.command("openapi")
+@api_app.command("openapi", examples=["driftrag api openapi > docs/openapi.json"])
 def api_openapi() -> None:
     """Print the OpenAPI document of the HTTP API (`driftrag api openapi > docs/openapi.json`)."""
     from driftrag.api.app import render_openapi
@@ -85,7 +85,7 @@ def _keys_file(file: Path | None) -> Path:
     return chosen
 
 
-@api_key_app.command("create")
+@api_key_app.command("create", examples=["driftrag api-key create --name notebook --scopes read --kbs alice"])
 def api_key_create(
     ctx: typer.Context,
     name: Annotated[str, typer.Option("--name", help="Who or what uses the key (unique in the file).")],
@@ -112,7 +112,7 @@ def api_key_create(
     typer.echo(key)
 
 
-@api_key_app.command("list")
+@api_key_app.command("list", examples=["driftrag api-key list --json"])
 def api_key_list(ctx: typer.Context, file: KeysFileOption = None, as_json: JsonOption = False) -> None:
     """Show the keys of the file: name, scopes, kbs (never the hashes)."""
 
@@ -127,7 +127,7 @@ def api_key_list(ctx: typer.Context, file: KeysFileOption = None, as_json: JsonO
         typer.echo(f"{entry.name}\tscopes {','.join(entry.scopes)}\tkbs {','.join(entry.kbs)}")
 
 
-@api_key_app.command("revoke")
+@api_key_app.command("revoke", examples=["driftrag api-key revoke --name notebook"])
 def api_key_revoke(
     ctx: typer.Context,
     name: Annotated[str, typer.Option("--name", help="The key to remove.")],

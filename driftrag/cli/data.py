@@ -30,7 +30,7 @@ def _sha256_option(text: str | None) -> str | None:
     return text.lower() if text else None
 
 
-@data_app.command("list")
+@data_app.command("list", examples=["driftrag data list"])
 def data_list(as_json: JsonOption = False) -> None:
     """Show the registered corpora: name, title, source (URL or shipped folder), pinned SHA-256, license."""
     from driftrag.corpora import CORPORA
@@ -49,7 +49,9 @@ def data_list(as_json: JsonOption = False) -> None:
         typer.echo("\n".join(lines))
 
 
-@data_app.command("fetch")
+@data_app.command(
+    "fetch", examples=["driftrag data fetch alice", "driftrag data fetch alice --from ~/Downloads/pg11.txt"]
+)
 def data_fetch(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="A corpus from `driftrag data list` (alice, verne, sample).")],

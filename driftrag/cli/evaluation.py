@@ -70,7 +70,9 @@ def _row_bar(bar, label: str):
     return advance
 
 
-@eval_app.command("run")
+@eval_app.command(
+    "run", examples=["driftrag eval run --kb alice --questions data/questions/alice.jsonl --out runs/alice"]
+)
 def eval_run(
     ctx: typer.Context,
     kb: KbOption,
@@ -129,7 +131,7 @@ def eval_run(
     _emit(summary, as_json, "\n".join(summary_lines(summary, out)))
 
 
-@eval_app.command("report")
+@eval_app.command("report", examples=["driftrag eval report --results runs/alice"])
 def eval_report(
     ctx: typer.Context, results: ResultsOption, budget: BudgetOption = None, as_json: JsonOption = False
 ) -> None:
@@ -141,7 +143,7 @@ def eval_report(
     _emit(outcome, as_json, text + (f" ({outcome.plots_note})" if outcome.plots_note else ""))
 
 
-@eval_app.command("judge")
+@eval_app.command("judge", examples=["driftrag eval judge --results runs/alice --methods drift,basic"])
 def eval_judge(
     ctx: typer.Context,
     results: ResultsOption,
@@ -196,7 +198,7 @@ def eval_judge(
     )
 
 
-@eval_app.command("generate")
+@eval_app.command("generate", examples=["driftrag eval generate --kb alice --out questions.jsonl --type global"])
 def eval_generate(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", help="Question set to write (JSONL).")],

@@ -30,7 +30,7 @@ app.add_typer(chunk_app, name="chunk")
 ChunkIdsArgument = Annotated[list[str], typer.Argument(help="Chunk ids (chunk-…).")]
 
 
-@app.command("graph-search")
+@app.command("graph-search", examples=['driftrag graph-search "Rabbit" --kb alice --max-rows 50'])
 def graph_search_command(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="Case-sensitive substring of entity names.")],
@@ -82,13 +82,13 @@ def _switch_chunks(ctx: typer.Context, kb: str, chunk_ids: list[str], enabled: b
     _emit(report, as_json, text)
 
 
-@chunk_app.command("disable")
+@chunk_app.command("disable", examples=["driftrag chunk disable chunk-3f2a9c --kb alice"])
 def chunk_disable(ctx: typer.Context, chunk_ids: ChunkIdsArgument, kb: KbOption, as_json: JsonOption = False) -> None:
     """Disable chunks: no search uses them as sources any more (entities and relationships left without any vanish)."""
     _switch_chunks(ctx, kb, chunk_ids, False, as_json)
 
 
-@chunk_app.command("enable")
+@chunk_app.command("enable", examples=["driftrag chunk enable chunk-3f2a9c --kb alice"])
 def chunk_enable(ctx: typer.Context, chunk_ids: ChunkIdsArgument, kb: KbOption, as_json: JsonOption = False) -> None:
     """Enable chunks again as sources of every search."""
     _switch_chunks(ctx, kb, chunk_ids, True, as_json)
@@ -105,13 +105,13 @@ def _switch_graph(ctx: typer.Context, kb: str, enabled: bool) -> None:
     console.print(f"graph search {'enabled' if enabled else 'disabled'} for kb {kb}", highlight=False)
 
 
-@app.command("graph-enable")
+@app.command("graph-enable", examples=["driftrag graph-enable --kb alice"])
 def graph_enable(ctx: typer.Context, kb: KbOption) -> None:
     """Allow graph search on a knowledge base."""
     _switch_graph(ctx, kb, True)
 
 
-@app.command("graph-disable")
+@app.command("graph-disable", examples=["driftrag graph-disable --kb alice"])
 def graph_disable(ctx: typer.Context, kb: KbOption) -> None:
     """Refuse graph search on a knowledge base (it answers 'backend unavailable', exit code 3)."""
     _switch_graph(ctx, kb, False)
@@ -137,7 +137,7 @@ def _valid_community(community: str | None) -> str | None:
     return community
 
 
-@app.command("graph")
+@app.command("graph", examples=["driftrag graph --kb alice > alice.mmd", "driftrag graph --kb alice --html alice.html"])
 def graph_view_command(
     ctx: typer.Context,
     kb: KbOption,

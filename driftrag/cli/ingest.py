@@ -25,7 +25,9 @@ def _say_waiting(message: str) -> None:
     err_console.print(f"[yellow]waiting:[/yellow] {message}", highlight=False, soft_wrap=True)
 
 
-@app.command("ingest")
+@app.command(
+    "ingest", examples=["driftrag ingest ~/papers --kb papers", "driftrag ingest book.pdf notes.md --kb alice --json"]
+)
 def ingest(
     ctx: typer.Context,
     paths: Annotated[
@@ -77,7 +79,7 @@ def ingest(
     _report_ingestion(_arun(ctx, action), as_json)
 
 
-@app.command("communities")
+@app.command("communities", examples=["driftrag communities --kb papers"])
 def communities(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
     """Build the kb-wide layers once after `ingest --skip-communities` workers: entities and relationships
     merged from every chunk, communities, reports and their vectors (nothing to do if the kb is up to date)."""
@@ -127,7 +129,9 @@ def _report_ingestion(result, as_json: bool) -> None:
         raise typer.Exit(4)
 
 
-@app.command("delete")
+@app.command(
+    "delete", examples=["driftrag delete --kb alice --document document-5e1b --yes", "driftrag delete --kb alice --yes"]
+)
 def delete(
     ctx: typer.Context,
     kb: KbOption,
@@ -154,7 +158,7 @@ def delete(
     )
 
 
-@app.command("stats")
+@app.command("stats", examples=["driftrag stats --kb alice"])
 def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
     """Counts of a knowledge base (with the chunks a weak model's unusable extraction left to the offline
     extractor), and the chunks whose extraction failed; exit 1 for an unknown kb."""

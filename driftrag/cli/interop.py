@@ -36,7 +36,7 @@ def _say_waiting(message: str) -> None:
     err_console.print(f"[yellow]waiting:[/yellow] {message}", highlight=False, soft_wrap=True)
 
 
-@import_app.command("graphrag")
+@import_app.command("graphrag", examples=["driftrag import graphrag ./ragtest/output --kb imported"])
 def import_graphrag(
     ctx: typer.Context,
     folder: Annotated[
@@ -75,7 +75,7 @@ def import_graphrag(
     _emit(result, as_json, result.render())
 
 
-@export_app.command("graphrag")
+@export_app.command("graphrag", examples=["driftrag export graphrag ./exported --kb alice"])
 def export_graphrag(
     ctx: typer.Context,
     folder: Annotated[Path, typer.Argument(help="The folder to write the parquet tables to (created if missing).")],

@@ -17,7 +17,7 @@ kb_app = DriftTyper(help="The knowledge bases of the configured Neo4j.")
 app.add_typer(kb_app, name="kb")
 
 
-@kb_app.command("list")
+@kb_app.command("list", examples=["driftrag kb list"])
 def kb_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Every knowledge base: counts, the model mode and embedder (name, dimension) of its last ingestion."""
     from driftrag.cli.kb_listing import KbListing, render_listing

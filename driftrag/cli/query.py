@@ -79,7 +79,13 @@ def _print_result(result, as_json: bool) -> None:
     console.print(Markdown(result.markdown()))
 
 
-@app.command("query")
+@app.command(
+    "query",
+    examples=[
+        'driftrag query "Who made the light fail?" --kb sample',
+        'driftrag query "What are the main themes?" --kb alice --mode global --json',
+    ],
+)
 def query_command(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -139,7 +145,7 @@ DEMO_QUESTION = (
 )
 
 
-@app.command("demo")
+@app.command("demo", examples=["driftrag demo"])
 def demo(
     ctx: typer.Context,
     question: Annotated[str, typer.Option("--question", help="The DRIFT question to ask.")] = DEMO_QUESTION,

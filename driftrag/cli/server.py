@@ -50,7 +50,7 @@ def _progress(message: str) -> None:
     err_console.print(message, highlight=False, soft_wrap=True)
 
 
-@neo4j_app.command("start")
+@neo4j_app.command("start", examples=["driftrag neo4j start"])
 def neo4j_start(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
     """Start the local Neo4j and wait until Bolt answers (resolves its jars first if not cached).
 
@@ -61,7 +61,7 @@ def neo4j_start(ctx: typer.Context, port: PortOption = None, as_json: JsonOption
     _emit(status, as_json, _describe(status))
 
 
-@neo4j_app.command("fetch")
+@neo4j_app.command("fetch", examples=["driftrag neo4j fetch"])
 def neo4j_fetch(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Resolve and cache the Neo4j jars (DRIFTRAG_NEO4J_VERSION) without starting anything.
 
@@ -79,14 +79,14 @@ def neo4j_fetch(ctx: typer.Context, as_json: JsonOption = False) -> None:
     )
 
 
-@neo4j_app.command("stop")
+@neo4j_app.command("stop", examples=["driftrag neo4j stop"])
 def neo4j_stop(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
     """Stop the local Neo4j cleanly (SIGTERM; SIGKILL after 60 s)."""
     status = _run(ctx, lambda: _local(port).stop())
     _emit(status, as_json, _describe(status))
 
 
-@neo4j_app.command("status")
+@neo4j_app.command("status", examples=["driftrag neo4j status --json"])
 def neo4j_status(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
     """Say whether the local Neo4j runs, with its Bolt URI. Exit code 3 when stopped."""
     status = _run(ctx, lambda: _local(port).status())
@@ -98,7 +98,7 @@ def neo4j_status(ctx: typer.Context, port: PortOption = None, as_json: JsonOptio
 # --- schema -------------------------------------------------------------------------------------
 
 
-@schema_app.command("init")
+@schema_app.command("init", examples=["driftrag schema init"])
 def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Connect, check the server version, and create constraints and indexes (idempotent); list the
     vector indexes (each embedder's are created with its first kb)."""
@@ -127,7 +127,7 @@ def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
     _emit(report, as_json, text)
 
 
-@schema_app.command("reset-vectors")
+@schema_app.command("reset-vectors", examples=["driftrag schema reset-vectors --kb alice --yes"])
 def schema_reset_vectors(
     ctx: typer.Context,
     kb: Annotated[
@@ -172,7 +172,7 @@ def schema_reset_vectors(
 # --- info -----------------------------------------------------------------------------------------
 
 
-@app.command("info")
+@app.command("info", examples=["driftrag info --json"])
 def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show the active model mode and where the graph lives (no network call)."""
     from driftrag.providers.plan import plan_models
