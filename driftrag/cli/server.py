@@ -139,10 +139,7 @@ def schema_reset_vectors(
     """Drop the embeddings of the named kbs (to change their embedder); their graphs are kept.
 
     Each kb's vectors live in its embedder's indexes; those go too when no other kb uses them. Ingest
-    the kb again to embed it with the embedder configured then.
-
-        driftrag schema reset-vectors --kb alice --yes
-    """
+    the kb again to embed it with the embedder configured then."""
     from driftrag.facade import DriftRAG
 
     if bool(kb) == every:
