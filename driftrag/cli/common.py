@@ -8,22 +8,95 @@ Exit codes: 0 success, 1 a driftrag error (message printed, no traceback unless 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Callable, Coroutine
-from typing import Annotated, Any, TypeVar
+import re
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
 from driftrag.errors import BackendUnavailableError, DriftRAGError, MissingPrerequisiteError
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from driftrag.settings import Settings
+
 T = TypeVar("T")
 
-app = typer.Typer(help="driftrag: GraphRAG on Neo4j with LlamaIndex Workflows.", no_args_is_help=True)
+
+class _DriftHelp:
+    """How every driftrag command's `--help` reads.
+
+    typer shows each parameter's Python type beside it (`<str>`, `<bool>`, `<list[Path]>`); the help of
+    each parameter says what it takes, so the tags only cost width. And typer keeps the line breaks of
+    a docstring's paragraphs, which break lines in the middle in an 80-column terminal: a paragraph is
+    reflowed here unless it is indented (an example block)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = _reflow(self.help)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        for param in self.get_params(ctx):
+            param.display_type_rich = _no_type_tag
+        super().format_help(ctx, formatter)
+
+
+def _no_type_tag(ctx: Any = None) -> None:
+    return None
+
+
+def _reflow(text: str | None) -> str | None:
+    if not text:
+        return text
+    paragraphs = re.split(r"\n\s*\n", inspect.cleandoc(text))
+    return "\n\n".join(
+        paragraph if re.search(r"^\s", paragraph, re.MULTILINE) else " ".join(paragraph.split())
+        for paragraph in paragraphs
+    )
+
+
+class Command(_DriftHelp, TyperCommand):
+    pass
+
+
+class Group(_DriftHelp, TyperGroup):
+    pass
+
+
+class DriftTyper(typer.Typer):
+    """A typer app whose commands render their help as `_DriftHelp` says, each with its examples."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cls=Group, **kwargs)
+
+    def command(self, name: str | None = None, *, examples: Sequence[str] = (), **kwargs: Any) -> Any:
+        """`typer.Typer.command`, with `examples`: command lines shown at the end of the command's help."""
+        epilog = None
+        if examples:
+            epilog = ("Examples:" if len(examples) > 1 else "Example:") + "".join(
+                f"\n  $ {escape(example)}" for example in examples
+            )
+        return super().command(name, cls=Command, epilog=epilog, **kwargs)
+
+
+app = DriftTyper(help="driftrag: GraphRAG on Neo4j with LlamaIndex Workflows.", no_args_is_help=True)
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+def load_settings() -> Settings:
+    """The settings of this run (environment, `.env`), read when a command runs: `--help` never loads them."""
+    from driftrag.settings import Settings
+
+    return Settings()
+
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 PortOption = Annotated[int | None, typer.Option(help="Bolt port (default: DRIFTRAG_NEO4J_PORT).")]

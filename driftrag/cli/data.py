@@ -8,16 +8,17 @@ from typing import Annotated
 import typer
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     app,
     err_console,
+    load_settings,
 )
 from driftrag.errors import DriftRAGError
-from driftrag.settings import Settings
 
 # --- data: public-domain corpora by name ---------------------------------------------------------------
 
-data_app = typer.Typer(help="Public-domain corpora by name: download with a pinned checksum, or copy a local file.")
+data_app = DriftTyper(help="Public-domain corpora by name: download with a pinned checksum, or copy a local file.")
 app.add_typer(data_app, name="data")
 
 
@@ -29,7 +30,7 @@ def _sha256_option(text: str | None) -> str | None:
     return text.lower() if text else None
 
 
-@data_app.command("list")
+@data_app.command("list", examples=["driftrag data list"])
 def data_list(as_json: JsonOption = False) -> None:
     """Show the registered corpora: name, title, source (URL or shipped folder), pinned SHA-256, license."""
     from driftrag.corpora import CORPORA
@@ -48,7 +49,9 @@ def data_list(as_json: JsonOption = False) -> None:
         typer.echo("\n".join(lines))
 
 
-@data_app.command("fetch")
+@data_app.command(
+    "fetch", examples=["driftrag data fetch alice", "driftrag data fetch alice --from ~/Downloads/pg11.txt"]
+)
 def data_fetch(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="A corpus from `driftrag data list` (alice, verne, sample).")],
@@ -95,7 +98,7 @@ def data_fetch(
         if corpus.bundled is not None and dest is not None and (source, url, sha256) == (None, None, None):
             result = corpora.copy_shipped(corpus, dest)
         else:
-            target = dest or corpora.default_dest(Settings().home)
+            target = dest or corpora.default_dest(load_settings().home)
             result = corpora.fetch(corpus, dest=target, source=source, url=url, expected_sha256=sha256)
     except DriftRAGError as exc:
         if ctx.obj is not None and ctx.obj.debug:

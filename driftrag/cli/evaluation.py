@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     KbOption,
     _arun,
@@ -16,13 +17,14 @@ from driftrag.cli.common import (
     _valid_kb,
     app,
     err_console,
+    load_settings,
 )
 from driftrag.search.modes import MODE_NAMES
-from driftrag.settings import Settings
+from driftrag.wording import plural
 
 # --- evaluation --------------------------------------------------------------------------------------
 
-eval_app = typer.Typer(help="Research evaluation: run methods on a question set, judge answers, report.")
+eval_app = DriftTyper(help="Research evaluation: run methods on a question set, judge answers, report.")
 app.add_typer(eval_app, name="eval")
 
 ResultsOption = Annotated[Path, typer.Option("--results", help="Results folder of `driftrag eval run`.")]
@@ -68,7 +70,9 @@ def _row_bar(bar, label: str):
     return advance
 
 
-@eval_app.command("run")
+@eval_app.command(
+    "run", examples=["driftrag eval run --kb alice --questions data/questions/alice.jsonl --out runs/alice"]
+)
 def eval_run(
     ctx: typer.Context,
     kb: KbOption,
@@ -105,7 +109,7 @@ def eval_run(
     from driftrag.facade import DriftRAG
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             await ensure_kb_has_chunks(rag.stores.graph, kb)
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 return await run_eval(
@@ -127,19 +131,19 @@ def eval_run(
     _emit(summary, as_json, "\n".join(summary_lines(summary, out)))
 
 
-@eval_app.command("report")
+@eval_app.command("report", examples=["driftrag eval report --results runs/alice"])
 def eval_report(
     ctx: typer.Context, results: ResultsOption, budget: BudgetOption = None, as_json: JsonOption = False
 ) -> None:
     """Write report.md (tables), metrics.json and plots/ into the results folder (no model needed)."""
     from driftrag.eval.report import build_report
 
-    outcome = _run(ctx, lambda: build_report(results, budget or Settings().local_context_tokens))
-    text = f"wrote {outcome.report}, {outcome.metrics} and {len(outcome.plots)} plots"
+    outcome = _run(ctx, lambda: build_report(results, budget or load_settings().local_context_tokens))
+    text = f"wrote {outcome.report}, {outcome.metrics} and {plural(len(outcome.plots), 'plot')}"
     _emit(outcome, as_json, text + (f" ({outcome.plots_note})" if outcome.plots_note else ""))
 
 
-@eval_app.command("judge")
+@eval_app.command("judge", examples=["driftrag eval judge --results runs/alice --methods drift,basic"])
 def eval_judge(
     ctx: typer.Context,
     results: ResultsOption,
@@ -171,7 +175,7 @@ def eval_judge(
     aa_methods = None if aa is None else [] if aa == "none" else parse_methods(aa)
 
     async def action():
-        settings = Settings()
+        settings = load_settings()
         providers = build_providers(settings)
         with Bar(console=err_console, transient=True, disable=as_json) as bar:
             return await judge_results(
@@ -188,11 +192,13 @@ def eval_judge(
 
     summary = _arun(ctx, action)
     _emit(
-        summary, as_json, f"{summary.judgments} judgments ({summary.failed} failed); `driftrag eval report` shows them"
+        summary,
+        as_json,
+        f"{plural(summary.judgments, 'judgment')} ({summary.failed} failed); `driftrag eval report` shows them",
     )
 
 
-@eval_app.command("generate")
+@eval_app.command("generate", examples=["driftrag eval generate --kb alice --out questions.jsonl --type global"])
 def eval_generate(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", help="Question set to write (JSONL).")],
@@ -222,7 +228,7 @@ def eval_generate(
     kb = _valid_kb(kb) if kb is not None else None
 
     async def action():
-        settings = Settings()
+        settings = load_settings()
         rag = DriftRAG(settings)
         text = description or ""
         try:
@@ -248,5 +254,6 @@ def eval_generate(
     out.write_text(dump_questions(generated.items), encoding="utf-8")
     origins = out.with_suffix(".origins.json")
     origins.write_text(generated.model_dump_json(indent=2, exclude={"items"}) + "\n", encoding="utf-8")
-    text = f"wrote {len(generated.items)} draft questions to {out} (personas and tasks in {origins})"
-    _emit(generated, as_json, text + (f"; {len(generated.failures)} failed calls" if generated.failures else ""))
+    text = f"wrote {plural(len(generated.items), 'draft question')} to {out} (personas and tasks in {origins})"
+    failed = f"; {plural(len(generated.failures), 'failed call')}" if generated.failures else ""
+    _emit(generated, as_json, text + failed)

@@ -9,6 +9,7 @@ import typer
 from pydantic import BaseModel
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     KbOption,
     _arun,
@@ -16,19 +17,20 @@ from driftrag.cli.common import (
     app,
     console,
     err_console,
+    load_settings,
 )
 from driftrag.errors import DriftRAGError
-from driftrag.settings import Settings
+from driftrag.wording import plural
 
 # --- graph search and its switches ------------------------------------------------------------------
 
-chunk_app = typer.Typer(help="Enable or disable chunks as sources of every search mode.")
+chunk_app = DriftTyper(help="Enable or disable chunks as sources of every search mode.")
 app.add_typer(chunk_app, name="chunk")
 
 ChunkIdsArgument = Annotated[list[str], typer.Argument(help="Chunk ids (chunk-…).")]
 
 
-@app.command("graph-search")
+@app.command("graph-search", examples=['driftrag graph-search "Rabbit" --kb alice --max-rows 50'])
 def graph_search_command(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="Case-sensitive substring of entity names.")],
@@ -51,7 +53,7 @@ def graph_search_command(
         raise typer.Exit(2) from None
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             return await rag.graph_search(kb, query, max_seeds=max_seeds, max_rows=max_rows)
 
     # Plain JSON, not rich: the response can be large and must stay parseable byte for byte.
@@ -69,24 +71,24 @@ def _switch_chunks(ctx: typer.Context, kb: str, chunk_ids: list[str], enabled: b
     from driftrag.facade import DriftRAG
 
     async def action() -> ChunkSwitchReport:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             matched = await rag.set_chunks_enabled(kb, chunk_ids, enabled)
         return ChunkSwitchReport(kb=kb, enabled=enabled, requested=len(set(chunk_ids)), matched=matched)
 
     report = _arun(ctx, action)
     verb = "enabled" if enabled else "disabled"
     missing = report.requested - report.matched
-    text = f"{verb} {report.matched} chunk(s) in kb {kb}" + (f"; {missing} not found" if missing else "")
+    text = f"{verb} {plural(report.matched, 'chunk')} in kb {kb}" + (f"; {missing} not found" if missing else "")
     _emit(report, as_json, text)
 
 
-@chunk_app.command("disable")
+@chunk_app.command("disable", examples=["driftrag chunk disable chunk-3f2a9c --kb alice"])
 def chunk_disable(ctx: typer.Context, chunk_ids: ChunkIdsArgument, kb: KbOption, as_json: JsonOption = False) -> None:
     """Disable chunks: no search uses them as sources any more (entities and relationships left without any vanish)."""
     _switch_chunks(ctx, kb, chunk_ids, False, as_json)
 
 
-@chunk_app.command("enable")
+@chunk_app.command("enable", examples=["driftrag chunk enable chunk-3f2a9c --kb alice"])
 def chunk_enable(ctx: typer.Context, chunk_ids: ChunkIdsArgument, kb: KbOption, as_json: JsonOption = False) -> None:
     """Enable chunks again as sources of every search."""
     _switch_chunks(ctx, kb, chunk_ids, True, as_json)
@@ -96,20 +98,20 @@ def _switch_graph(ctx: typer.Context, kb: str, enabled: bool) -> None:
     from driftrag.facade import DriftRAG
 
     async def action() -> None:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             await rag.set_graph_enabled(kb, enabled)
 
     _arun(ctx, action)
     console.print(f"graph search {'enabled' if enabled else 'disabled'} for kb {kb}", highlight=False)
 
 
-@app.command("graph-enable")
+@app.command("graph-enable", examples=["driftrag graph-enable --kb alice"])
 def graph_enable(ctx: typer.Context, kb: KbOption) -> None:
     """Allow graph search on a knowledge base."""
     _switch_graph(ctx, kb, True)
 
 
-@app.command("graph-disable")
+@app.command("graph-disable", examples=["driftrag graph-disable --kb alice"])
 def graph_disable(ctx: typer.Context, kb: KbOption) -> None:
     """Refuse graph search on a knowledge base (it answers 'backend unavailable', exit code 3)."""
     _switch_graph(ctx, kb, False)
@@ -135,7 +137,7 @@ def _valid_community(community: str | None) -> str | None:
     return community
 
 
-@app.command("graph")
+@app.command("graph", examples=["driftrag graph --kb alice > alice.mmd", "driftrag graph --kb alice --html alice.html"])
 def graph_view_command(
     ctx: typer.Context,
     kb: KbOption,
@@ -187,7 +189,7 @@ def graph_view_command(
         max_nodes = 0 if graphml or as_json else _VIEW_DEFAULT_MAX_NODES
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             return await rag.graph_view(kb, community_id=community, max_nodes=max_nodes or None)
 
     view = _arun(ctx, action)

@@ -16,8 +16,8 @@ from driftrag.cli.common import (
     app,
     console,
     err_console,
+    load_settings,
 )
-from driftrag.settings import Settings
 
 
 def _say_waiting(message: str) -> None:
@@ -25,7 +25,9 @@ def _say_waiting(message: str) -> None:
     err_console.print(f"[yellow]waiting:[/yellow] {message}", highlight=False, soft_wrap=True)
 
 
-@app.command("ingest")
+@app.command(
+    "ingest", examples=["driftrag ingest ~/papers --kb papers", "driftrag ingest book.pdf notes.md --kb alice --json"]
+)
 def ingest(
     ctx: typer.Context,
     paths: Annotated[
@@ -61,7 +63,7 @@ def ingest(
     from driftrag.ingestion.loading import collect_paths
 
     async def action():
-        settings = Settings()
+        settings = load_settings()
         files = collect_paths(paths)
         rag = DriftRAG(settings)
         async with rag:
@@ -77,7 +79,7 @@ def ingest(
     _report_ingestion(_arun(ctx, action), as_json)
 
 
-@app.command("communities")
+@app.command("communities", examples=["driftrag communities --kb papers"])
 def communities(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
     """Build the kb-wide layers once after `ingest --skip-communities` workers: entities and relationships
     merged from every chunk, communities, reports and their vectors (nothing to do if the kb is up to date)."""
@@ -86,7 +88,7 @@ def communities(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -
     from driftrag.facade import DriftRAG
 
     async def action():
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 return await rag.build_graph(kb, on_progress=_bar_updater(bar), on_lock_wait=_say_waiting)
 
@@ -108,8 +110,7 @@ def _bar_updater(bar):
 def _report_ingestion(result, as_json: bool) -> None:
     counts = result.counts
     text = (
-        f"kb {result.kb}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
-        f"{counts.relationships} relationships, {counts.communities} communities, {counts.reports} reports\n"
+        f"kb {result.kb}: {counts.describe()}\n"
         f"model calls {result.usage.chat_calls} (cache hits {result.usage.cache_hits}), "
         f"tokens {result.usage.prompt_tokens} in / {result.usage.completion_tokens} out; "
         f"failed chunks {len(result.failed_chunks)}"
@@ -128,7 +129,9 @@ def _report_ingestion(result, as_json: bool) -> None:
         raise typer.Exit(4)
 
 
-@app.command("delete")
+@app.command(
+    "delete", examples=["driftrag delete --kb alice --document document-5e1b --yes", "driftrag delete --kb alice --yes"]
+)
 def delete(
     ctx: typer.Context,
     kb: KbOption,
@@ -143,17 +146,19 @@ def delete(
         raise typer.Exit(2)
 
     async def action() -> None:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             if document is None:
                 await rag.delete_kb(kb, on_lock_wait=_say_waiting)
             else:
                 await rag.delete_document(kb, document, on_lock_wait=_say_waiting)
 
     _arun(ctx, action)
-    console.print(f"deleted {'document ' + document if document else 'knowledge base'} in kb {kb}")
+    console.print(
+        f"deleted document {document} of kb {kb}" if document else f"deleted knowledge base {kb}", highlight=False
+    )
 
 
-@app.command("stats")
+@app.command("stats", examples=["driftrag stats --kb alice"])
 def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
     """Counts of a knowledge base (with the chunks a weak model's unusable extraction left to the offline
     extractor), and the chunks whose extraction failed; exit 1 for an unknown kb."""
@@ -166,11 +171,11 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
         failed_chunks: list[FailedChunk]
 
     async def action() -> Stats:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             await rag.graph_enabled(kb)  # an unknown kb is an error (exit 1), as HTTP's 404
             return Stats(kb=kb, counts=await rag.stats(kb), failed_chunks=await rag.failed_chunks(kb))
 
     result = _arun(ctx, action)
-    lines = [f"kb {kb}: " + ", ".join(f"{value} {name}" for name, value in result.counts.model_dump().items())]
+    lines = [f"kb {kb}: {result.counts.describe(every=True)}"]
     lines += [f"  failed {c.id} (document {c.document_id}, #{c.index}): {c.error}" for c in result.failed_chunks]
     _emit(result, as_json, "\n".join(lines))

@@ -7,11 +7,19 @@ from typing import Annotated
 
 import typer
 
-from driftrag.cli.common import JsonOption, KbOption, _arun, _emit, app, err_console
-from driftrag.settings import Settings
+from driftrag.cli.common import (
+    DriftTyper,
+    JsonOption,
+    KbOption,
+    _arun,
+    _emit,
+    app,
+    err_console,
+    load_settings,
+)
 
-import_app = typer.Typer(help="Bring an index built by another tool into a new knowledge base.", no_args_is_help=True)
-export_app = typer.Typer(help="Write a knowledge base in another tool's format.", no_args_is_help=True)
+import_app = DriftTyper(help="Bring an index built by another tool into a new knowledge base.", no_args_is_help=True)
+export_app = DriftTyper(help="Write a knowledge base in another tool's format.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
 
@@ -28,7 +36,7 @@ def _say_waiting(message: str) -> None:
     err_console.print(f"[yellow]waiting:[/yellow] {message}", highlight=False, soft_wrap=True)
 
 
-@import_app.command("graphrag")
+@import_app.command("graphrag", examples=["driftrag import graphrag ./ragtest/output --kb imported"])
 def import_graphrag(
     ctx: typer.Context,
     folder: Annotated[
@@ -57,7 +65,7 @@ def import_graphrag(
 
     async def action():
         # Not `async with`: the folder is read and checked before Neo4j is reached (or started).
-        rag = DriftRAG(Settings())
+        rag = DriftRAG(load_settings())
         try:
             return await run_import(rag, kb, folder, embeddings=embeddings, on_lock_wait=_say_waiting)  # type: ignore[arg-type]
         finally:
@@ -67,7 +75,7 @@ def import_graphrag(
     _emit(result, as_json, result.render())
 
 
-@export_app.command("graphrag")
+@export_app.command("graphrag", examples=["driftrag export graphrag ./exported --kb alice"])
 def export_graphrag(
     ctx: typer.Context,
     folder: Annotated[Path, typer.Argument(help="The folder to write the parquet tables to (created if missing).")],
@@ -91,7 +99,7 @@ def export_graphrag(
     from driftrag.interop.graphrag import export_graphrag as run_export
 
     async def action():
-        rag = DriftRAG(Settings())  # the folder is checked before Neo4j is reached
+        rag = DriftRAG(load_settings())  # the folder is checked before Neo4j is reached
         try:
             return await run_export(rag, kb, folder, vectors=vectors, overwrite=overwrite)
         finally:

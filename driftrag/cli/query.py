@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,9 +14,12 @@ from driftrag.cli.common import (
     app,
     console,
     err_console,
+    load_settings,
 )
 from driftrag.search.modes import MODE_NAMES
-from driftrag.settings import Settings
+
+if TYPE_CHECKING:
+    from driftrag.settings import Settings
 
 # --- query ----------------------------------------------------------------------------------------
 
@@ -67,16 +70,22 @@ def _print_tail(result) -> None:
 
 
 def _print_result(result, as_json: bool) -> None:
-    from rich.markdown import Markdown
-
     if as_json:
         # Plain JSON: the answer, intermediate answers (DRIFT) and every source with its id and text.
         typer.echo(result.model_dump_json(indent=2))
-    else:
-        console.print(Markdown(result.markdown()))
+        return
+    from rich.markdown import Markdown
+
+    console.print(Markdown(result.markdown()))
 
 
-@app.command("query")
+@app.command(
+    "query",
+    examples=[
+        'driftrag query "Who made the light fail?" --kb sample',
+        'driftrag query "What are the main themes?" --kb alice --mode global --json',
+    ],
+)
 def query_command(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -103,7 +112,7 @@ def query_command(
     """Answer a question from a knowledge base; prints the answer with its sources (and DRIFT's follow-up tree).
 
     The answer is printed as the model writes it (offline: statement by statement), then its sources."""
-    settings = Settings()
+    settings = load_settings()
     streamed = stream and not as_json
 
     async def action():
@@ -136,7 +145,7 @@ DEMO_QUESTION = (
 )
 
 
-@app.command("demo")
+@app.command("demo", examples=["driftrag demo"])
 def demo(
     ctx: typer.Context,
     question: Annotated[str, typer.Option("--question", help="The DRIFT question to ask.")] = DEMO_QUESTION,
@@ -147,7 +156,7 @@ def demo(
     from driftrag.corpora import DATA_DIR
     from driftrag.facade import DriftRAG
 
-    settings = Settings()
+    settings = load_settings()
 
     async def action():
         async with DriftRAG(settings) as rag:
@@ -160,8 +169,7 @@ def demo(
                 )
             counts = ingested.counts
             err_console.print(
-                f"kb {kb}: {counts.documents} documents, {counts.chunks} chunks, {counts.entities} entities, "
-                f"{counts.relationships} relationships, {counts.communities} communities",
+                f"kb {kb}: {counts.describe()}",
                 highlight=False,
             )
             with err_console.status("DRIFT search…", spinner="dots") as status:

@@ -8,6 +8,7 @@ import typer
 from pydantic import BaseModel
 
 from driftrag.cli.common import (
+    DriftTyper,
     JsonOption,
     PortOption,
     _arun,
@@ -16,11 +17,12 @@ from driftrag.cli.common import (
     app,
     console,
     err_console,
+    load_settings,
 )
-from driftrag.settings import Settings
+from driftrag.wording import plural
 
-neo4j_app = typer.Typer(help="The project's local Neo4j Community server (Bolt on 127.0.0.1).")
-schema_app = typer.Typer(help="Graph schema: constraints and vector indexes.")
+neo4j_app = DriftTyper(help="The project's local Neo4j Community server (Bolt on 127.0.0.1).")
+schema_app = DriftTyper(help="Graph schema: constraints and vector indexes.")
 app.add_typer(neo4j_app, name="neo4j")
 app.add_typer(schema_app, name="schema")
 
@@ -31,7 +33,7 @@ app.add_typer(schema_app, name="schema")
 def _local(port: int | None):
     from driftrag.local_neo4j import LocalNeo4j
 
-    return LocalNeo4j(Settings(), port=port)
+    return LocalNeo4j(load_settings(), port=port)
 
 
 def _describe(status) -> str:
@@ -48,7 +50,7 @@ def _progress(message: str) -> None:
     err_console.print(message, highlight=False, soft_wrap=True)
 
 
-@neo4j_app.command("start")
+@neo4j_app.command("start", examples=["driftrag neo4j start"])
 def neo4j_start(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
     """Start the local Neo4j and wait until Bolt answers (resolves its jars first if not cached).
 
@@ -59,7 +61,7 @@ def neo4j_start(ctx: typer.Context, port: PortOption = None, as_json: JsonOption
     _emit(status, as_json, _describe(status))
 
 
-@neo4j_app.command("fetch")
+@neo4j_app.command("fetch", examples=["driftrag neo4j fetch"])
 def neo4j_fetch(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Resolve and cache the Neo4j jars (DRIFTRAG_NEO4J_VERSION) without starting anything.
 
@@ -68,22 +70,23 @@ def neo4j_fetch(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """
     from driftrag.local_neo4j import resolve_runtime
 
-    runtime = _run(ctx, lambda: resolve_runtime(Settings(), report=_progress))
+    runtime = _run(ctx, lambda: resolve_runtime(load_settings(), report=_progress))
     _emit(
         runtime,
         as_json,
-        f"Neo4j {runtime.version}: {runtime.jar_count} jars in {runtime.lib_dir}\n  manifest {runtime.manifest_file}",
+        f"Neo4j {runtime.version}: {plural(runtime.jar_count, 'jar')} in {runtime.lib_dir}\n"
+        f"  manifest {runtime.manifest_file}",
     )
 
 
-@neo4j_app.command("stop")
+@neo4j_app.command("stop", examples=["driftrag neo4j stop"])
 def neo4j_stop(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
     """Stop the local Neo4j cleanly (SIGTERM; SIGKILL after 60 s)."""
     status = _run(ctx, lambda: _local(port).stop())
     _emit(status, as_json, _describe(status))
 
 
-@neo4j_app.command("status")
+@neo4j_app.command("status", examples=["driftrag neo4j status --json"])
 def neo4j_status(ctx: typer.Context, port: PortOption = None, as_json: JsonOption = False) -> None:
     """Say whether the local Neo4j runs, with its Bolt URI. Exit code 3 when stopped."""
     status = _run(ctx, lambda: _local(port).status())
@@ -95,7 +98,7 @@ def neo4j_status(ctx: typer.Context, port: PortOption = None, as_json: JsonOptio
 # --- schema -------------------------------------------------------------------------------------
 
 
-@schema_app.command("init")
+@schema_app.command("init", examples=["driftrag schema init"])
 def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Connect, check the server version, and create constraints and indexes (idempotent); list the
     vector indexes (each embedder's are created with its first kb)."""
@@ -107,7 +110,7 @@ def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
         vector_indexes: dict[str, int]
 
     async def action() -> SchemaReport:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             info = await rag.connect()
             indexes = await rag.vector_indexes()
         return SchemaReport(
@@ -124,7 +127,7 @@ def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
     _emit(report, as_json, text)
 
 
-@schema_app.command("reset-vectors")
+@schema_app.command("reset-vectors", examples=["driftrag schema reset-vectors --kb alice --yes"])
 def schema_reset_vectors(
     ctx: typer.Context,
     kb: Annotated[
@@ -136,10 +139,7 @@ def schema_reset_vectors(
     """Drop the embeddings of the named kbs (to change their embedder); their graphs are kept.
 
     Each kb's vectors live in its embedder's indexes; those go too when no other kb uses them. Ingest
-    the kb again to embed it with the embedder configured then.
-
-        driftrag schema reset-vectors --kb alice --yes
-    """
+    the kb again to embed it with the embedder configured then."""
     from driftrag.facade import DriftRAG
 
     if bool(kb) == every:
@@ -147,7 +147,7 @@ def schema_reset_vectors(
         raise typer.Exit(2)
 
     async def action() -> list[str]:
-        async with DriftRAG(Settings()) as rag:
+        async with DriftRAG(load_settings()) as rag:
             names = sorted(await rag.vector_spaces()) if every else list(dict.fromkeys(kb or []))
             if not yes:
                 return names
@@ -159,18 +159,20 @@ def schema_reset_vectors(
     names = _arun(ctx, action)
     if not yes:
         listed = ", ".join(names) or "none"
-        err_console.print(f"refusing without --yes: this removes the embeddings of {len(names)} kbs: {listed}")
+        err_console.print(
+            f"refusing without --yes: this removes the embeddings of {plural(len(names), 'kb')}: {listed}"
+        )
         raise typer.Exit(2)
-    console.print(f"{len(names)} knowledge bases without embeddings; ingest them again to embed them")
+    console.print(f"{plural(len(names), 'knowledge base')} without embeddings; ingest again to embed")
 
 
 # --- info -----------------------------------------------------------------------------------------
 
 
-@app.command("info")
+@app.command("info", examples=["driftrag info --json"])
 def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show the active model mode and where the graph lives (no network call)."""
-    from driftrag.providers import build_providers
+    from driftrag.providers.plan import plan_models
 
     class Info(BaseModel):
         mode: str
@@ -179,11 +181,11 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
         local_neo4j: bool
 
     def action() -> Info:
-        settings = Settings()
-        providers = build_providers(settings)
+        settings = load_settings()
+        plan = plan_models(settings)  # what the models are, without loading them
         return Info(
-            mode=providers.mode,
-            description=providers.describe(),
+            mode=plan.mode,
+            description=plan.description,
             neo4j_uri=settings.bolt_uri,
             local_neo4j=settings.neo4j_uri is None,
         )

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from llama_index.core.base.embeddings.base import BaseEmbedding
+from typing import TYPE_CHECKING
 
 from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor, GraphRefiner
 from driftrag.models.graph import KbProfile, SourceDocument
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 from driftrag.store.protocols import DocumentStorage, GraphStorage, Stores
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
 
 
 @dataclass(frozen=True)

@@ -541,8 +541,7 @@ class GraphRAGImportResult(BaseModel):
         lines = [
             f"imported {self.folder} into {self.kb}",
             f"read: {read}",
-            f"kb: {c.documents} documents, {c.chunks} chunks, {c.entities} entities, {c.relationships} relationships, "
-            f"{c.communities} communities, {c.reports} reports",
+            f"kb: {c.describe()}",
             f"vectors ({self.embedder}): {vectors}",
         ]
         return "\n".join(lines + [f"warning: {w}" for w in self.warnings])

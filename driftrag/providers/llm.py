@@ -36,7 +36,6 @@ from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Per-message framing tokens of the chat format, used only when a provider reports no usage.
 _MESSAGE_OVERHEAD_TOKENS = 4
 # Status codes the openai client retries (besides connection errors and timeouts).

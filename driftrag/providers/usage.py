@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
-import llama_index.core
 from pydantic import BaseModel, ConfigDict
-
-# llama-index-core ships the cl100k_base file here, so token estimates never download anything.
-_TIKTOKEN_CACHE = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
 
 
 class Usage(BaseModel):

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from llama_index.core.base.embeddings.base import BaseEmbedding
+from typing import TYPE_CHECKING
 
 from driftrag.providers.usage import UsageTracker
-from driftrag.search.budget import QueryBudget
-from driftrag.search.tasks import QueryTasks
 from driftrag.settings import Settings
 from driftrag.store.protocols import Stores
+
+# Named in annotations only (the budget loads the tokenizer module): an engine that never queries skips them.
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
+    from driftrag.search.budget import QueryBudget
+    from driftrag.search.tasks import QueryTasks
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,8 @@ class QueryDeps:
 
     def budget(self) -> QueryBudget:
         """A fresh per-query budget (`query_max_llm_calls`, `query_max_prompt_tokens`)."""
+        from driftrag.search.budget import QueryBudget
+
         return QueryBudget(
             max_calls=self.settings.query_max_llm_calls, max_prompt_tokens=self.settings.query_max_prompt_tokens
         )

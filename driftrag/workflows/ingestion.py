@@ -190,8 +190,13 @@ class IngestionWorkflow(Workflow):
                 extracted = await indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx))
                 if extracted:
                     await self._deps.graph.mark_stale(ev.kb, True)
-                if self._deps.embedder_on_local_cpu:
-                    await asyncio.shield(background)  # the last step reads its result
+            except BaseException:
+                background.cancel()
+                raise
+        if self._deps.embedder_on_local_cpu:
+            # After the stage: the wait is the chunk vectors' time (their own stage), not extraction's.
+            try:
+                await asyncio.shield(background)  # the last step reads its result
             except BaseException:
                 background.cancel()
                 raise

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftrag.cli.kb import KbListing, render_listing
+from driftrag.cli.kb_listing import KbListing, render_listing
 from driftrag.models.graph import KbCounts, KbSummary
 
 

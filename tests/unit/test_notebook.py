@@ -146,6 +146,8 @@ def test_progress_printer_prints_each_stage_by_quarters_and_every_drift_phase(ca
         printer(Progress(stage="extract", done=done, total=8))
     printer(Progress(stage="embed-chunk", done=20, total=20))
     printer(DriftProgress(phase="local_search", message="How?", depth=1, score=50))
+    printer(DriftProgress(phase="depth", message="round 1: 2 answers", depth=1, done=2, total=2))
+    printer(DriftProgress(phase="reduce", message="reducing"))
     lines = [line.split("] ", 1)[1] for line in capsys.readouterr().out.splitlines()]
     assert lines == [
         "extract: 0/8",
@@ -155,4 +157,6 @@ def test_progress_printer_prints_each_stage_by_quarters_and_every_drift_phase(ca
         "extract: 8/8",
         "embed-chunk: 20/20",
         "local_search depth 1: How? (score 50)",
+        "depth 1: round 1: 2 answers",
+        "reduce: reducing",
     ]

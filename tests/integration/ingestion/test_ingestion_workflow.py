@@ -20,6 +20,7 @@ from driftrag.ingestion.chunking import chunk_document
 from driftrag.ingestion.loading import document_from_text
 from driftrag.ingestion.merge import needs_summary
 from driftrag.ingestion.requests import TextInput, no_progress
+from driftrag.workflows.ingestion import CHUNK_VECTORS_STAGE
 from tests.fakes.harbor_corpus import CORPUS, MONASTERY, DescriptiveChatModel
 from tests.integration.ingestion.conftest import Ingestor, texts_of
 
@@ -260,6 +261,38 @@ async def test_with_an_embedder_on_the_local_cores_chunk_vectors_are_done_within
     chunks = await ingestor.graph.chunks(kb)
     assert chunks and all(row["embedded"] for row in chunks)
     assert run.result.embedded["chunk"] == len(chunks) and not run.result.stale
+
+
+async def test_the_extract_stage_time_leaves_out_the_wait_for_chunk_vectors(ingestor: Ingestor, kb: str) -> None:
+    # With an embedder on the local cores the run waits for the chunk vectors after extraction; that wait is
+    # their stage's time, not extraction's. Here the vectors are held back until a second after the last
+    # extraction call, so they end after extraction whatever the machine's load.
+    class LocalCpuIngestor(Ingestor):
+        def deps(self, chat, settings=None):
+            return replace(super().deps(chat, settings), embedder_on_local_cpu=True)
+
+    embedder = _ChunkGatedEmbedder(inner=ingestor.providers.embedder, chunk_texts=frozenset())
+    local = LocalCpuIngestor(ingestor.settings, ingestor.store, replace(ingestor.providers, embedder=embedder))
+    size, overlap = local.deps(DescriptiveChatModel()).chunking()
+    documents = [document_from_text(item.text, kb, item.title) for item in texts_of()]
+    embedder.chunk_texts = frozenset(
+        chunk.text for d in documents for chunk in chunk_document(d, chunk_size=size, chunk_overlap=overlap)
+    )
+    loop, opener = asyncio.get_running_loop(), None
+
+    class OpensAfterTheLastExtraction(DescriptiveChatModel):
+        async def chat(self, messages, **kwargs):
+            nonlocal opener
+            if self._task(messages) == "extract":
+                if opener is not None:
+                    opener.cancel()
+                opener = loop.call_later(1.0, embedder._open.set)
+            return await super().chat(messages, **kwargs)
+
+    run = await asyncio.wait_for(local.run(kb, OpensAfterTheLastExtraction()), timeout=300)
+    stages = run.result.seconds_per_stage
+    assert stages["extract"] < stages[CHUNK_VECTORS_STAGE]
+    assert all(row["embedded"] for row in await ingestor.graph.chunks(kb))
 
 
 # --- 3. idempotent re-ingest ---------------------------------------------------------------------------------

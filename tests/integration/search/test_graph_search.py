@@ -531,7 +531,7 @@ async def test_cli_prints_json_and_switches_chunks(
     hidden = run_cli("graph-search", "Cat", "--kb", kb, uri=neo4j_uri, home=tmp_path)
     assert json.loads(hidden.stdout)["entities"] == []
     enabled = run_cli("chunk", "enable", "chunk-1b", "--kb", kb, uri=neo4j_uri, home=tmp_path)
-    assert enabled.returncode == 0 and "enabled 1 chunk(s)" in enabled.stdout
+    assert enabled.returncode == 0 and "enabled 1 chunk in" in enabled.stdout
 
     graph_off = run_cli("graph-disable", "--kb", kb, uri=neo4j_uri, home=tmp_path)
     assert graph_off.returncode == 0, graph_off.stderr

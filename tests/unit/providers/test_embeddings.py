@@ -14,8 +14,8 @@ from driftrag.providers.embeddings import (
     aembedding_dimension,
     embedding_dimension,
     known_embedding_dimension,
-    openai_embedding,
 )
+from driftrag.providers.openai_embeddings import openai_embedding
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 from tests.fakes.openai_server import FakeOpenAIServer

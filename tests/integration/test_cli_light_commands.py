@@ -1,0 +1,39 @@
+"""Commands that only read the graph connect to the real Neo4j without loading the model side."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+MODEL_SIDE = ("llama_index", "workflows", "openai", "fastapi", "uvicorn", "graspologic_native", "nltk", "tiktoken")
+
+SCRIPT = """
+import json, sys
+from driftrag.cli import app
+code = 0
+try:
+    app(sys.argv[1:], prog_name="driftrag")
+except SystemExit as exit:
+    code = exit.code
+print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.modules} & set(%r))}))
+"""
+
+
+def _run(uri: str, home: Path, *args: str) -> dict:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "DRIFTRAG_"))}
+    env |= {"NEO4J_URI": uri, "DRIFTRAG_HOME": str(home), "DRIFTRAG_CONNECT_RETRIES": "2"}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT % (MODEL_SIDE,), *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_kb_list_and_stats_read_neo4j_without_the_model_side(neo4j_uri: str, tmp_path: Path) -> None:
+    listing = _run(neo4j_uri, tmp_path, "kb", "list", "--json")
+    assert listing == {"code": 0, "loaded": []}
+    unknown = _run(neo4j_uri, tmp_path, "stats", "--kb", "nosuchkb-light")  # connected, asked, refused: exit 1
+    assert unknown == {"code": 1, "loaded": []}
