@@ -25,7 +25,15 @@ def render_listing(listing: KbListing) -> str:
     rows = [_COLUMNS]
     for summary in listing.knowledge_bases:
         counts = summary.counts
-        graph = ("enabled" if summary.graph_enabled else "disabled") + (", stale" if summary.stale else "")
+        graph = ("enabled" if summary.graph_enabled else "disabled") + "".join(
+            f", {flag}"
+            for flag, on in (
+                ("stale", summary.stale),
+                ("incomplete", summary.incomplete),
+                ("deleting (interrupted? delete it again)", summary.deleting),
+            )
+            if on
+        )
         rows.append(
             (
                 summary.kb,
@@ -56,7 +64,9 @@ def render_listing(listing: KbListing) -> str:
 
 @kb_app.command("list")
 def kb_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """Every knowledge base: counts, the model mode and embedder (name, dimension) of its last ingestion."""
+    """Every knowledge base: counts, the model mode and embedder (name, dimension) of its last ingestion, and
+    its state: stale (half-built), incomplete (the model failed on some parts: `driftrag repair`), or
+    deleting (a delete started and did not finish: `driftrag delete --kb K --yes` finishes it)."""
     from driftrag.facade import DriftRAG
 
     async def action() -> KbListing:

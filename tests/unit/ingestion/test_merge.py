@@ -156,8 +156,9 @@ async def test_summarize_all_calls_only_when_needed():
         ]
     )
     summarizer = _CountingSummarizer()
-    summaries = await summarize_all(summary_items(merged), summarizer, concurrency=2)
+    summaries, failed = await summarize_all(summary_items(merged), summarizer, concurrency=2)
     assert summarizer.calls == ["Alice"]
+    assert failed == set()
     assert summaries[entity_id("alice")] == "Alice: x + y"
     assert summaries[entity_id("rabbit")] == "late"
     assert summaries[merged.relationships[0].id] == "r"
