@@ -39,6 +39,7 @@ def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
         ("POST", f"{kb}/chunks/enable"),
         ("POST", f"{kb}/chunks/disable"),
         ("PUT", f"{kb}/graph"),
+        ("POST", f"{kb}/repair"),
     }
     assert set(document["components"]["securitySchemes"]) == {"HTTPBearer", "APIKeyHeader"}
     search = document["paths"][f"{API_PREFIX}{kb}/graph-search"]["post"]
