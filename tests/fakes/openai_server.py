@@ -90,14 +90,15 @@ class FaultPlan(Protocol):
 
 @dataclass(frozen=True)
 class FirstSightFaults:
-    """A 500 for the first sight of each chat request whose messages hold one of `marks` (a prompt's
-    opening words, a passage's text): an outage past the client's retries for exactly those calls, the
-    same in every run; the same request asked again is answered."""
+    """A 500 for the first `sights` of each chat request whose messages hold one of `marks` (a prompt's
+    opening words, a passage's text): an outage past the client's retries and re-asks for exactly those
+    calls, the same in every run; the same request asked once more is answered."""
 
     marks: tuple[str, ...]
+    sights: int = 2
 
     def draw(self, path: str, body: dict[str, Any], seen: int) -> Fault | None:
-        if seen or not path.endswith("/chat/completions"):
+        if seen >= self.sights or not path.endswith("/chat/completions"):
             return None
         text = "\n".join(message_text(message) for message in body.get("messages", []))
         return Fault.server_error() if any(mark in text for mark in self.marks) else None
