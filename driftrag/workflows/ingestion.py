@@ -16,9 +16,9 @@ Two halves, which `DriftRAG.ingest` runs under different locks (`driftrag.store.
 `IngestStart(request=…, rebuild=False)` is the per-document half (documents, chunks, extraction
 checkpoints, chunk vectors; the kb stays stale), which several processes may run at once on different
 documents; `IngestStart(kb=…)` without a request is the kb-wide half (entity merge, summaries,
-communities, reports, entity and report vectors), run once when the kb is stale or holds placeholders of
-what the model failed on (summaries, reports), which it asks for again (see docs/repair.md). The default, a request
-with `rebuild=True`, runs both.
+communities, reports, entity and report vectors), run once when the kb is stale or holds placeholders
+of what the model failed on (summaries, reports), which it asks for again (see docs/repair.md). The
+default, a request with `rebuild=True`, runs both.
 """
 
 from __future__ import annotations
