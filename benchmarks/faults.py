@@ -1,12 +1,15 @@
 """Ingest the sample corpus through the local OpenAI-compatible test server twice: once fault-free, once
 with random faults (by default 20 % 429/500, 5 % malformed bodies, 2 % time-outs, a fixed seed), and
-print the calls, retries, failed chunks and whether the two graphs are equal.
+print the calls, retries, failed chunks, placeholder summaries and reports, and whether the two graphs
+are equal. With `--repair`, the faulty kb is then repaired without faults (`DriftRAG.repair`) and
+compared with the fault-free graph again.
 
 Chat answers come from the scripted test double (`tests/fakes/scripted_llm.py`) on the server side,
 embeddings are deterministic; the response cache is off, so every call reaches the server.
 
     .venv/bin/python benchmarks/faults.py [--seed 14] [--neo4j-uri bolt://127.0.0.1:17714]
         [--record]   # replace the "Model-server faults" table of docs/benchmarks.md
+    .venv/bin/python benchmarks/faults.py --seed 7 --malformed 0.30 --server-error 0.20 --rate-limit 0.10 --repair
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from benchmarks.ingest_alice import ScriptedResponder
 from benchmarks.record import add_record_option, record
 from driftrag.corpora import DATA_DIR
 from driftrag.facade import DriftRAG
-from driftrag.ingestion.requests import IngestionResult
+from driftrag.ingestion.requests import IngestionResult, RepairResult
 from driftrag.settings import Settings
 from tests.fakes.openai_server import FakeOpenAIServer, FaultRates
 
@@ -45,12 +48,13 @@ async def snapshot(rag: DriftRAG, kb: str) -> dict[str, Any]:
         for r in await rag.relationships(kb)
     )
     communities = sorted(
-        (c["id"], c["level"], c["title"], c["summary"], c["rating"]) for c in await rag.communities(kb)
+        (c["id"], c["level"], c["title"], c["summary"], c["rating"], repr(c["findings"]))
+        for c in await rag.communities(kb)
     )
     return {"entities": entities, "relationships": relationships, "communities": communities}
 
 
-async def ingest(settings: Settings, kb: str) -> tuple[IngestionResult, dict[str, Any], float]:
+async def ingest(settings: Settings, kb: str, keep: bool) -> tuple[IngestionResult, dict[str, Any], float]:
     rag = DriftRAG(settings)
     await rag.connect(start_local=False)
     try:
@@ -59,31 +63,49 @@ async def ingest(settings: Settings, kb: str) -> tuple[IngestionResult, dict[str
         result = await rag.ingest(kb, paths=[DATA_DIR / "sample"])
         seconds = time.monotonic() - started
         graph = await snapshot(rag, kb)
+        if not keep:
+            await rag.delete_kb(kb)
+        return result, graph, seconds
+    finally:
+        await rag.close()
+
+
+async def repair(settings: Settings, kb: str) -> tuple[RepairResult, dict[str, Any], float]:
+    rag = DriftRAG(settings)
+    await rag.connect(start_local=False)
+    try:
+        started = time.monotonic()
+        result = await rag.repair(kb)
+        seconds = time.monotonic() - started
+        graph = await snapshot(rag, kb)
         await rag.delete_kb(kb)
         return result, graph, seconds
     finally:
         await rag.close()
 
 
-async def run_once(args: argparse.Namespace, rates: FaultRates | None, kb: str):
+def _settings(args: argparse.Namespace, server: FakeOpenAIServer, home: str) -> Settings:
+    return Settings(
+        _env_file=None,
+        openai_api_key="bench",
+        openai_base_url=server.base_url,
+        llm_provider="openai",
+        neo4j_uri=args.neo4j_uri,
+        home=Path(home),
+        embedding_dimensions=DIMENSION,
+        llm_cache=False,
+        llm_timeout_s=args.timeout,
+        llm_max_retries=args.retries,
+        connect_retries=3,
+    )
+
+
+async def run_once(args: argparse.Namespace, rates: FaultRates | None, kb: str, *, keep: bool = False):
     with (
         tempfile.TemporaryDirectory(prefix="bench-faults-") as home,
         FakeOpenAIServer(responder=ScriptedResponder(), embedding_dimension=DIMENSION, fault_rates=rates) as server,
     ):
-        settings = Settings(
-            _env_file=None,
-            openai_api_key="bench",
-            openai_base_url=server.base_url,
-            llm_provider="openai",
-            neo4j_uri=args.neo4j_uri,
-            home=Path(home),
-            embedding_dimensions=DIMENSION,
-            llm_cache=False,
-            llm_timeout_s=args.timeout,
-            llm_max_retries=args.retries,
-            connect_retries=3,
-        )
-        result, graph, seconds = await ingest(settings, kb)
+        result, graph, seconds = await ingest(_settings(args, server, home), kb, keep)
         requests = server.request_count
         chat_requests = len(server.requests_to(CHAT))
         return result, graph, seconds, requests, chat_requests, dict(server.faults_served)
@@ -99,7 +121,9 @@ async def main(args: argparse.Namespace) -> None:
         seed=args.seed,
     )
     clean, clean_graph, clean_s, clean_requests, clean_chat, _ = await run_once(args, None, "bench-faults-clean")
-    faulty, faulty_graph, faulty_s, requests, chat_requests, served = await run_once(args, rates, "bench-faults")
+    faulty, faulty_graph, faulty_s, requests, chat_requests, served = await run_once(
+        args, rates, "bench-faults", keep=args.repair
+    )
     logical_chat = faulty.usage.chat_calls + faulty.usage.failed_calls
     print(
         f"fault shares: 429 {args.rate_limit:.0%}, 500 {args.server_error:.0%}, malformed {args.malformed:.0%}, "
@@ -115,14 +139,29 @@ async def main(args: argparse.Namespace) -> None:
     )
     print(f"embedding requests answered: {faulty.usage.embedding_requests}")
     print(f"failed chunks:  {len(faulty.failed_chunks)} (fault-free: {len(clean.failed_chunks)})")
+    print(
+        f"placeholders:   {faulty.counts.placeholder_summaries} summaries, {faulty.counts.placeholder_reports} "
+        f"reports; kb incomplete: {'yes' if faulty.counts.incomplete else 'no'}"
+    )
     print(f"counts:         {faulty.counts.model_dump()}\nfault-free:     {clean.counts.model_dump()}")
-    equal = faulty_graph == clean_graph
-    print(f"graph equals the fault-free one: {'yes' if equal else 'NO'}")
-    if not equal:
-        for part in ("entities", "relationships", "communities"):
-            missing = set(clean_graph[part]) - set(faulty_graph[part])
-            extra = set(faulty_graph[part]) - set(clean_graph[part])
-            print(f"  {part}: {len(missing)} missing, {len(extra)} differing or extra")
+    equal = _compare("graph equals the fault-free one", faulty_graph, clean_graph)
+    repaired_equal: bool | None = None
+    if args.repair:
+        with (
+            tempfile.TemporaryDirectory(prefix="bench-faults-") as home,
+            FakeOpenAIServer(responder=ScriptedResponder(), embedding_dimension=DIMENSION) as server,
+        ):
+            repaired, repaired_graph, repair_s = await repair(_settings(args, server, home), "bench-faults")
+            repair_chat = len(server.requests_to(CHAT))
+        before, after = repaired.before, repaired.after
+        print(
+            f"repair (fault-free): {repair_s:.1f} s, {repair_chat} chat requests; retried {before.failed_chunks} "
+            f"failed chunks, {before.placeholder_summaries} summaries, {before.placeholder_reports} reports; "
+            f"remaining {after.failed_chunks} / {after.placeholder_summaries} / {after.placeholder_reports}, "
+            f"stale {'yes' if repaired.stale_after else 'no'}"
+        )
+        print(f"repaired counts: {after.model_dump()}")
+        repaired_equal = _compare("repaired graph equals the fault-free one", repaired_graph, clean_graph)
     if args.record:
         rows = [
             [
@@ -131,14 +170,32 @@ async def main(args: argparse.Namespace) -> None:
                 f"{faulty.usage.failed_calls} failed after retries",
                 f"{len(faulty.failed_chunks)} (fault-free {len(clean.failed_chunks)})",
                 "yes" if equal else "no",
+                "-" if repaired_equal is None else ("yes" if repaired_equal else "no"),
             ]
         ]
         note = (
             f"Fault shares: 429 {args.rate_limit:.0%}, 500 {args.server_error:.0%}, malformed {args.malformed:.0%}, "
             f"time-out {args.timeouts:.0%}; client: {args.retries} retries, {args.timeout:g} s time-out."
         )
-        columns = ["run", "requests", "failed chunks", "graph equal to the fault-free one"]
+        columns = [
+            "run",
+            "requests",
+            "failed chunks",
+            "graph equal to the fault-free one",
+            "after a fault-free repair (`--repair`)",
+        ]
         record("faults", "Model-server faults", columns, rows, note=note)
+
+
+def _compare(what: str, graph: dict[str, Any], clean_graph: dict[str, Any]) -> bool:
+    equal = graph == clean_graph
+    print(f"{what}: {'yes' if equal else 'NO'}")
+    if not equal:
+        for part in ("entities", "relationships", "communities"):
+            missing = set(clean_graph[part]) - set(graph[part])
+            extra = set(graph[part]) - set(clean_graph[part])
+            print(f"  {part}: {len(missing)} missing, {len(extra)} differing or extra")
+    return equal
 
 
 def parse_args() -> argparse.Namespace:
@@ -151,6 +208,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--timeouts", type=float, default=0.02, help="share of answers slower than the time-out")
     parser.add_argument("--timeout", type=float, default=2.0, help="client time-out per request, seconds")
     parser.add_argument("--retries", type=int, default=3, help="DRIFTRAG_LLM_MAX_RETRIES")
+    parser.add_argument(
+        "--repair", action="store_true", help="then repair the faulty kb without faults and compare again"
+    )
     add_record_option(parser)
     return parser.parse_args()
 

@@ -43,6 +43,10 @@ class KnowledgeBaseNotFoundError(DriftRAGError):
     """No knowledge base with this id exists (distinct from a knowledge base with no match)."""
 
 
+class KnowledgeBaseDeletingError(KnowledgeBaseNotFoundError):
+    """The knowledge base is being deleted (or a delete of it was interrupted): readers treat it as gone."""
+
+
 class GraphDisabledError(BackendUnavailableError):
     """The graph of this knowledge base is disabled (`graph_enabled = false`); graph search refuses to run."""
 

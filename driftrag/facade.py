@@ -23,9 +23,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from driftrag.composition import ingestion_deps, neo4j_stores, query_deps
+from driftrag.errors import KnowledgeBaseDeletingError, KnowledgeBaseNotFoundError
 from driftrag.ingestion.loading import collect_paths
-from driftrag.ingestion.requests import IngestionResult, IngestRequest, Progress, TextInput, no_progress
-from driftrag.models.graph import FailedChunk, KbCounts, KbSummary
+from driftrag.ingestion.requests import (
+    IngestionResult,
+    IngestRequest,
+    Progress,
+    RepairResult,
+    TextInput,
+    no_progress,
+)
+from driftrag.models.graph import FailedChunk, KbCounts, KbStatus, KbSummary
 from driftrag.providers.plan import plan_models
 from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.global_search.models import GlobalResult
@@ -244,7 +252,9 @@ class DriftRAG:
 
         The per-document half (documents, chunks, extraction, chunk vectors) runs under the kb's shared
         lock, beside other ingestions of other documents; then the kb-wide half (entity merge,
-        communities, reports, their vectors) under the exclusive lock, once for whatever is new by then.
+        communities, reports, their vectors) under the exclusive lock, once for whatever is new by then;
+        it also asks again for what the model failed on before (failed chunks, placeholder summaries and
+        reports: `repair`). A kb whose delete was interrupted is refused (KnowledgeBaseDeletingError).
         `skip_communities` stops after the first half and leaves the kb stale: ingestion workers of one
         corpus then each run their documents, and `build_graph` (CLI `driftrag communities`) runs once.
         """
@@ -257,6 +267,12 @@ class DriftRAG:
         )
         await self._probe_dimension()
         async with self.kb_lock(kb, on_wait=on_lock_wait, shared=True):
+            # A delete takes the exclusive lock: a mark seen here is one whose delete stopped half-way.
+            if await self.stores.graph.is_deleting(kb):
+                raise KnowledgeBaseDeletingError(
+                    f"knowledge base {kb!r} is half-deleted (its delete was interrupted): finish it with "
+                    f"`driftrag delete --kb {kb} --yes` before ingesting into it"
+                )
             documents = await self._run_ingestion(IngestStart(request=request, rebuild=False), on_progress)
         if skip_communities:
             return documents
@@ -286,15 +302,41 @@ class DriftRAG:
         on_lock_wait: Callable[[str], None] | None = None,
     ) -> IngestionResult:
         """The kb-wide half of ingestion, under the exclusive lock: when the kb is stale (documents came
-        in, e.g. through `ingest(..., skip_communities=True)` workers), merge every chunk's extraction into
-        entities and relationships, detect communities, write reports and embed what changed; otherwise
-        nothing. Raises KnowledgeBaseNotFoundError for an unknown kb."""
+        in, e.g. through `ingest(..., skip_communities=True)` workers) or incomplete (see `repair`), merge
+        every chunk's extraction into entities and relationships, detect communities, write reports and
+        embed what changed; otherwise nothing. The kb's failed chunks are extracted again first. Raises
+        KnowledgeBaseNotFoundError for an unknown kb."""
         from driftrag.workflows.ingestion import IngestStart
 
         await self.graph_enabled(kb)  # an unknown kb is an error, not an empty rebuild
         await self._probe_dimension()
         async with self.kb_lock(kb, on_wait=on_lock_wait):
             return await self._run_ingestion(IngestStart(kb=kb), on_progress)
+
+    async def repair(
+        self,
+        kb: str,
+        *,
+        on_progress: ProgressHandler | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
+    ) -> RepairResult:
+        """Ask again, now, for everything the model failed on in the kb: chunks whose extraction failed,
+        entity and relationship summaries and community reports that are placeholders; then rebuild what
+        they change (as `build_graph`, which an ingest or `driftrag communities` runs too). Each part is
+        asked once, with the usual bounded re-asks, retries and backoff; what fails again stays marked
+        and is counted in `after`. Raises KnowledgeBaseNotFoundError for an unknown kb."""
+        await self.graph_enabled(kb)
+        before, stale_before = await self.stats(kb), await self.stores.graph.is_stale(kb)
+        run = await self.build_graph(kb, on_progress=on_progress, on_lock_wait=on_lock_wait)
+        return RepairResult(
+            kb=kb,
+            before=before,
+            after=run.counts,
+            stale_before=stale_before,
+            stale_after=run.stale,
+            failed_chunks=run.failed_chunks,
+            run=run,
+        )
 
     async def _run_ingestion(self, start: Any, on_progress: ProgressHandler | None) -> IngestionResult:
         from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress
@@ -326,16 +368,43 @@ class DriftRAG:
         return await self.stats(kb)
 
     async def delete_kb(self, kb: str, *, on_lock_wait: Callable[[str], None] | None = None) -> None:
-        """Remove the kb and everything of it: its nodes, its lock, and its embedder's vector indexes when
-        no other kb uses them."""
+        """Remove the kb and everything of it: its nodes, its lock and leases, and its embedder's vector
+        indexes when no other kb uses them. Once the kb's lock is held, the kb is first marked as being
+        deleted (one write), so every read after that refuses it (KnowledgeBaseDeletingError) rather
+        than answer from a half-deleted graph; the batched deletes follow. A delete stopped half-way
+        leaves the mark (`kb list` shows the kb as deleting) and the next delete finishes it. Deleting a
+        kb that does not exist does nothing (its lock nodes, if any, still go)."""
         space = await self.stores.database.vector_space(kb)
         async with self.kb_lock(kb, on_wait=on_lock_wait):
+            await self.stores.graph.mark_deleting(kb)
             await self.stores.graph.delete_kb(kb)
         await self.stores.locks.discard(kb)
         await self.stores.database.drop_unused_vector_space(space)
 
+    async def status(self, kb: str) -> KbStatus:
+        """The kb's graph switch and staleness; KnowledgeBaseNotFoundError for an unknown kb, and its
+        subclass KnowledgeBaseDeletingError for a kb being deleted."""
+        return await self.stores.graph_search.status(kb)
+
     async def stats(self, kb: str) -> KbCounts:
-        return await self.stores.graph.counts(kb)
+        """The kb's counts, with what the model failed on (`failed_chunks`, `placeholder_summaries`,
+        `placeholder_reports`; `KbCounts.incomplete`); zeros for an unknown kb. KnowledgeBaseDeletingError
+        for a kb being deleted, also when its delete started during the count."""
+        present = await self._present(kb)
+        counts = await self.stores.graph.counts(kb)
+        if present:
+            await self.status(kb)  # counts read while a delete ran are no answer: refused
+        return counts
+
+    async def _present(self, kb: str) -> bool:
+        """Whether the kb exists; KnowledgeBaseDeletingError when it is being deleted."""
+        try:
+            await self.status(kb)
+        except KnowledgeBaseDeletingError:
+            raise
+        except KnowledgeBaseNotFoundError:
+            return False
+        return True
 
     async def knowledge_bases(self) -> list[KbSummary]:
         """Every knowledge base with its counts, and the mode and embedder of its last ingestion."""
@@ -377,8 +446,13 @@ class DriftRAG:
         return await self.stores.views.read_view(kb, community_id=community_id, max_nodes=max_nodes)
 
     async def failed_chunks(self, kb: str) -> list[FailedChunk]:
-        """Chunks whose extraction failed, with the reason."""
-        return await self.stores.graph.failed_chunks(kb)
+        """Chunks whose extraction failed, with the reason (retried by the next ingest, `build_graph` or
+        `repair`). KnowledgeBaseDeletingError for a kb being deleted."""
+        present = await self._present(kb)
+        chunks = await self.stores.graph.failed_chunks(kb)
+        if present:
+            await self.status(kb)
+        return chunks
 
     # --- queries --------------------------------------------------------------------------------------
 

@@ -45,12 +45,13 @@ from driftrag.api.models import (
     KbListResponse,
     QueryBody,
     QueryResponse,
+    RepairResponse,
     StatsResponse,
     SystemInfo,
 )
 from driftrag.api.sse import event_stream, opened, query_frames
 from driftrag.collector import freeze_startup_objects
-from driftrag.errors import InvalidIdentifierError
+from driftrag.errors import InvalidIdentifierError, KnowledgeBaseDeletingError
 from driftrag.facade import DriftRAG
 from driftrag.ingestion.loading import InputError
 from driftrag.search.graph_search import GraphSearchResponse
@@ -255,9 +256,16 @@ async def list_knowledge_bases(backend: BackendDep, principal: PrincipalDep) -> 
 async def stats(kb: ReadKb, backend: BackendDep) -> StatsResponse:
     await backend.ready()
     rag = backend.rag
-    enabled = await rag.graph_enabled(kb)
+    status = await rag.status(kb)  # 404 for an unknown kb or one being deleted
+    counts, failed_chunks = await rag.stats(kb), await rag.failed_chunks(kb)
+    status = await rag.status(kb)  # and a 404, not a half-deleted count, when its delete started meanwhile
     return StatsResponse(
-        kb=kb, graph_enabled=enabled, counts=await rag.stats(kb), failed_chunks=await rag.failed_chunks(kb)
+        kb=kb,
+        graph_enabled=status.graph_enabled,
+        stale=status.stale,
+        incomplete=counts.incomplete,
+        counts=counts,
+        failed_chunks=failed_chunks,
     )
 
 
@@ -381,12 +389,43 @@ async def delete_document(
     responses=_errors(401, 403, 404, 422, 503),
 )
 async def delete_kb(kb: ManageKb, backend: BackendDep) -> DeleteKbResponse:
+    """Readers get 404 `kb_not_found` from the moment the delete starts (the kb is marked first, then
+    deleted in batches), never an empty answer. A kb whose earlier delete was interrupted is deleted."""
+    await backend.ready()
+    rag = backend.rag
+    try:
+        await rag.graph_enabled(kb)  # 404 for an unknown kb
+    except KnowledgeBaseDeletingError:
+        pass  # its earlier delete stopped half-way: this one finishes it
+    async with backend.write_lock(kb):
+        await rag.delete_kb(kb)
+    return DeleteKbResponse(kb=kb)
+
+
+@router.post(
+    "/knowledge-bases/{kb}/repair",
+    response_model=RepairResponse,
+    tags=["knowledge bases"],
+    summary="Ask again for what the model failed on (manage)",
+    responses=_errors(401, 403, 404, 422, 502, 503),
+)
+async def repair(kb: ManageKb, backend: BackendDep) -> RepairResponse:
+    """Chunks whose extraction failed, and summaries and reports that are placeholders, are asked for again
+    (each once, with the usual retries), and what they change is rebuilt; the answer says what was
+    retried and what remains. Runs to its end before it answers (as a document delete)."""
     await backend.ready()
     rag = backend.rag
     await rag.graph_enabled(kb)  # 404 for an unknown kb
     async with backend.write_lock(kb):
-        await rag.delete_kb(kb)
-    return DeleteKbResponse(kb=kb)
+        result = await rag.repair(kb)
+    return RepairResponse(
+        kb=kb,
+        retried=result.before,
+        remaining=result.after,
+        stale=result.stale_after,
+        complete=result.complete,
+        failed_chunks=result.failed_chunks,
+    )
 
 
 async def _switch_chunks(backend: Backend, kb: str, body: ChunkIdsBody, enabled: bool) -> ChunkSwitchResponse:

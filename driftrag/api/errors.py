@@ -2,7 +2,8 @@
 
 - 401 `unauthorized`: no key, an unknown key, two different keys.
 - 403 `forbidden`: a kb outside the key's allow-list, a manage call with a read key.
-- 404 `kb_not_found` (KnowledgeBaseNotFoundError), `document_not_found`, `job_not_found`, `not_found` (no such
+- 404 `kb_not_found` (KnowledgeBaseNotFoundError; also a kb being deleted, KnowledgeBaseDeletingError, from the
+  moment its delete starts), `document_not_found`, `job_not_found`, `not_found` (no such
   route).
 - 413 `payload_too_large`: a body over the route's limit (`driftrag.api.limits`, before it is read).
 - 400 `invalid_request`: a request with both `Content-Length` and `Transfer-Encoding` (`driftrag.api.limits`).

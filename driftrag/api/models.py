@@ -244,8 +244,25 @@ class GraphSwitchResponse(_Model):
 class StatsResponse(_Model):
     kb: str
     graph_enabled: bool
+    stale: bool = Field(
+        description="Half-built: chunks changed since the derived layers were last rebuilt completely (a killed "
+        "run, an ingestion without its kb-wide half); the next ingestion or repair rebuilds them."
+    )
+    incomplete: bool = Field(
+        description="Something the model failed on is missing: failed chunks, placeholder summaries or reports "
+        "(counted in `counts`); the next ingestion or `POST …/repair` asks for them again."
+    )
     counts: KbCounts
     failed_chunks: list[FailedChunk]
+
+
+class RepairResponse(_Model):
+    kb: str
+    retried: KbCounts = Field(description="The counts before: their failed chunks and placeholders were asked again.")
+    remaining: KbCounts = Field(description="The counts after: what is still incomplete.")
+    stale: bool = Field(description="Whether the kb is still stale (e.g. some vectors could not be made).")
+    complete: bool = Field(description="Nothing the model failed on is missing and the kb is not stale.")
+    failed_chunks: list[FailedChunk] = Field(description="The chunks whose extraction still fails.")
 
 
 class KbListResponse(_Model):

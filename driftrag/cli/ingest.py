@@ -95,6 +95,48 @@ def communities(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -
     _report_ingestion(_arun(ctx, action), as_json)
 
 
+@app.command("repair")
+def repair(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
+    """Ask again for everything the model failed on in the kb (chunks whose extraction failed, placeholder
+    summaries and reports), once each with the usual retries, rebuild what that changes, and print what
+    was retried and what remains; exit 4 while something is still incomplete, 1 for an unknown kb."""
+    from rich.progress import Progress as Bar
+
+    from driftrag.facade import DriftRAG
+
+    async def action():
+        async with DriftRAG(load_settings()) as rag:
+            with Bar(console=err_console, transient=True, disable=as_json) as bar:
+                return await rag.repair(kb, on_progress=_bar_updater(bar), on_lock_wait=_say_waiting)
+
+    result = _arun(ctx, action)
+    _emit(result, as_json, render_repair(result))
+    if not result.complete:
+        raise typer.Exit(4)
+
+
+def render_repair(result) -> str:
+    """What a repair retried and what is left, one line each."""
+    before, after = result.before, result.after
+
+    def parts(counts, stale: bool) -> str:
+        text = (
+            f"{counts.failed_chunks} failed chunks, {counts.placeholder_summaries} placeholder summaries, "
+            f"{counts.placeholder_reports} placeholder reports"
+        )
+        return text + (", stale" if stale else "")
+
+    lines = [
+        f"kb {result.kb}: retried {parts(before, result.stale_before)}",
+        f"model calls {result.run.usage.chat_calls} ({result.run.usage.failed_calls} failed after retries); "
+        f"chunks extracted again {result.run.retried_chunks}, summaries {result.run.summaries_generated}, "
+        f"reports {result.run.reports_generated}",
+        ("complete: nothing remains" if result.complete else f"remaining: {parts(after, result.stale_after)}"),
+    ]
+    lines += [f"  failed {c.id} (document {c.document_id}, #{c.index}): {c.error}" for c in result.failed_chunks]
+    return "\n".join(lines)
+
+
 def _bar_updater(bar):
     """A progress callback drawing one bar per stage."""
     tasks: dict[str, int] = {}
@@ -114,8 +156,14 @@ def _report_ingestion(result, as_json: bool) -> None:
         f"model calls {result.usage.chat_calls} (cache hits {result.usage.cache_hits}), "
         f"tokens {result.usage.prompt_tokens} in / {result.usage.completion_tokens} out; "
         f"failed chunks {len(result.failed_chunks)}"
+        + (f" ({result.retried_chunks} retried)" if result.retried_chunks else "")
         + ("" if result.graph_rebuilt else "; graph not rebuilt" + (" (kb stale)" if result.stale else ""))
     )
+    if counts.placeholder_summaries or counts.placeholder_reports:
+        text += (
+            f"\nplaceholders the model failed on (asked again next run, or `driftrag repair --kb {result.kb}`): "
+            f"{counts.placeholder_summaries} summaries, {counts.placeholder_reports} reports"
+        )
     if counts.offline_extracted_chunks:
         # A weak model's unusable extractions were filled by the offline extractor (issue 34).
         text += f"\nchunks extracted offline (the model's answer was unusable): {counts.offline_extracted_chunks}"
@@ -161,21 +209,30 @@ def delete(
 @app.command("stats", examples=["driftrag stats --kb alice"])
 def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
     """Counts of a knowledge base (with the chunks a weak model's unusable extraction left to the offline
-    extractor), and the chunks whose extraction failed; exit 1 for an unknown kb."""
+    extractor), what the model failed on (failed chunks, placeholder summaries and reports: the kb is
+    incomplete until `driftrag repair` or the next ingestion gets them), whether it is stale (half-built),
+    and the chunks whose extraction failed; exit 1 for an unknown kb or one being deleted."""
     from driftrag.facade import DriftRAG
     from driftrag.models.graph import FailedChunk, KbCounts
 
     class Stats(BaseModel):
         kb: str
+        stale: bool
+        incomplete: bool
         counts: KbCounts
         failed_chunks: list[FailedChunk]
 
     async def action() -> Stats:
         async with DriftRAG(load_settings()) as rag:
-            await rag.graph_enabled(kb)  # an unknown kb is an error (exit 1), as HTTP's 404
-            return Stats(kb=kb, counts=await rag.stats(kb), failed_chunks=await rag.failed_chunks(kb))
+            status = await rag.status(kb)  # an unknown kb is an error (exit 1), as HTTP's 404
+            counts, failed = await rag.stats(kb), await rag.failed_chunks(kb)
+            return Stats(kb=kb, stale=status.stale, incomplete=counts.incomplete, counts=counts, failed_chunks=failed)
 
     result = _arun(ctx, action)
     lines = [f"kb {kb}: {result.counts.describe(every=True)}"]
+    if result.stale:
+        lines.append("  stale: half-built (chunks changed since the last complete rebuild); `driftrag communities`")
+    if result.incomplete:
+        lines.append(f"  incomplete: the model failed on some parts; `driftrag repair --kb {kb}` asks for them again")
     lines += [f"  failed {c.id} (document {c.document_id}, #{c.index}): {c.error}" for c in result.failed_chunks]
     _emit(result, as_json, "\n".join(lines))

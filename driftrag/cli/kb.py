@@ -19,7 +19,9 @@ app.add_typer(kb_app, name="kb")
 
 @kb_app.command("list", examples=["driftrag kb list"])
 def kb_list(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """Every knowledge base: counts, the model mode and embedder (name, dimension) of its last ingestion."""
+    """Every knowledge base: counts, the model mode and embedder (name, dimension) of its last ingestion, and
+    its state: stale (half-built), incomplete (the model failed on some parts: `driftrag repair`), or
+    deleting (a delete started and did not finish: `driftrag delete --kb K --yes` finishes it)."""
     from driftrag.cli.kb_listing import KbListing, render_listing
     from driftrag.facade import DriftRAG
 

@@ -19,7 +19,15 @@ def render_listing(listing: KbListing) -> str:
     rows = [_COLUMNS]
     for summary in listing.knowledge_bases:
         counts = summary.counts
-        graph = ("enabled" if summary.graph_enabled else "disabled") + (", stale" if summary.stale else "")
+        graph = ("enabled" if summary.graph_enabled else "disabled") + "".join(
+            f", {flag}"
+            for flag, on in (
+                ("stale", summary.stale),
+                ("incomplete", summary.incomplete),
+                ("deleting (interrupted? delete it again)", summary.deleting),
+            )
+            if on
+        )
         rows.append(
             (
                 summary.kb,

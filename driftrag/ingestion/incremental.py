@@ -312,5 +312,5 @@ async def _summarise(
         else:
             to_generate.append((key, name, descriptions))
     summarizer = ProgressSummarizer(deps.tasks.summarizer, len(to_generate), progress)
-    summaries |= await summarize_all(to_generate, summarizer, concurrency=deps.settings.llm_concurrency)
-    return apply_summaries(merged, summaries), len(to_generate)
+    generated, failed = await summarize_all(to_generate, summarizer, concurrency=deps.settings.llm_concurrency)
+    return apply_summaries(merged, summaries | generated, failed), len(to_generate)

@@ -134,6 +134,35 @@ async def extract_pending(
     return len(pending)
 
 
+async def retry_failed_chunks(
+    deps: IngestionDeps, kb: str, config: ExtractConfig, progress: ProgressCallback
+) -> tuple[int, int]:
+    """(retried, recovered): every chunk of the kb whose extraction failed is extracted once more, with the
+    extractor's usual bounded re-asks and the model client's retries and backoff; each outcome is
+    checkpointed as it comes (a chunk that fails again stays failed, for the next run or repair)."""
+    failed = await deps.graph.failed_chunks_to_extract(kb)
+    if not failed:
+        return 0, 0
+    extractor = CheckpointingExtractor(deps.tasks.extractor, deps.graph, kb, len(failed), progress)
+    try:
+        outcomes = await extract_all(failed, config, extractor, concurrency=deps.settings.llm_concurrency)
+    finally:
+        await extractor.flush()
+    await deps.graph.save_extractions(kb, [outcome for outcome in outcomes if outcome.skipped_reason])
+    recovered = sum(not outcome.failed for outcome in outcomes)
+    log.info("kb %s: %d failed chunks extracted again, %d of them now extracted", kb, len(failed), recovered)
+    return len(failed), recovered
+
+
+async def needs_rebuild(deps: IngestionDeps, kb: str) -> bool:
+    """Whether the kb-wide layers are to be rebuilt: the kb is stale (its chunks changed), or holds
+    placeholders of summaries or reports the model failed on, which the rebuild asks for again."""
+    if await deps.graph.is_stale(kb):
+        return True
+    counts = await deps.graph.counts(kb)
+    return bool(counts.placeholder_summaries or counts.placeholder_reports)
+
+
 async def derive_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[MergeResult, int]:
     """Merge all checkpointed extractions of the kb, refine, summarise what changed; nothing is written
     (`write_entity_layer` does, or `rebuild_communities` beside the reports)."""
@@ -155,8 +184,8 @@ async def derive_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCa
         else:
             to_generate.append((key, name, descriptions))
     summarizer = ProgressSummarizer(deps.tasks.summarizer, len(to_generate), progress)
-    summaries |= await summarize_all(to_generate, summarizer, concurrency=deps.settings.llm_concurrency)
-    return apply_summaries(merged, summaries), len(to_generate)
+    generated, failed = await summarize_all(to_generate, summarizer, concurrency=deps.settings.llm_concurrency)
+    return apply_summaries(merged, summaries | generated, failed), len(to_generate)
 
 
 async def write_entity_layer(deps: IngestionDeps, kb: str, merged: MergeResult) -> None:

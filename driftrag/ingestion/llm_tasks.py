@@ -181,12 +181,9 @@ class LLMDescriptionSummarizer:
             descriptions="\n".join(f"- {d}" for d in distinct),
             max_words=str(self._max_words),
         )
-        try:
-            text = (await self._chat.chat([turn("user", prompt)], max_tokens=self._max_tokens)).text.strip()
-        except ModelError as exc:
-            # The model failed after its retries: one summary is not worth the whole run.
-            log.warning("summary of %r kept as its descriptions: %s", name, exc)
-            text = ""
+        # A ModelError (the model failed after its retries) goes to `summarize_all`, which keeps the
+        # descriptions as a marked placeholder that the next run asks for again.
+        text = (await self._chat.chat([turn("user", prompt)], max_tokens=self._max_tokens)).text.strip()
         # An empty answer must not erase what we know: fall back to the descriptions themselves.
         return text or " ".join(distinct)
 

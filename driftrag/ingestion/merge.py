@@ -29,11 +29,13 @@ with it and graph views draw with it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
+from driftrag.errors import ModelError
 from driftrag.ingestion.aliases import AliasPlan, plan_aliases
 from driftrag.ingestion.tasks import DescriptionSummarizer
 from driftrag.models.graph import (
@@ -46,6 +48,8 @@ from driftrag.models.graph import (
     pmi,
     stable_hash,
 )
+
+log = logging.getLogger(__name__)
 
 _QUOTES = re.compile(r"[\"'`“”‘’«»„]")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
@@ -356,20 +360,29 @@ def needs_summary(descriptions: Sequence[str]) -> bool:
 
 async def summarize_all(
     items: Sequence[tuple[str, str, Sequence[str]]], summarizer: DescriptionSummarizer, *, concurrency: int = 8
-) -> dict[str, str]:
-    """`{key: summary}` for `(key, name, descriptions)` items; single descriptions are used as is."""
+) -> tuple[dict[str, str], set[str]]:
+    """(`{key: summary}`, the keys the model failed on) for `(key, name, descriptions)` items; single
+    descriptions are used as is. A summary the summarizer raised a `ModelError` for (the model failed
+    after its retries) is its distinct descriptions joined, a placeholder: one summary is not worth the
+    run, and the key is returned so the placeholder is marked and asked for again next run."""
     limit = asyncio.Semaphore(max(1, concurrency))
+    failed: set[str] = set()
 
-    async def one(name: str, descriptions: Sequence[str]) -> str:
+    async def one(key: str, name: str, descriptions: Sequence[str]) -> str:
         distinct: list[str] = []
         _append_unique(distinct, (d.strip() for d in descriptions))
         if not needs_summary(distinct):
             return distinct[0] if distinct else ""
         async with limit:
-            return await summarizer.summarize(name, distinct)
+            try:
+                return await summarizer.summarize(name, distinct)
+            except ModelError as exc:
+                log.warning("summary of %r kept as its descriptions (marked, retried next run): %s", name, exc)
+                failed.add(key)
+                return " ".join(distinct)
 
-    summaries = await asyncio.gather(*(one(name, descriptions) for _, name, descriptions in items))
-    return {key: summary for (key, _, _), summary in zip(items, summaries, strict=True)}
+    summaries = await asyncio.gather(*(one(key, name, descriptions) for key, name, descriptions in items))
+    return {key: summary for (key, _, _), summary in zip(items, summaries, strict=True)}, failed
 
 
 def summary_items(merged: MergeResult) -> list[tuple[str, str, list[str]]]:
@@ -383,12 +396,16 @@ def summary_items(merged: MergeResult) -> list[tuple[str, str, list[str]]]:
     return items
 
 
-def apply_summaries(merged: MergeResult, summaries: dict[str, str]) -> MergeResult:
+def apply_summaries(merged: MergeResult, summaries: dict[str, str], failed: set[str] | None = None) -> MergeResult:
+    """`merged` with these summaries; those of `failed` keys are marked placeholders (`summary_failed`)."""
+    failed = failed or set()
+
+    def update(item_id: str, summary: str | None) -> dict[str, object]:
+        return {"summary": summaries.get(item_id, summary), "summary_failed": item_id in failed}
+
     return merged.model_copy(
         update={
-            "entities": [e.model_copy(update={"summary": summaries.get(e.id, e.summary)}) for e in merged.entities],
-            "relationships": [
-                r.model_copy(update={"summary": summaries.get(r.id, r.summary)}) for r in merged.relationships
-            ],
+            "entities": [e.model_copy(update=update(e.id, e.summary)) for e in merged.entities],
+            "relationships": [r.model_copy(update=update(r.id, r.summary)) for r in merged.relationships],
         }
     )

@@ -70,6 +70,9 @@ class IngestionResult(BaseModel):
     documents: list[DocumentOutcome]
     counts: KbCounts
     extracted_chunks: int = 0
+    retried_chunks: int = Field(
+        default=0, description="Chunks whose extraction had failed, asked for again by this run (the kb-wide half)."
+    )
     failed_chunks: list[FailedChunk] = Field(default_factory=list)
     graph_rebuilt: bool = False
     stale: bool = Field(
@@ -83,3 +86,22 @@ class IngestionResult(BaseModel):
     embedded: dict[str, int] = Field(default_factory=dict)
     usage: Usage
     seconds_per_stage: dict[str, float] = Field(default_factory=dict)
+
+
+class RepairResult(BaseModel):
+    """What `DriftRAG.repair` asked for again and what is still missing afterwards."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kb: str
+    before: KbCounts = Field(description="The kb's counts before: its failed chunks and placeholders were retried.")
+    after: KbCounts = Field(description="The kb's counts after: what is still incomplete.")
+    stale_before: bool
+    stale_after: bool
+    failed_chunks: list[FailedChunk] = Field(description="The chunks whose extraction still fails, with the reason.")
+    run: IngestionResult = Field(description="The kb-wide run that did it (model calls, reports, summaries).")
+
+    @property
+    def complete(self) -> bool:
+        """Nothing the model failed on is missing and the kb is not stale."""
+        return not (self.after.incomplete or self.stale_after)

@@ -24,7 +24,8 @@ class GraphExtractor(Protocol):
 @runtime_checkable
 class DescriptionSummarizer(Protocol):
     async def summarize(self, name: str, descriptions: list[str]) -> str:
-        """One description from several; callers only call it with >= 2 distinct descriptions."""
+        """One description from several; callers only call it with >= 2 distinct descriptions. A
+        `ModelError` (the model failed after its retries) leaves a marked placeholder (`summarize_all`)."""
         ...
 
 

@@ -205,6 +205,10 @@ class MergedEntity(_Model):
     descriptions: list[str] = Field(default_factory=list)
     source_chunk_ids: list[str] = Field(default_factory=list)
     summary: str | None = None
+    summary_failed: bool = Field(
+        default=False,
+        description="The model failed on the summary: `summary` is its descriptions, asked again next run.",
+    )
     aliases: list[str] = Field(
         default_factory=list,
         description="Names merged into this one at ingestion: one-word names and titled forms (ingestion.aliases).",
@@ -221,6 +225,10 @@ class MergedRelationship(_Model):
     weight: float = Field(default=0.0, ge=0)
     source_chunk_ids: list[str] = Field(default_factory=list)
     summary: str | None = None
+    summary_failed: bool = Field(
+        default=False,
+        description="The model failed on the summary: `summary` is its descriptions, asked again next run.",
+    )
     pmi: float | None = Field(
         default=None,
         description="log2(n_ab · N / (n_a · n_b)) over the N extracted chunks: n_ab = this relationship's "
@@ -363,6 +371,23 @@ class KbCounts(BaseModel):
         default=0,
         description="Chunks whose model extraction stayed unusable, extracted by the offline extractor instead.",
     )
+    failed_chunks: int = Field(
+        default=0, description="Chunks whose extraction failed (the model failed after its retries); retried next run."
+    )
+    placeholder_summaries: int = Field(
+        default=0,
+        description="Entity and relationship summaries the model failed on (their descriptions stand in); "
+        "retried next run.",
+    )
+    placeholder_reports: int = Field(
+        default=0,
+        description="Community reports the model failed on (a placeholder, rating 0, stands in); retried next run.",
+    )
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether anything the model failed on is still missing (see docs/repair.md)."""
+        return bool(self.failed_chunks or self.placeholder_summaries or self.placeholder_reports)
 
     def describe(self, *, every: bool = False) -> str:
         """`4 documents, 20 chunks, 25 entities, 45 relationships, 6 communities, 6 reports`; with `every`,
@@ -399,10 +424,31 @@ class KbSummary(BaseModel):
     kb: str
     graph_enabled: bool
     stale: bool = Field(description="Chunks changed since the last complete rebuild of the derived layers.")
+    incomplete: bool = Field(
+        default=False,
+        description="Something the model failed on is missing (failed chunks, placeholder summaries or reports).",
+    )
+    deleting: bool = Field(
+        default=False,
+        description="A delete of the kb started and did not finish (e.g. it was killed); deleting it again "
+        "finishes it.",
+    )
     mode: str | None = Field(description="The model mode of its last ingestion; None if ingested before it was kept.")
     embedder: str | None = None
     embedding_dimension: int | None = None
     counts: KbCounts
+
+
+class KbStatus(BaseModel):
+    """The switches and state of a kb that readers see (a kb being deleted has none: it is refused)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    graph_enabled: bool
+    stale: bool = Field(
+        description="Half-built: chunks changed since the derived layers were last rebuilt completely (a killed "
+        "run, `ingest --skip-communities`); `driftrag communities` rebuilds them."
+    )
 
 
 class FailedChunk(BaseModel):

@@ -126,6 +126,11 @@ class GraphSearchResponse(_Model):
     entities: list[GraphSearchEntity] = Field(description="Seeds in rank order, then neighbours.")
     relationships: list[GraphSearchRelationship] = Field(description="Each relationship once.")
     truncation: Truncation
+    stale: bool = Field(
+        default=False,
+        description="The kb is half-built (a killed run, `ingest --skip-communities`): chunks changed since its "
+        "graph was last rebuilt, so this answer may miss what they hold until `driftrag communities` runs.",
+    )
 
 
 class FieldCutter:
@@ -329,8 +334,9 @@ async def graph_search(
     """Run the bounded one-hop graph search on one knowledge base.
 
     Before any query: InvalidIdentifierError for a bad kb id, InvalidQueryError for a blank or too long
-    query or caps out of range or above the server's settings. Then KnowledgeBaseNotFoundError,
-    GraphDisabledError (a BackendUnavailableError) or BackendUnavailableError. A kb without any match gives
+    query or caps out of range or above the server's settings. Then KnowledgeBaseNotFoundError (its
+    subclass KnowledgeBaseDeletingError for a kb being deleted, also when the delete started during the
+    read), GraphDisabledError (a BackendUnavailableError) or BackendUnavailableError. A kb without any match gives
     an empty response.
     """
     request = parse_request(kb, query, max_seeds=max_seeds, max_rows=max_rows)
@@ -352,7 +358,10 @@ async def graph_search(
         max_source_ids=settings.graph_search_max_source_ids,
         count_cap=settings.graph_search_count_cap,
     )
-    response = builder.finish(counts)
+    # Read after the answer: a kb whose delete started meanwhile is refused (KnowledgeBaseDeletingError),
+    # never answered from a half-deleted graph.
+    status = await store.status(request.kb)
+    response = builder.finish(counts).model_copy(update={"stale": status.stale})
     if response.truncation.results_truncated:
         log.warning(
             "graph search in kb %s cut at max_rows=%d: %d of %s%d rows returned",

@@ -71,6 +71,18 @@ class GraphStore:
         rows = await self._store.read(cy.MATCH_KB, kb=validate_kb_id(kb))
         return bool(rows and rows[0]["graph_stale"])
 
+    async def is_deleting(self, kb: str) -> bool:
+        """Whether a delete of the kb started and has not finished (see `mark_deleting`)."""
+        rows = await self._store.read(cy.MATCH_KB, kb=validate_kb_id(kb))
+        return bool(rows and rows[0]["deleting"])
+
+    async def mark_deleting(self, kb: str) -> bool:
+        """Mark the kb as being deleted, in one write, before anything of it goes: every read after the
+        mark refuses the kb (`KnowledgeBaseDeletingError`) instead of answering from a half-deleted graph.
+        Returns whether the kb node existed."""
+        rows = await self._store.write(cy.SET_KB_DELETING, kb=validate_kb_id(kb))
+        return bool(rows and rows[0]["marked"])
+
     async def mark_stale(self, kb: str, stale: bool) -> None:
         """Stale: the chunks changed and every derived layer (the entity layer included) is to be rebuilt."""
         await self._store.write(cy.SET_KB_STALE, kb=validate_kb_id(kb), stale=stale)
@@ -110,7 +122,8 @@ class GraphStore:
             await refresh_search_markers(self._store, kb, chunk_ids)
 
     async def delete_kb(self, kb: str) -> None:
-        """Remove every node of the knowledge base, in batches of 1000."""
+        """Remove every node of the knowledge base, in batches of 1000; the kb node (with its deleting
+        mark) goes last, so a delete stopped half-way is still marked and the next delete finishes it."""
         validate_kb_id(kb)
         for statement in cy.DELETE_KB_NODES:
             await self._store.run_in_transactions(statement, kb=kb)
@@ -119,6 +132,11 @@ class GraphStore:
 
     async def chunks_to_extract(self, kb: str, document_id: str) -> list[Chunk]:
         rows = await self._store.read(cy.MATCH_CHUNKS_TO_EXTRACT, kb=validate_kb_id(kb), document_id=document_id)
+        return [Chunk(**row, start_char=0, end_char=0) for row in rows]
+
+    async def failed_chunks_to_extract(self, kb: str) -> list[Chunk]:
+        """The kb's chunks whose extraction failed, to be extracted again."""
+        rows = await self._store.read(cy.MATCH_FAILED_CHUNKS_TO_EXTRACT, kb=validate_kb_id(kb))
         return [Chunk(**row, start_char=0, end_char=0) for row in rows]
 
     async def save_extractions(self, kb: str, outcomes: Sequence[ExtractionOutcome]) -> None:
@@ -285,6 +303,7 @@ class GraphStore:
                     "report": report.model_dump_json() if report else None,
                     "full_content": render_report(report) if report else None,
                     "context_hash": context_hashes.get(community.id),
+                    "report_failed": report is not None and report.failed,
                     "structure_hash": community_structure_hash(community)
                     if report is not None and not report.failed and community.id in context_hashes
                     else None,

@@ -15,8 +15,10 @@ from driftrag.errors import (
     BackendUnavailableError,
     GraphDisabledError,
     InvalidIdentifierError,
+    KnowledgeBaseDeletingError,
     KnowledgeBaseNotFoundError,
 )
+from driftrag.models.graph import KbStatus
 from driftrag.models.search import OneHopCounts, OneHopEntity, OneHopPart, OneHopRelationship
 from driftrag.store.cypher import graph_search as cy
 from driftrag.store.cypher.markers import SEARCH_MARKERS_VERSION
@@ -47,6 +49,8 @@ def _check_searchable(kb: str, status: dict[str, Any] | None) -> dict[str, Any]:
     searched; else the search's refusal."""
     if status is None:
         raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
+    if status.get("deleting"):
+        raise deleting_error(kb)
     if not status["graph_enabled"]:
         raise GraphDisabledError(
             f"the graph of knowledge base {kb!r} is disabled, so graph search cannot answer; "
@@ -58,6 +62,13 @@ def _check_searchable(kb: str, status: dict[str, Any] | None) -> dict[str, Any]:
             "run `driftrag schema init` once to add them"
         )
     return status
+
+
+def deleting_error(kb: str) -> KnowledgeBaseDeletingError:
+    return KnowledgeBaseDeletingError(
+        f"knowledge base {kb!r} is being deleted (or its delete was interrupted: "
+        f"`driftrag delete --kb {kb} --yes` finishes it)"
+    )
 
 
 class _PartsInOrder:
@@ -120,10 +131,19 @@ class GraphSearchStore:
         """Whether the kb's graph may be searched; raises KnowledgeBaseNotFoundError for an unknown kb."""
         return bool((await self._status(kb))["graph_enabled"])
 
+    async def status(self, kb: str) -> KbStatus:
+        """The kb's switches and staleness. Raises KnowledgeBaseNotFoundError for an unknown kb, and its
+        subclass KnowledgeBaseDeletingError for a kb being deleted: a reader checks this after its reads
+        too, so an answer read from a kb whose delete started meanwhile is refused, not returned."""
+        row = await self._status(kb)
+        return KbStatus(graph_enabled=row["graph_enabled"], stale=row["stale"])
+
     async def _status(self, kb: str) -> dict[str, Any]:
         rows = await self._store.read(cy.MATCH_KB_GRAPH_STATUS, kb=validate_kb_id(kb))
         if not rows:
             raise KnowledgeBaseNotFoundError(f"knowledge base {kb!r} does not exist")
+        if rows[0]["deleting"]:
+            raise deleting_error(kb)
         return rows[0]
 
     async def one_hop(

@@ -19,7 +19,8 @@ Two modes:
 The exclusive lock is the owner and expiry of a `__KbLock__` node (unique per kb); each shared holder
 has a `__KbLease__` node with its own expiry; both expiries are on the server's clock, renewed every
 third of the TTL while held, and cleared on release. A holder that dies stops renewing, so its hold
-expires after at most `ttl_s` and the others go on.
+expires after at most `ttl_s` and the others go on. The nodes of a kb that does not exist (deleted, or
+never created because its ingestion was refused) are removed on release, once nobody holds or waits.
 """
 
 from __future__ import annotations
@@ -121,6 +122,8 @@ class KbLock:
             await self.store.write(
                 cy.RELEASE_KB_LEASE if self.shared else cy.RELEASE_KB_LOCK, kb=self.kb, owner=self.owner
             )
+            # A kb that does not exist (a refused ingestion, a delete) keeps no lock nodes.
+            await self.store.write(cy.DISCARD_ORPHAN_KB_LOCK, kb=self.kb)
         except BackendUnavailableError as exc:  # the lock expires by itself
             log.info("could not release the write lock of %r: %s", self.kb, exc)
 

@@ -6,17 +6,19 @@
         if isinstance(event, IngestProgress): print(event.progress)
     result: IngestionResult = await handler
 
-Stages: load -> store documents -> extract (checkpointed per chunk; chunk vectors beside it) -> entity
-layer (merge, summaries) -> communities and reports (the entity layer written and its vectors made
-beside the reports, the community vectors beside the communities' write) -> the embeddings still
-missing. Progress events stream (stage, done, total).
+Stages: load -> store documents -> extract (checkpointed per chunk; chunk vectors beside it; the kb-wide
+half also asks again for the chunks whose extraction failed) -> entity layer (merge, summaries) ->
+communities and reports (the entity layer written and its vectors made beside the reports, the
+community vectors beside the communities' write) -> the embeddings still missing. Progress events
+stream (stage, done, total).
 
 Two halves, which `DriftRAG.ingest` runs under different locks (`driftrag.store.locks`):
 `IngestStart(request=…, rebuild=False)` is the per-document half (documents, chunks, extraction
 checkpoints, chunk vectors; the kb stays stale), which several processes may run at once on different
 documents; `IngestStart(kb=…)` without a request is the kb-wide half (entity merge, summaries,
-communities, reports, entity and report vectors), run once when the kb is stale. The default, a request
-with `rebuild=True`, runs both.
+communities, reports, entity and report vectors), run once when the kb is stale or holds placeholders
+of what the model failed on (summaries, reports), which it asks for again (see docs/repair.md). The
+default, a request with `rebuild=True`, runs both.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class ChunksExtracted(Event):
     kb: str
     documents: list[DocumentOutcome]
     extracted: int
+    retried: int = 0
     rebuild: bool = True
 
 
@@ -188,7 +191,12 @@ class IngestionWorkflow(Workflow):
                 state.chunk_vectors, state.chunk_writes = background, chunk_writes
             try:
                 extracted = await indexing.extract_pending(self._deps, ev.kb, ids, config, self._progress(ctx))
-                if extracted:
+                retried = recovered = 0
+                if ev.rebuild:  # the kb-wide half (exclusive lock): the kb's failed chunks are asked for again
+                    retried, recovered = await indexing.retry_failed_chunks(
+                        self._deps, ev.kb, config, self._progress(ctx)
+                    )
+                if extracted or recovered:
                     await self._deps.graph.mark_stale(ev.kb, True)
             except BaseException:
                 background.cancel()
@@ -200,13 +208,15 @@ class IngestionWorkflow(Workflow):
             except BaseException:
                 background.cancel()
                 raise
-        return ChunksExtracted(kb=ev.kb, documents=ev.documents, extracted=extracted, rebuild=ev.rebuild)
+        return ChunksExtracted(
+            kb=ev.kb, documents=ev.documents, extracted=extracted, retried=retried, rebuild=ev.rebuild
+        )
 
     @step
     async def build_entity_layer(self, ctx: Context[IngestionState], ev: ChunksExtracted) -> EntityLayerBuilt:
         merged, summaries = None, 0
         async with self._stage(ctx, "entities"), self._cancelled_on_error(ctx):
-            if ev.rebuild and await self._deps.graph.is_stale(ev.kb):
+            if ev.rebuild and await indexing.needs_rebuild(self._deps, ev.kb):
                 merged, summaries = await indexing.derive_entity_layer(self._deps, ev.kb, self._progress(ctx))
         return EntityLayerBuilt(**ev.model_dump(), merged=merged, summaries=summaries)
 
@@ -262,6 +272,7 @@ class IngestionWorkflow(Workflow):
             documents=ev.documents,
             counts=counts,
             extracted_chunks=ev.extracted,
+            retried_chunks=ev.retried,
             failed_chunks=failed_chunks,
             graph_rebuilt=ev.merged is not None,
             stale=stale,

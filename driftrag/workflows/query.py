@@ -10,7 +10,8 @@ checked against the mode first. `on_progress` (sync or async) receives each prog
 (`SearchProgress`, `DriftProgress`, `GlobalProgress`…); all carry `phase` and `message`. The facade, the
 CLI (through the facade), the HTTP API (through the facade) and the evaluation all call this.
 `stream_query` is the same query as typed events, the final answer's text streamed as it is written
-(`driftrag.search.streaming`).
+(`driftrag.search.streaming`). Both check the kb again once the answer is read: a kb whose delete started
+meanwhile raises `KnowledgeBaseDeletingError` (a `KnowledgeBaseNotFoundError`) instead of answering.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ def _timeout(deps: QueryDeps, mode: str, kb: str) -> QueryTimeoutError:
     return QueryTimeoutError(f"the {mode} query on {kb!r} took longer than query_timeout_s={limit:g} s and was stopped")
 
 
+async def _still_there(deps: QueryDeps, kb: str) -> None:
+    """After the answer is read: a kb whose delete started meanwhile (its reads may have seen it half gone)
+    raises KnowledgeBaseDeletingError rather than give an answer from a half-deleted graph."""
+    await deps.stores.graph_search.status(kb)
+
+
 async def run_query(
     deps: QueryDeps,
     mode: str,
@@ -74,9 +81,11 @@ async def run_query(
                 outcome = on_progress(event.payload())
                 if inspect.isawaitable(outcome):
                     await outcome
-        return await handler
+        result = await handler
     except WorkflowTimeoutError as exc:
         raise _timeout(deps, mode, kb) from exc
+    await _still_there(deps, kb)
+    return result
 
 
 async def stream_query(
@@ -102,6 +111,7 @@ async def stream_query(
     finally:
         if not handler.is_done():
             await handler.cancel_run()
+    await _still_there(deps, kb)
     for event in reconcile(streamed, result.answer):
         yield event
     yield QueryFinished(result=result)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Protocol
 
 Responder = Callable[[dict[str, Any]], str]
 FaultKind = Literal["rate_limit", "server_error", "malformed_json", "slow"]
@@ -82,6 +82,28 @@ class FaultRates:
         return None
 
 
+class FaultPlan(Protocol):
+    """What decides each request's fault: `FaultRates`, or `FirstSightFaults`."""
+
+    def draw(self, path: str, body: dict[str, Any], seen: int) -> Fault | None: ...
+
+
+@dataclass(frozen=True)
+class FirstSightFaults:
+    """A 500 for the first `sights` of each chat request whose messages hold one of `marks` (a prompt's
+    opening words, a passage's text): an outage past the client's retries and re-asks for exactly those
+    calls, the same in every run; the same request asked once more is answered."""
+
+    marks: tuple[str, ...]
+    sights: int = 2
+
+    def draw(self, path: str, body: dict[str, Any], seen: int) -> Fault | None:
+        if seen >= self.sights or not path.endswith("/chat/completions"):
+            return None
+        text = "\n".join(message_text(message) for message in body.get("messages", []))
+        return Fault.server_error() if any(mark in text for mark in self.marks) else None
+
+
 class RecordedRequest(NamedTuple):
     path: str
     json: dict[str, Any]
@@ -123,7 +145,7 @@ class FakeOpenAIServer:
         responder: Responder = echo_responder,
         embedding_dimension: int = 1536,
         latency_s: float = 0.0,
-        fault_rates: FaultRates | None = None,
+        fault_rates: FaultPlan | None = None,
         rejects_response_format: bool = False,
         prose_around_json: bool = False,
         stream_delay_s: float = 0.0,

@@ -414,10 +414,11 @@ def scripted_answer(question: str, context: str, max_follow_ups: int) -> dict:
 
 
 class ScriptedResponder:
-    """`ScriptedChatModel`'s answer to each request, on the OpenAI-compatible test server's side."""
+    """`ScriptedChatModel`'s answer to each request, on the OpenAI-compatible test server's side (or that of
+    a variant of it, e.g. `tests.fakes.harbor_corpus.DescriptiveChatModel`)."""
 
-    def __init__(self) -> None:
-        self.model = ScriptedChatModel()
+    def __init__(self, model: ScriptedChatModel | None = None) -> None:
+        self.model = model or ScriptedChatModel()
         self._lock = threading.Lock()
 
     def __call__(self, request: dict) -> str:

@@ -49,3 +49,22 @@ def test_rows_are_aligned_and_unknown_values_are_dashes() -> None:
     # Every column starts where its header does.
     assert alice.index("offline") == header.index("mode") == old.index("-")
     assert alice.index("384") == header.index("dim")
+
+
+def test_incomplete_and_half_deleted_kbs_are_flagged() -> None:
+    listing = KbListing(
+        knowledge_bases=[
+            KbSummary(
+                kb="hurt",
+                graph_enabled=True,
+                stale=False,
+                incomplete=True,
+                mode="openai",
+                counts=KbCounts(documents=1, failed_chunks=2, placeholder_reports=1),
+            ),
+            KbSummary(kb="gone", graph_enabled=True, stale=False, deleting=True, mode=None, counts=KbCounts()),
+        ]
+    )
+    _, hurt, gone = render_listing(listing).splitlines()
+    assert hurt.endswith("enabled, incomplete")
+    assert "deleting" in gone and "delete it again" in gone

@@ -31,7 +31,14 @@ SET k.pmi_chunks = $total_chunks
 MATCH_KB = """
 MATCH (k:__KnowledgeBase__ {kb: $kb})
 RETURN k.extract_config AS extract_config, k.graph_enabled AS graph_enabled, k.graph_stale AS graph_stale,
-       coalesce(k.entity_layer_stale, k.graph_stale) AS entity_layer_stale
+       coalesce(k.entity_layer_stale, k.graph_stale) AS entity_layer_stale, coalesce(k.deleting, false) AS deleting
+"""
+
+# The first write of a kb's delete (the batched deletes follow): readers refuse a marked kb.
+SET_KB_DELETING = """
+OPTIONAL MATCH (k:__KnowledgeBase__ {kb: $kb})
+FOREACH (_ IN CASE WHEN k IS NULL THEN [] ELSE [1] END | SET k.deleting = true, k.deleting_since = datetime())
+RETURN k IS NOT NULL AS marked
 """
 
 # A kb is stale from the moment its chunks change until a rebuild of the derived layers completes,
@@ -76,6 +83,15 @@ RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.text AS tex
 ORDER BY c.index
 """
 
+# The kb's chunks whose extraction failed (the model failed after its retries), retried by the kb-wide
+# half of an ingestion (`driftrag.ingestion.indexing.retry_failed_chunks`).
+MATCH_FAILED_CHUNKS_TO_EXTRACT = """
+MATCH (c:__Chunk__ {kb: $kb})
+WHERE c.extraction_status = 'failed' AND c.extractable AND c.id IS NOT NULL
+RETURN c.id AS id, c.document_id AS document_id, c.index AS index, c.text AS text, c.n_tokens AS n_tokens
+ORDER BY c.document_id, c.index
+"""
+
 SET_CHUNK_EXTRACTIONS = """
 UNWIND $rows AS row
 MATCH (c:__Chunk__ {kb: $kb, id: row.id})
@@ -105,11 +121,19 @@ RETURN c.id AS id, c.text AS text
 
 # --- entities and relationships ---------------------------------------------------------------------
 
-MATCH_ENTITY_STATE = """
+# A summary the model failed on (`summary_failed`: its descriptions stand in) is read as no summary by the
+# state reads, so a rebuild asks for it again instead of reusing it.
+_REUSABLE_SUMMARY = "CASE WHEN {x}.summary_failed THEN null ELSE {x}.summary END"
+
+MATCH_ENTITY_STATE = (
+    """
 MATCH (e:__Entity__ {kb: $kb})
-RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summary,
+RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, """
+    + _REUSABLE_SUMMARY.format(x="e")
+    + """ AS summary,
        e.embedding_hash AS embedding_hash, e[$vector_property] IS NOT NULL AS embedded
 """
+)
 
 UPSERT_ENTITIES = (
     """
@@ -123,7 +147,7 @@ SET e:$(row.type)
 SET e.name = row.name, e.normalised_name = row.normalised_name, e.type = row.type,
     e.descriptions = row.descriptions, e.descriptions_hash = row.descriptions_hash,
     e.summary = row.summary, e.description = row.description, e.source_chunk_ids = row.source_chunk_ids,
-    e.aliases = row.aliases
+    e.aliases = row.aliases, e.summary_failed = CASE WHEN row.summary_failed THEN true END
 SET """
     + ENTITY_MARKERS_SET
     + """
@@ -150,10 +174,14 @@ WHERE NOT c.id IN e.source_chunk_ids
 DELETE m
 """
 
-MATCH_RELATIONSHIP_STATE = """
+MATCH_RELATIONSHIP_STATE = (
+    """
 MATCH (:__Entity__ {kb: $kb})-[r:RELATED]->(:__Entity__)
-RETURN r.id AS id, r.descriptions_hash AS descriptions_hash, r.summary AS summary
+RETURN r.id AS id, r.descriptions_hash AS descriptions_hash, """
+    + _REUSABLE_SUMMARY.format(x="r")
+    + """ AS summary
 """
+)
 
 UPSERT_RELATIONSHIPS = (
     """
@@ -163,7 +191,8 @@ MATCH (t:__Entity__ {kb: $kb, id: row.target_id})
 MERGE (s)-[r:RELATED {id: row.id}]->(t)
 SET r.kb = $kb, r.type = row.type, r.original_types = row.original_types, r.descriptions = row.descriptions,
     r.descriptions_hash = row.descriptions_hash, r.summary = row.summary, r.description = row.description,
-    r.weight = row.weight, r.source_chunk_ids = row.source_chunk_ids
+    r.weight = row.weight, r.source_chunk_ids = row.source_chunk_ids,
+    r.summary_failed = CASE WHEN row.summary_failed THEN true END
 REMOVE r.pmi
 SET """
     + RELATIONSHIP_MARKERS_SET
@@ -205,7 +234,8 @@ SET c.level = row.level, c.parent_id = row.parent_id, c.child_ids = row.child_id
     c.entity_ids = row.entity_ids, c.relationship_ids = row.relationship_ids, c.chunk_ids = row.chunk_ids,
     c.size = size(row.entity_ids), c.title = row.title, c.summary = row.summary, c.rating = row.rating,
     c.rating_explanation = row.rating_explanation, c.findings = row.findings, c.report = row.report,
-    c.full_content = row.full_content, c.context_hash = row.context_hash, c.structure_hash = row.structure_hash
+    c.full_content = row.full_content, c.context_hash = row.context_hash, c.structure_hash = row.structure_hash,
+    c.report_failed = CASE WHEN row.report_failed THEN true END
 """
 
 # What the incremental refresh of communities compares (reports are read only where needed).
@@ -311,11 +341,15 @@ MATCH (:__Entity__ {kb: $kb, id: id})-[r:RELATED]-(:__Entity__)
 RETURN collect(DISTINCT r.id) AS ids
 """
 
-MATCH_RELATIONSHIP_STATE_OF = """
+MATCH_RELATIONSHIP_STATE_OF = (
+    """
 UNWIND $ids AS id
 MATCH (:__Entity__ {kb: $kb})-[r:RELATED {id: id}]->(:__Entity__)
-RETURN r.id AS id, r.descriptions_hash AS descriptions_hash, r.summary AS summary
+RETURN r.id AS id, r.descriptions_hash AS descriptions_hash, """
+    + _REUSABLE_SUMMARY.format(x="r")
+    + """ AS summary
 """
+)
 
 DELETE_ENTITIES_BY_ID = """
 UNWIND $rows AS row
@@ -359,12 +393,16 @@ RETURN [e.id, e.name, e.normalised_name, e.type, e.descriptions, e.summary,
         CASE WHEN $sources THEN coalesce(e.source_chunk_ids, []) ELSE [] END, coalesce(e.aliases, [])] AS row
 """
 
-MATCH_ENTITY_STATE_OF = """
+MATCH_ENTITY_STATE_OF = (
+    """
 UNWIND $ids AS id
 MATCH (e:__Entity__ {kb: $kb, id: id})
-RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, e.summary AS summary,
+RETURN e.id AS id, e.descriptions_hash AS descriptions_hash, """
+    + _REUSABLE_SUMMARY.format(x="e")
+    + """ AS summary,
        e.embedding_hash AS embedding_hash, e[$vector_property] IS NOT NULL AS embedded
 """
+)
 
 # `r.kb` and `r.id` seek the (kb, id) index of RELATED.
 MATCH_RELATIONSHIPS_BY_ID = (
@@ -490,23 +528,32 @@ _KB_COUNTS = """
 CALL (kb_id) { MATCH (d:__Document__ {kb: kb_id}) WHERE d.id IS NOT NULL RETURN count(d) AS documents }
 CALL (kb_id) {
   MATCH (c:__Chunk__ {kb: kb_id}) WHERE c.id IS NOT NULL
-  RETURN count(c) AS chunks, count(CASE WHEN c.extraction_origin = 'offline' THEN 1 END) AS offline_extracted_chunks
+  RETURN count(c) AS chunks, count(CASE WHEN c.extraction_origin = 'offline' THEN 1 END) AS offline_extracted_chunks,
+         count(CASE WHEN c.extraction_status = 'failed' THEN 1 END) AS failed_chunks
 }
 CALL (kb_id) {
   MATCH (e:__Entity__ {kb: kb_id}) WHERE e.id IS NOT NULL
   RETURN count(e) AS entities, coalesce(sum(size(coalesce(e.aliases, []))), 0) AS aliases,
-         coalesce(sum(COUNT { (e)-[:RELATED]->() }), 0) AS relationships
+         coalesce(sum(COUNT { (e)-[:RELATED]->() }), 0) AS relationships,
+         count(CASE WHEN e.summary_failed THEN 1 END) AS placeholder_entity_summaries
+}
+CALL (kb_id) {
+  MATCH ()-[r:RELATED]->() WHERE r.summary_failed = true AND r.kb = kb_id
+  RETURN count(r) AS placeholder_relationship_summaries
 }
 CALL (kb_id) {
   MATCH (c:__Community__ {kb: kb_id}) WHERE c.id IS NOT NULL
-  RETURN count(c) AS communities, count(c.summary) AS reports
+  RETURN count(c) AS communities, count(c.summary) AS reports,
+         count(CASE WHEN c.report_failed THEN 1 END) AS placeholder_reports
 }
+WITH *, placeholder_entity_summaries + placeholder_relationship_summaries AS placeholder_summaries
 """
 
 COUNT_KB = (
     "WITH $kb AS kb_id"
     + _KB_COUNTS
-    + """RETURN documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks
+    + """RETURN documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks,
+       failed_chunks, placeholder_summaries, placeholder_reports
 """
 )
 
@@ -517,8 +564,11 @@ MATCH (k:__KnowledgeBase__)
 WITH k, k.kb AS kb_id"""
     + _KB_COUNTS
     + """RETURN k.kb AS kb, coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.graph_stale, false) AS stale,
+       coalesce(k.deleting, false) AS deleting,
+       failed_chunks > 0 OR placeholder_summaries > 0 OR placeholder_reports > 0 AS incomplete,
        k.mode AS mode, k.embedder AS embedder, k.embedding_dimension AS embedding_dimension,
-       documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks
+       documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks,
+       failed_chunks, placeholder_summaries, placeholder_reports
 ORDER BY kb
 """
 )

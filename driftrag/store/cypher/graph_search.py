@@ -5,9 +5,11 @@ enabled). Which entities and relationships have one is persisted as search marke
 source id lists shown are checked with `EXISTS`-style lookups on the (kb, id) uniqueness index.
 """
 
+# `deleting`: a delete of the kb has started (graph.SET_KB_DELETING); readers refuse the kb.
 MATCH_KB_GRAPH_STATUS = """
 MATCH (k:__KnowledgeBase__ {kb: $kb})
-RETURN coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.search_markers, 0) AS search_markers
+RETURN coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.search_markers, 0) AS search_markers,
+       coalesce(k.graph_stale, false) AS stale, coalesce(k.deleting, false) AS deleting
 """
 
 # One statement, so seeds, rows and counts come from one snapshot of the graph. It reads the search
@@ -247,12 +249,13 @@ WITH candidates_matched, candidates_matched_is_lower_bound, rows_total, rows_tot
 # null); else every part's record holds them.
 _KB_STATUS = """
 MATCH (k:__KnowledgeBase__ {kb: $kb})
-WITH coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.search_markers, 0) AS search_markers
-OPTIONAL CALL (graph_enabled, search_markers) {
-  WITH graph_enabled, search_markers WHERE graph_enabled AND search_markers >= $markers_version
+WITH coalesce(k.graph_enabled, true) AS graph_enabled, coalesce(k.search_markers, 0) AS search_markers,
+     coalesce(k.deleting, false) AS deleting
+OPTIONAL CALL (graph_enabled, search_markers, deleting) {
+  WITH graph_enabled, search_markers WHERE graph_enabled AND search_markers >= $markers_version AND NOT deleting
 """
 _WITH_STATUS = """}
-RETURN graph_enabled, search_markers, candidates_matched, candidates_matched_is_lower_bound, rows_total,
+RETURN graph_enabled, search_markers, deleting, candidates_matched, candidates_matched_is_lower_bound, rows_total,
        rows_total_is_lower_bound, parts, part, seeds, pairs, neighbours
 """
 

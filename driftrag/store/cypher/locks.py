@@ -96,12 +96,25 @@ MATCH (w:__KbWaiter__ {kb: $kb, owner: $owner})
 DELETE w
 """
 
-# A deleted kb's lock node goes once nobody holds or waits for it (a later writer MERGEs it again).
-DISCARD_KB_LOCK = """
+# A deleted kb's lock node goes once nobody holds or waits for it (a later writer MERGEs it again). The
+# node is written first (`l.claimed_at`), as an acquisition does: that takes its write lock, so the
+# checks below see the committed state of every acquisition, and none can slip in between.
+_DISCARD_KB_LOCK = """
 MATCH (l:__KbLock__ {kb: $kb})
+SET l.claimed_at = timestamp()
+WITH l
 WHERE (l.owner IS NULL OR l.expires_at < timestamp())
   AND NOT EXISTS { MATCH (s:__KbLease__ {kb: $kb}) WHERE s.expires_at >= timestamp() }
   AND NOT EXISTS { MATCH (w:__KbWaiter__ {kb: $kb}) WHERE w.expires_at >= timestamp() }
+"""
+_DELETE_WITH_LEASES = """
 OPTIONAL MATCH (stale) WHERE (stale:__KbLease__ OR stale:__KbWaiter__) AND stale.kb = $kb
 DETACH DELETE l, stale
 """
+DISCARD_KB_LOCK = _DISCARD_KB_LOCK + _DELETE_WITH_LEASES
+
+# The same on every release, for a kb that does not exist: a refused ingestion (a bad file, another
+# embedder's kb) or a deleted kb leaves no lock or lease behind.
+DISCARD_ORPHAN_KB_LOCK = (
+    _DISCARD_KB_LOCK + "  AND NOT EXISTS { MATCH (:__KnowledgeBase__ {kb: $kb}) }\n" + _DELETE_WITH_LEASES
+)

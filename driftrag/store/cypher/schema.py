@@ -33,6 +33,8 @@ CREATE_LOOKUP_INDEXES = (
     # of sorting every community of the kb (104,166 on a 1M-relationship kb).
     "CREATE INDEX driftrag_community_rating_order IF NOT EXISTS FOR (n:__Community__) ON (n.kb, n.rating, n.size)",
     "CREATE INDEX driftrag_related_id IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.id)",
+    # Relationship summaries the model failed on (set only while true), counted by `stats` with a seek.
+    "CREATE INDEX driftrag_related_summary_failed IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.summary_failed)",
     # Name substrings (graph search, entity search): a trigram text index answers `name CONTAINS $q`
     # with the matching entities, where the (kb, name) range index is scanned name by name.
     "CREATE TEXT INDEX driftrag_entity_name_text IF NOT EXISTS FOR (n:__Entity__) ON (n.name)",

@@ -40,6 +40,7 @@ def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
         ("POST", f"{kb}/chunks/enable"),
         ("POST", f"{kb}/chunks/disable"),
         ("PUT", f"{kb}/graph"),
+        ("POST", f"{kb}/repair"),
         # The OpenAI-compatible routes, outside /api/v1.
         ("GET", "/v1/models"),
         ("GET", "/v1/models/{model}"),

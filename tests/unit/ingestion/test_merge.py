@@ -1,3 +1,4 @@
+from driftrag.errors import ModelError
 from driftrag.ingestion.merge import (
     apply_summaries,
     entity_id,
@@ -156,10 +157,38 @@ async def test_summarize_all_calls_only_when_needed():
         ]
     )
     summarizer = _CountingSummarizer()
-    summaries = await summarize_all(summary_items(merged), summarizer, concurrency=2)
+    summaries, failed = await summarize_all(summary_items(merged), summarizer, concurrency=2)
     assert summarizer.calls == ["Alice"]
+    assert failed == set()
     assert summaries[entity_id("alice")] == "Alice: x + y"
     assert summaries[entity_id("rabbit")] == "late"
     assert summaries[merged.relationships[0].id] == "r"
     applied = apply_summaries(merged, summaries)
     assert all(e.summary for e in applied.entities)
+
+
+class _FailingSummarizer:
+    """Fails (as a model past its retries does) for the names given, summarises the others."""
+
+    def __init__(self, failing: set[str]) -> None:
+        self.failing = failing
+
+    async def summarize(self, name, descriptions):
+        if name in self.failing:
+            raise ModelError(f"the model failed on {name}")
+        return f"{name}: " + " + ".join(descriptions)
+
+
+async def test_a_summary_the_model_failed_on_is_a_marked_placeholder_of_its_descriptions():
+    merged = merge_extractions(
+        [
+            _outcome("c1", [("Alice", "PERSON", "x"), ("Rabbit", "ANIMAL", "late")]),
+            _outcome("c2", [("Alice", "PERSON", "y"), ("Rabbit", "ANIMAL", "white")]),
+        ]
+    )
+    summaries, failed = await summarize_all(summary_items(merged), _FailingSummarizer({"Rabbit"}), concurrency=2)
+    assert failed == {entity_id("rabbit")}
+    assert summaries[entity_id("rabbit")] == "late white"  # what is known stays
+    applied = {e.name: e for e in apply_summaries(merged, summaries, failed).entities}
+    assert applied["Rabbit"].summary_failed and applied["Rabbit"].summary == "late white"
+    assert not applied["Alice"].summary_failed and applied["Alice"].summary == "Alice: x + y"

@@ -5,6 +5,7 @@ import pytest
 
 from driftrag.errors import ModelError
 from driftrag.ingestion.llm_tasks import LLMCommunityReporter, LLMDescriptionSummarizer
+from driftrag.ingestion.merge import summarize_all
 from driftrag.ingestion.reports import (
     build_report_context,
     context_handles,
@@ -207,8 +208,11 @@ async def test_a_model_failing_after_its_retries_never_aborts_summaries_or_repor
     context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {}, {}, 4000)
     report = await LLMCommunityReporter(_BrokenModel(), PROMPTS).report(context)
     assert report.failed and "HTTP 500" in report.rating_explanation
-    summary = await LLMDescriptionSummarizer(_BrokenModel(), PROMPTS).summarize("Alice", ["A girl.", "Curious."])
-    assert summary == "A girl. Curious."
+    # A summary's failure reaches `summarize_all`, which keeps the descriptions as a marked placeholder.
+    summaries, failed = await summarize_all(
+        [("entity-alice", "Alice", ["A girl.", "Curious."])], LLMDescriptionSummarizer(_BrokenModel(), PROMPTS)
+    )
+    assert summaries == {"entity-alice": "A girl. Curious."} and failed == {"entity-alice"}
 
 
 async def test_summarizer_joins_deterministically_and_skips_single():
