@@ -10,13 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
 
 from driftrag.errors import BackendUnavailableError, DriftRAGError, MissingPrerequisiteError
+
+if TYPE_CHECKING:
+    from driftrag.models.extract_config import ExtractConfig
 
 T = TypeVar("T")
 
@@ -86,6 +90,20 @@ def _valid_kb(kb: str) -> str:
         return validate_kb_id(kb)
     except DriftRAGError as exc:
         raise typer.BadParameter(str(exc)) from None
+
+
+def read_extract_config(path: Path) -> ExtractConfig:
+    """A JSON extract-config file, or `InvalidExtractConfigError` in one line (read before anything connects)."""
+    from driftrag.errors import InvalidExtractConfigError
+    from driftrag.models.extract_config import MAX_FILE_BYTES, parse_extract_config
+
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise InvalidExtractConfigError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidExtractConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return parse_extract_config(data, str(path))
 
 
 KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base id (1-64 of A-Z a-z 0-9 _ -).", callback=_valid_kb)]

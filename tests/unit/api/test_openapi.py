@@ -39,6 +39,11 @@ def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
         ("POST", f"{kb}/chunks/enable"),
         ("POST", f"{kb}/chunks/disable"),
         ("PUT", f"{kb}/graph"),
+        ("GET", f"{kb}/extract-config"),
+        ("PUT", f"{kb}/extract-config"),
+        ("DELETE", f"{kb}/extract-config"),
+        ("POST", f"{kb}/extract/preview"),
+        ("POST", f"{kb}/extract/suggest"),
     }
     assert set(document["components"]["securitySchemes"]) == {"HTTPBearer", "APIKeyHeader"}
     search = document["paths"][f"{API_PREFIX}{kb}/graph-search"]["post"]
