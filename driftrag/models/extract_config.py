@@ -123,6 +123,8 @@ def parse_extract_config(data: bytes | str, source: str = "extract config") -> E
         raise InvalidExtractConfigError(
             f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise InvalidExtractConfigError(f"{source}: nested too deeply to be an extract config") from None
     if not isinstance(value, dict):
         raise InvalidExtractConfigError(f"{source}: must be a JSON object with the fields of an extract config")
     try:

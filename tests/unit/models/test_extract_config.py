@@ -50,6 +50,10 @@ def test_a_json_value_that_is_not_an_object_is_refused(data: str) -> None:
     assert "must be a JSON object" in _refused(data)
 
 
+def test_a_deeply_nested_file_is_refused_not_a_crash() -> None:
+    assert "nested too deeply" in _refused("[" * 100_000 + "]" * 100_000)
+
+
 def test_binary_and_wrongly_encoded_files_are_refused() -> None:
     assert "not UTF-8" in _refused(b"\xff\xfe\x00{\x00}")
     assert "not UTF-8" in _refused("{}".encode("latin-1") + b"\xe9")
