@@ -9,8 +9,8 @@
 - 408 `request_timeout`: the header or body came too slowly; the connection is closed (`driftrag.api.protocol`).
 - 431 `headers_too_large`: the request line and headers are over `api_max_header_kb` (`driftrag.api.protocol`).
 - 422 `invalid_request`: body or path validation, a body that is not JSON (nested too deeply, not UTF-8),
-  InvalidQueryError, InvalidIdentifierError, InputError, InvalidExtractConfigError. Validation problems name the schema's fields only
-  and are capped (`driftrag.api.problems`): nothing the caller sent is echoed.
+  InvalidQueryError, InvalidIdentifierError, InputError, InvalidExtractConfigError. Validation problems name
+  the schema's fields only and are capped (`driftrag.api.problems`): nothing the caller sent is echoed.
 - 409 `model_required`: the route needs a language model and the server runs offline (ModelRequiredError).
 - 429 `too_many_jobs`: `api_max_pending_jobs` ingestion jobs are queued or running already (Retry-After).
 - 502 `model_error`: the language model failed after its retries (ModelError).
