@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from driftrag.errors import ConfigurationError
+from driftrag.ingestion.config_draft import LLMConfigDrafter
 from driftrag.ingestion.deps import IngestionDeps, IngestionTasks
 from driftrag.models.graph import KbProfile
 from driftrag.prompts.registry import PromptRegistry
@@ -70,6 +71,14 @@ def ingestion_tasks(settings: Settings, providers: Providers, chat: ChatModel | 
     from driftrag.offline.ingestion.tasks import offline_ingestion_tasks
 
     return offline_ingestion_tasks(settings)
+
+
+def config_drafter(settings: Settings, providers: Providers, chat: ChatModel | None = None) -> LLMConfigDrafter | None:
+    """The model's drafter of extraction configs; None offline (drafting example text needs a model)."""
+    model = _model(providers, chat)
+    if model is None:
+        return None
+    return LLMConfigDrafter(model, PromptRegistry.load(settings.prompts_dir), max_attempts=settings.extraction_attempts)
 
 
 def ingestion_deps(

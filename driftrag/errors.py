@@ -35,6 +35,14 @@ class MissingPrerequisiteError(LocalNeo4jError):
     """The local Neo4j needs something the machine lacks: java, mvn, or the Maven repository (network)."""
 
 
+class InvalidExtractConfigError(DriftRAGError, ValueError):
+    """An extraction config (a JSON file, a request body) that is not valid JSON or not a valid config."""
+
+
+class ModelRequiredError(DriftRAGError):
+    """The operation needs a language model, and this engine runs offline (no model API configured)."""
+
+
 class ModelError(DriftRAGError):
     """A model call failed after its retries, or its output could not be used."""
 

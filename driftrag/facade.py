@@ -22,8 +22,8 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from driftrag.composition import ingestion_deps, neo4j_stores, query_deps
-from driftrag.errors import KnowledgeBaseDeletingError, KnowledgeBaseNotFoundError
+from driftrag.composition import config_drafter, ingestion_deps, neo4j_stores, query_deps
+from driftrag.errors import KnowledgeBaseDeletingError, KnowledgeBaseNotFoundError, ModelRequiredError
 from driftrag.ingestion.loading import collect_paths
 from driftrag.ingestion.requests import (
     IngestionResult,
@@ -33,7 +33,8 @@ from driftrag.ingestion.requests import (
     TextInput,
     no_progress,
 )
-from driftrag.models.graph import FailedChunk, KbCounts, KbStatus, KbSummary
+from driftrag.models.extract_config import ExtractConfigStatus
+from driftrag.models.graph import ExtractConfig, FailedChunk, KbCounts, KbStatus, KbSummary
 from driftrag.providers.plan import plan_models
 from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.global_search.models import GlobalResult
@@ -54,7 +55,9 @@ if TYPE_CHECKING:
     from llama_index.core.llms import LLM
     from llama_index.core.tools import QueryEngineTool
 
+    from driftrag.ingestion.config_draft import ExtractConfigSuggestion
     from driftrag.ingestion.deps import IngestionDeps
+    from driftrag.ingestion.preview import ExtractionPreview
     from driftrag.llamaindex import DriftRAGQueryEngine, DriftRAGRetriever
     from driftrag.providers.chat import ChatModel
     from driftrag.providers.factory import Providers
@@ -241,6 +244,7 @@ class DriftRAG:
         on_progress: ProgressHandler | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
         skip_communities: bool = False,
+        extract_config: ExtractConfig | None = None,
     ) -> IngestionResult:
         """Ingest files or folders (text, markdown, PDF, DOCX, HTML, EPUB) and/or `{title: text}`;
         `on_progress` gets `Progress` events, `on_lock_wait` a message when this run waits for another
@@ -257,6 +261,7 @@ class DriftRAG:
         reports: `repair`). A kb whose delete was interrupted is refused (KnowledgeBaseDeletingError).
         `skip_communities` stops after the first half and leaves the kb stale: ingestion workers of one
         corpus then each run their documents, and `build_graph` (CLI `driftrag communities`) runs once.
+        `extract_config` is stored as the kb's config (`set_extract_config`) before its chunks are extracted.
         """
         from driftrag.workflows.ingestion import IngestStart
 
@@ -273,7 +278,8 @@ class DriftRAG:
                     f"knowledge base {kb!r} is half-deleted (its delete was interrupted): finish it with "
                     f"`driftrag delete --kb {kb} --yes` before ingesting into it"
                 )
-            documents = await self._run_ingestion(IngestStart(request=request, rebuild=False), on_progress)
+            start = IngestStart(request=request, rebuild=False, extract_config=extract_config)
+            documents = await self._run_ingestion(start, on_progress)
         if skip_communities:
             return documents
         graph = await self.build_graph(kb, on_progress=on_progress, on_lock_wait=on_lock_wait)
@@ -424,6 +430,71 @@ class DriftRAG:
     async def set_graph_enabled(self, kb: str, enabled: bool) -> None:
         """Allow or refuse graph search on the kb (refused searches raise GraphDisabledError)."""
         await self.stores.graph_search.set_graph_enabled(kb, enabled)
+
+    # --- the extraction config ----------------------------------------------------------------------
+
+    async def extract_config(self, kb: str) -> ExtractConfigStatus:
+        """The kb's extraction config (the defaults when it has none) and both extraction switches: the
+        global `graph_extraction` setting and the config's `enabled`. KnowledgeBaseNotFoundError for an
+        unknown kb."""
+        await self.graph_enabled(kb)  # an unknown kb is an error
+        stored = await self.stores.graph.extract_config(kb)
+        config = stored or ExtractConfig()
+        on = self.settings.graph_extraction
+        return ExtractConfigStatus(
+            kb=kb,
+            config=config,
+            stored=stored is not None,
+            globally_enabled=on,
+            extraction_enabled=on and config.enabled,
+        )
+
+    async def set_extract_config(self, kb: str, config: ExtractConfig) -> ExtractConfigStatus:
+        """Store the kb's extraction config (the kb is created if new, so it can be configured before its
+        first ingestion). It guides the chunks extracted from now on; chunks extracted already keep their
+        extraction (re-ingest changed documents, or ingest into a new kb, to extract with it)."""
+        await self.stores.graph.set_extract_config(kb, config)
+        return await self.extract_config(kb)
+
+    async def clear_extract_config(self, kb: str) -> ExtractConfigStatus:
+        """Remove the kb's config: the defaults apply again. KnowledgeBaseNotFoundError for an unknown kb."""
+        await self.graph_enabled(kb)
+        await self.stores.graph.clear_extract_config(kb)
+        return await self.extract_config(kb)
+
+    async def preview_extraction(
+        self, kb: str, text: str, *, config: ExtractConfig | None = None, tags: Sequence[str] | None = None
+    ) -> ExtractionPreview:
+        """The entities and relationships extraction would write for `text` (at most 5,000 characters) in
+        `kb`, with `config` or else the kb's own, `tags` replacing its allowed relationship types; nothing
+        is stored. It runs in the engine's mode (offline, or with its model) even with extraction switched
+        off, and says so in `notes`. KnowledgeBaseNotFoundError for an unknown kb."""
+        status = await self.extract_config(kb)
+        chosen = config or status.config
+        if tags is not None:
+            chosen = chosen.model_copy(update={"tags": list(tags)})
+        notes = []
+        if not self.settings.graph_extraction:
+            notes.append("extraction is switched off globally (graph_extraction): ingestion would not extract this now")
+        if not chosen.enabled:
+            notes.append("the config's `enabled` is off: ingestion would not extract this now")
+        await self._probe_dimension()
+        from driftrag.ingestion.preview import preview_extraction
+
+        return await preview_extraction(self.ingestion_deps(), kb, text, chosen, mode=self.mode, notes=notes)
+
+    async def suggest_extract_config(self, description: str, *, language: str | None = None) -> ExtractConfigSuggestion:
+        """A model's draft of an extraction config for a domain description: example text in `language`,
+        relation labels, example nodes and relations, to review before `set_extract_config`. Nothing is
+        read or stored. ModelRequiredError offline: the draft is the model's writing."""
+        drafter = config_drafter(self.settings, self.providers, self._chat)
+        if drafter is None:
+            raise ModelRequiredError(
+                "drafting an extraction config needs a language model; this engine runs offline "
+                "(set OPENAI_API_KEY, or OPENAI_BASE_URL for an OpenAI-compatible server), or write the "
+                "config by hand (docs/extraction-config.md)"
+            )
+        return await drafter.draft(description, language=language)
 
     async def entities(self, kb: str) -> list[dict[str, Any]]:
         """Every entity: id, name, type, descriptions, summary, source chunk ids."""

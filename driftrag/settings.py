@@ -128,6 +128,12 @@ class Settings(BaseSettings):
     chunk_size: int = Field(default=1200, ge=50, description="Chunk length in cl100k tokens.")
     chunk_overlap: int = Field(default=100, ge=0, description="Tokens shared by consecutive chunks.")
     max_file_mb: float = Field(default=50.0, gt=0, description="Largest input file accepted.")
+    graph_extraction: bool = Field(
+        default=True,
+        description="The global extraction switch: off, no chunk of any kb goes to extraction (chunks are "
+        "stored and embedded, and extracted by the first ingestion run after it is on again); a kb's own "
+        "switch is its extract config's `enabled`. Both must be on.",
+    )
     max_gleanings: int = Field(default=1, ge=0, description="Extra extraction rounds asking for missed entities.")
     extraction_attempts: int = Field(default=2, ge=1, description="Answers asked per chunk before it is failed.")
     max_cluster_size: int = Field(default=10, ge=2, description="Leiden splits communities larger than this.")

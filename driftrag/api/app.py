@@ -72,6 +72,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         401: "No API key, or an unknown one.",
         403: "The key may not use this knowledge base, or lacks the scope.",
         404: "No such knowledge base (or document, or job).",
+        409: "The route needs a language model, and the server runs offline.",
         413: "The body is over the route's limit (checked before it is read).",
         422: "Invalid input; `problems` says where.",
         429: "Too many ingestion jobs queued or running on this server. Retry after `Retry-After` seconds.",
@@ -506,7 +507,7 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True, o
             "and knowledge-base management, and an OpenAI-compatible chat endpoint (`/v1/chat/completions`, "
             "`/v1/models`: the model `kb:mode` picks the kb and the query mode). Authenticate with an API key "
             "(`Authorization: Bearer <key>` or `X-API-Key`); `read` keys search and query, `manage` keys also "
-            "ingest, delete and switch."
+            "ingest, delete, switch and configure extraction."
         ),
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
@@ -529,6 +530,10 @@ def create_app(rag: DriftRAG, keys: ApiKeys, *, manage_lifecycle: bool = True, o
     )
     app.include_router(router)
     app.include_router(openai_router)
+    # Imported here: the extraction-config routes use this module's route helpers.
+    from driftrag.api.extract_routes import router as extract_router
+
+    app.include_router(extract_router)
 
     @app.get("/system", include_in_schema=False)
     async def system_alias(keys: KeysDep, _: PrincipalDep) -> SystemInfo:

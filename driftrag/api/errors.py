@@ -10,8 +10,9 @@
 - 408 `request_timeout`: the header or body came too slowly; the connection is closed (`driftrag.api.protocol`).
 - 431 `headers_too_large`: the request line and headers are over `api_max_header_kb` (`driftrag.api.protocol`).
 - 422 `invalid_request`: body or path validation, a body that is not JSON (nested too deeply, not UTF-8),
-  InvalidQueryError, InvalidIdentifierError, InputError. Validation problems name the schema's fields only
-  and are capped (`driftrag.api.problems`): nothing the caller sent is echoed.
+  InvalidQueryError, InvalidIdentifierError, InputError, InvalidExtractConfigError. Validation problems name
+  the schema's fields only and are capped (`driftrag.api.problems`): nothing the caller sent is echoed.
+- 409 `model_required`: the route needs a language model and the server runs offline (ModelRequiredError).
 - 429 `too_many_jobs`: `api_max_pending_jobs` ingestion jobs are queued or running already (Retry-After).
 - 502 `model_error`: the language model failed after its retries (ModelError).
 - 504 `query_timeout`: the query ran longer than `query_timeout_s` (QueryTimeoutError), in any mode.
@@ -40,10 +41,12 @@ from driftrag.api.problems import field_problems, schema_names
 from driftrag.errors import (
     BackendUnavailableError,
     GraphDisabledError,
+    InvalidExtractConfigError,
     InvalidIdentifierError,
     InvalidQueryError,
     KnowledgeBaseNotFoundError,
     ModelError,
+    ModelRequiredError,
     QueryTimeoutError,
     UnsupportedServerError,
 )
@@ -199,6 +202,10 @@ async def _model_error(request: Request, exc: ModelError) -> JSONResponse:
     return error_response(502, "model_error", detail, path=request.url.path)
 
 
+async def _model_required(request: Request, exc: ModelRequiredError) -> JSONResponse:
+    return error_response(409, "model_required", str(exc), path=request.url.path)
+
+
 async def _query_timeout(request: Request, exc: QueryTimeoutError) -> JSONResponse:
     log.warning("query timeout: %s", exc)
     return error_response(504, "query_timeout", str(exc), path=request.url.path)
@@ -214,7 +221,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _http)
-    for invalid in (InvalidQueryError, InvalidIdentifierError, InputError):
+    for invalid in (InvalidQueryError, InvalidIdentifierError, InputError, InvalidExtractConfigError):
         app.add_exception_handler(invalid, _invalid)
     app.add_exception_handler(KnowledgeBaseNotFoundError, _kb_not_found)
     # Starlette picks the handler of the nearest class in the MRO, so the subclass wins over its parent.
@@ -225,5 +232,6 @@ def install_error_handlers(app: FastAPI) -> None:
     for driver_error in (neo4j_errors.AuthError, neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired):
         app.add_exception_handler(driver_error, _backend_unavailable)
     app.add_exception_handler(ModelError, _model_error)
+    app.add_exception_handler(ModelRequiredError, _model_required)
     app.add_exception_handler(QueryTimeoutError, _query_timeout)
     app.add_exception_handler(Exception, _internal)

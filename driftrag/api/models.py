@@ -49,7 +49,8 @@ class ErrorBody(_Model):
 
     code: str = Field(
         description="unauthorized, forbidden, kb_not_found, document_not_found, job_not_found, not_found, "
-        "method_not_allowed, payload_too_large, request_timeout, headers_too_large, invalid_request, too_many_jobs, "
+        "method_not_allowed, payload_too_large, request_timeout, headers_too_large, invalid_request, model_required, "
+        "too_many_jobs, "
         "model_error, backend_unavailable, graph_disabled, internal_error",
         examples=["kb_not_found"],
     )

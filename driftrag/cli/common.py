@@ -12,6 +12,7 @@ import inspect
 import logging
 import re
 from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -24,6 +25,7 @@ from driftrag.errors import BackendUnavailableError, DriftRAGError, MissingPrere
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from driftrag.models.extract_config import ExtractConfig
     from driftrag.settings import Settings
 
 T = TypeVar("T")
@@ -159,6 +161,20 @@ def _valid_kb(kb: str) -> str:
         return validate_kb_id(kb)
     except DriftRAGError as exc:
         raise typer.BadParameter(str(exc)) from None
+
+
+def read_extract_config(path: Path) -> ExtractConfig:
+    """A JSON extract-config file, or `InvalidExtractConfigError` in one line (read before anything connects)."""
+    from driftrag.errors import InvalidExtractConfigError
+    from driftrag.models.extract_config import MAX_FILE_BYTES, parse_extract_config
+
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise InvalidExtractConfigError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidExtractConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return parse_extract_config(data, str(path))
 
 
 KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base id (1-64 of A-Z a-z 0-9 _ -).", callback=_valid_kb)]

@@ -13,10 +13,12 @@ from driftrag.cli.common import (
     KbOption,
     _arun,
     _emit,
+    _run,
     app,
     console,
     err_console,
     load_settings,
+    read_extract_config,
 )
 
 
@@ -47,6 +49,15 @@ def ingest(
             "the kb; run `driftrag communities --kb K` once when all are done.",
         ),
     ] = False,
+    extract_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--extract-config",
+            help="A JSON extraction config, stored as the kb's (as `driftrag kb config set`) before its chunks "
+            "are extracted; an invalid file stops the command before anything is written.",
+            metavar="FILE.json",
+        ),
+    ] = None,
 ) -> None:
     """Ingest files or folders into a knowledge base: chunks, entities, relationships, communities, reports, vectors.
 
@@ -62,6 +73,8 @@ def ingest(
     from driftrag.facade import DriftRAG
     from driftrag.ingestion.loading import collect_paths
 
+    config = _run(ctx, lambda: read_extract_config(extract_config)) if extract_config is not None else None
+
     async def action():
         settings = load_settings()
         files = collect_paths(paths)
@@ -74,6 +87,7 @@ def ingest(
                     on_progress=_bar_updater(bar),
                     on_lock_wait=_say_waiting,
                     skip_communities=skip_communities,
+                    extract_config=config,
                 )
 
     _report_ingestion(_arun(ctx, action), as_json)

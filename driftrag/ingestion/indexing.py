@@ -122,15 +122,18 @@ async def extract_pending(
     config: ExtractConfig,
     progress: ProgressCallback,
 ) -> int:
-    """Extract every chunk that has no checkpoint yet; each result is saved as soon as it exists."""
+    """Extract every chunk that has no checkpoint yet; each result is saved as soon as it exists.
+
+    With either switch off (the global `graph_extraction` setting, the kb's `config.enabled`) nothing is
+    extracted and nothing checkpointed: the chunks stay pending, for the first run with both on."""
+    if not (deps.settings.graph_extraction and config.enabled):
+        return 0
     pending = [chunk for doc_id in document_ids for chunk in await deps.graph.chunks_to_extract(kb, doc_id)]
     extractor = CheckpointingExtractor(deps.tasks.extractor, deps.graph, kb, len(pending), progress)
     try:
-        outcomes = await extract_all(pending, config, extractor, concurrency=deps.settings.llm_concurrency)
+        await extract_all(pending, config, extractor, concurrency=deps.settings.llm_concurrency)
     finally:
         await extractor.flush()  # also after a failure: what was extracted is kept
-    # Chunks skipped without a model call (extraction disabled) never reached the extractor.
-    await deps.graph.save_extractions(kb, [outcome for outcome in outcomes if outcome.skipped_reason])
     return len(pending)
 
 

@@ -13,6 +13,10 @@ from typing import Annotated, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+# Re-exported: the extraction config is imported from here by every stage.
+from driftrag.models.extract_config import ExampleNode as ExampleNode
+from driftrag.models.extract_config import ExampleRelation as ExampleRelation
+from driftrag.models.extract_config import ExtractConfig as ExtractConfig
 from driftrag.prompts.examples import (
     EXAMPLE_CITY,
     EXAMPLE_HIRE,
@@ -86,27 +90,7 @@ class Chunk(_Model):
     )
 
 
-# --- per-knowledge-base extraction config ----------------------------------------------------------
-
-
-class ExampleNode(_Model):
-    name: str
-    attributes: list[str] = Field(default_factory=list)
-
-
-class ExampleRelation(_Model):
-    node1: str
-    node2: str
-    type: str
-
-
-class ExtractConfig(_Model):
-    enabled: bool = True
-    text: str = Field(default="", description="Few-shot example text.")
-    tags: list[str] = Field(default_factory=list, description="Allowed relationship types.")
-    nodes: list[ExampleNode] = Field(default_factory=list)
-    relations: list[ExampleRelation] = Field(default_factory=list)
-    custom_instructions: str = ""
+# --- per-knowledge-base extraction config: `driftrag.models.extract_config` (re-exported here) ------------
 
 
 # --- extraction protocol (what the model must answer) ----------------------------------------------

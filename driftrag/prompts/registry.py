@@ -37,6 +37,9 @@ TASK_PLACEHOLDERS: Mapping[str, frozenset[str]] = MappingProxyType(
         "judge_pairwise": frozenset({"example", "question", "answer_1", "answer_2", "max_reasoning_words"}),
         "generate_personas": frozenset({"example", "summary", "n_personas", "n_tasks"}),
         "generate_questions": frozenset({"example", "summary", "persona", "task", "n_questions"}),
+        "suggest_extract_config": frozenset(
+            {"example", "description", "language", "max_tags", "domain_open", "domain_close"}
+        ),
     }
 )
 TEMPLATE_SUFFIX = ".txt"

@@ -61,6 +61,10 @@ class GraphStore:
             cy.SET_KB_EXTRACT_CONFIG, kb=validate_kb_id(kb), extract_config=config.model_dump_json()
         )
 
+    async def clear_extract_config(self, kb: str) -> None:
+        """The kb goes back to the default config."""
+        await self._store.write(cy.REMOVE_KB_EXTRACT_CONFIG, kb=validate_kb_id(kb))
+
     async def extract_config(self, kb: str) -> ExtractConfig | None:
         rows = await self._store.read(cy.MATCH_KB, kb=validate_kb_id(kb))
         if not rows or not rows[0]["extract_config"]:

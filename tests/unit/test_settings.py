@@ -45,6 +45,7 @@ ENVIRONMENT = {
     "DRIFTRAG_CHUNK_SIZE": ("chunk_size", "600"),
     "DRIFTRAG_CHUNK_OVERLAP": ("chunk_overlap", "50"),
     "DRIFTRAG_MAX_FILE_MB": ("max_file_mb", "5"),
+    "DRIFTRAG_GRAPH_EXTRACTION": ("graph_extraction", "false"),
     "DRIFTRAG_MAX_GLEANINGS": ("max_gleanings", "0"),
     "DRIFTRAG_EXTRACTION_ATTEMPTS": ("extraction_attempts", "3"),
     "DRIFTRAG_MAX_CLUSTER_SIZE": ("max_cluster_size", "20"),

@@ -15,6 +15,11 @@ ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_marker
 SET k.extract_config = $extract_config
 """
 
+REMOVE_KB_EXTRACT_CONFIG = """
+MATCH (k:__KnowledgeBase__ {kb: $kb})
+REMOVE k.extract_config
+"""
+
 # PMIs are not stored: each is read from the `source_count` markers of the relationship and its ends
 # (markers.py) and the kb's `pmi_chunks`, the N of the entity layer last written. So a change of N
 # (every delete) rewrites no relationship. A graph written before N was kept (no `pmi_chunks`) shows

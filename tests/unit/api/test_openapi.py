@@ -41,6 +41,11 @@ def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
         ("POST", f"{kb}/chunks/disable"),
         ("PUT", f"{kb}/graph"),
         ("POST", f"{kb}/repair"),
+        ("GET", f"{kb}/extract-config"),
+        ("PUT", f"{kb}/extract-config"),
+        ("DELETE", f"{kb}/extract-config"),
+        ("POST", f"{kb}/extract/preview"),
+        ("POST", f"{kb}/extract/suggest"),
         # The OpenAI-compatible routes, outside /api/v1.
         ("GET", "/v1/models"),
         ("GET", "/v1/models/{model}"),

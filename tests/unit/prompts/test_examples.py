@@ -8,6 +8,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from driftrag.eval.generate import PersonasPayload, QuestionsPayload
 from driftrag.eval.judge import JudgeVerdict
+from driftrag.ingestion.config_draft import ConfigDraftPayload
 from driftrag.models.graph import ExtractionPayload, ReportPayload
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
 from driftrag.providers.json_answer import json_example
@@ -28,6 +29,7 @@ MODEL_OF_TASK: dict[str, type[BaseModel]] = {
     "judge_pairwise": JudgeVerdict,
     "generate_personas": PersonasPayload,
     "generate_questions": QuestionsPayload,
+    "suggest_extract_config": ConfigDraftPayload,
 }
 
 
