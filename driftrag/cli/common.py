@@ -1,8 +1,8 @@
 """What every `driftrag` command shares: the app, consoles, options, error handling.
 
 Exit codes: 0 success, 1 a driftrag error (message printed, no traceback unless --debug),
-2 bad usage, 3 backend unavailable (Neo4j unreachable), 5 the local Neo4j lacks a prerequisite
-(java, mvn, or the Maven repository unreachable while the jars are not cached yet).
+2 bad usage, 3 backend unavailable (Neo4j unreachable), 4 `repair` left parts incomplete, 5 the local
+Neo4j lacks a prerequisite (java, mvn, or the Maven repository unreachable while the jars are not cached yet).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from driftrag.cli.common import (
     load_settings,
     read_extract_config,
 )
+from driftrag.wording import plural
 
 
 def _say_waiting(message: str) -> None:
@@ -109,7 +110,7 @@ def communities(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -
     _report_ingestion(_arun(ctx, action), as_json)
 
 
-@app.command("repair")
+@app.command("repair", examples=["driftrag repair --kb notes", "driftrag repair --kb notes --json"])
 def repair(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None:
     """Ask again for everything the model failed on in the kb (chunks whose extraction failed, placeholder
     summaries and reports), once each with the usual retries, rebuild what that changes, and print what
@@ -135,8 +136,9 @@ def render_repair(result) -> str:
 
     def parts(counts, stale: bool) -> str:
         text = (
-            f"{counts.failed_chunks} failed chunks, {counts.placeholder_summaries} placeholder summaries, "
-            f"{counts.placeholder_reports} placeholder reports"
+            f"{plural(counts.failed_chunks, 'failed chunk')}, "
+            f"{plural(counts.placeholder_summaries, 'placeholder summary')}, "
+            f"{plural(counts.placeholder_reports, 'placeholder report')}"
         )
         return text + (", stale" if stale else "")
 
