@@ -159,12 +159,25 @@ def load_document(
 
 
 def load_bytes(
-    name: str, data: bytes, kb: str, *, max_bytes: int = DEFAULT_MAX_BYTES, options: ReaderOptions | None = None
+    name: str,
+    data: bytes,
+    kb: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    options: ReaderOptions | None = None,
+    shown: str | None = None,
 ) -> SourceDocument:
     """Read an uploaded file (its name, whose suffix picks the reader, and its bytes) as `load_document`
-    reads a file; its title is the name and it has no path. Blocking: call via `asyncio.to_thread`."""
-    _check_size(Path(name), len(data), max_bytes)
-    return _from_bytes(Path(name), data, kb, None, options)
+    reads a file; its title is the name and it has no path. Errors name it `shown` (e.g. `files[0]`, so
+    that an HTTP error does not echo the caller's file name) or else the name. Blocking: call via
+    `asyncio.to_thread`."""
+    try:
+        _check_size(Path(name), len(data), max_bytes)
+        return _from_bytes(Path(name), data, kb, None, options)
+    except InputError as exc:
+        if shown is None:
+            raise
+        raise InputError(f"{shown}: {str(exc).removeprefix(f'{name}: ')}") from None
 
 
 def _check_size(file: Path, size: int, max_bytes: int) -> None:
