@@ -95,7 +95,7 @@ def test_a_bad_file_is_one_422_naming_its_place_and_nothing_is_queued(
     ("name", "content", "problem"),
     [
         ("photo.png", b"\x89PNG\r\n", "files[0]: not a supported file type; the name must end in one of .docx"),
-        ("", b"text", "files[0]: the file needs a name"),
+        ("/", b"text", "files[0]: the file needs a name"),
         ("notes.txt", b"\x00\x01\x02binary" * 20, "files[0]: looks like a binary file, not text"),
         ("empty.md", b"  \n", "files[0]: file is empty"),
     ],
