@@ -83,7 +83,8 @@ class DocumentOutcome(BaseModel):
     chunks: int
     replaced_ids: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(
-        default_factory=list, description="What loading skipped, e.g. PDF pages without a text layer (no OCR)."
+        default_factory=list,
+        description="What loading skipped, e.g. PDF pages without a text layer that OCR could not read.",
     )
 
 
