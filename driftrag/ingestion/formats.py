@@ -172,7 +172,11 @@ def _ocr_pages(data: bytes, indexes: list[int], options: ReaderOptions) -> tuple
         return {}, [f"page {i + 1} {NO_TEXT_LAYER}; skipped: {missing}" for i in indexes]
     found: dict[int, str] = {}
     warnings: list[str] = []
-    pdf = ocr.open_pdf(data)
+    try:
+        pdf = ocr.open_pdf(data)
+    except Exception as exc:  # PDFium refuses a file pypdf read: no page of it can be rendered
+        reason = f"OCR failed (the PDF could not be rendered: {type(exc).__name__}: {exc})"
+        return {}, [f"page {i + 1} {NO_TEXT_LAYER}; skipped: {reason}" for i in indexes]
     try:
         for index in indexes:
             try:

@@ -14,6 +14,7 @@ import shutil
 
 # Tesseract reads best at about 300 dpi; PDF user space is 72 units an inch.
 RENDER_SCALE = 300 / 72
+MAX_SIDE_PX = 6000
 INSTALL_EXTRA = "pip install 'driftrag[ocr]'"
 INSTALL_TESSERACT = "the tesseract program (Debian/Ubuntu: apt-get install tesseract-ocr)"
 
@@ -56,7 +57,9 @@ def ocr_page(pdf: object, index: int, language: str) -> str:
 
     page = pdf[index]  # type: ignore[index]
     try:
-        image = page.render(scale=RENDER_SCALE, grayscale=True).to_pil()
+        # 300 dpi, but no side above MAX_SIDE_PX: a poster-sized page would take gigabytes.
+        scale = min(RENDER_SCALE, MAX_SIDE_PX / max(*page.get_size(), 1.0))
+        image = page.render(scale=scale, grayscale=True).to_pil()
     finally:
         page.close()
     return pytesseract.image_to_string(image, lang=language)
