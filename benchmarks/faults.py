@@ -6,6 +6,7 @@ Chat answers come from the scripted test double (`tests/fakes/scripted_llm.py`) 
 embeddings are deterministic; the response cache is off, so every call reaches the server.
 
     .venv/bin/python benchmarks/faults.py [--seed 14] [--neo4j-uri bolt://127.0.0.1:17714]
+        [--record]   # replace the "Model-server faults" table of docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
 
 from benchmarks.ingest_alice import ScriptedResponder
+from benchmarks.record import add_record_option, record
 from driftrag.corpora import DATA_DIR
 from driftrag.facade import DriftRAG
 from driftrag.ingestion.requests import IngestionResult
@@ -121,6 +123,22 @@ async def main(args: argparse.Namespace) -> None:
             missing = set(clean_graph[part]) - set(faulty_graph[part])
             extra = set(faulty_graph[part]) - set(clean_graph[part])
             print(f"  {part}: {len(missing)} missing, {len(extra)} differing or extra")
+    if args.record:
+        rows = [
+            [
+                f"seed {args.seed}",
+                f"{chat_requests - logical_chat} retried requests for {logical_chat} chat calls, "
+                f"{faulty.usage.failed_calls} failed after retries",
+                f"{len(faulty.failed_chunks)} (fault-free {len(clean.failed_chunks)})",
+                "yes" if equal else "no",
+            ]
+        ]
+        note = (
+            f"Fault shares: 429 {args.rate_limit:.0%}, 500 {args.server_error:.0%}, malformed {args.malformed:.0%}, "
+            f"time-out {args.timeouts:.0%}; client: {args.retries} retries, {args.timeout:g} s time-out."
+        )
+        columns = ["run", "requests", "failed chunks", "graph equal to the fault-free one"]
+        record("faults", "Model-server faults", columns, rows, note=note)
 
 
 def parse_args() -> argparse.Namespace:
@@ -133,6 +151,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--timeouts", type=float, default=0.02, help="share of answers slower than the time-out")
     parser.add_argument("--timeout", type=float, default=2.0, help="client time-out per request, seconds")
     parser.add_argument("--retries", type=int, default=3, help="DRIFTRAG_LLM_MAX_RETRIES")
+    add_record_option(parser)
     return parser.parse_args()
 
 

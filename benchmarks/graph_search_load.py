@@ -8,6 +8,7 @@ Neo4j must be running (`driftrag neo4j start`, or NEO4J_URI / --neo4j-uri).
 
     .venv/bin/python benchmarks/graph_search_load.py [--clients 20] [--duration 30] [--server-workers 1,2]
         [--neo4j-uri bolt://...] [--corpus PATH]   # default corpus: the copy `driftrag data fetch alice` keeps
+        [--record]   # replace the "HTTP graph search" table of docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from driftrag.errors import KnowledgeBaseNotFoundError
 from driftrag.facade import DriftRAG
 from driftrag.models.graph import KbCounts
 from driftrag.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.record
+
+from benchmarks.record import add_record_option, record
 
 KB = "bench-alice-offline"
 # Entity names of the story, exact and partial; the ones without a match in the graph are dropped.
@@ -201,7 +206,8 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def report(tally: Tally, elapsed: float, clients: int, queries: list[tuple[str, int, int]]) -> None:
+def report(tally: Tally, elapsed: float, clients: int, queries: list[tuple[str, int, int]]) -> str:
+    """Print the run's figures; return them in one line for the recorded table."""
     done = len(tally.latencies)
     p50, p90, p99 = (tally.percentile(q) for q in (50, 90, 99))
     print(f"\nrotation ({len(queries)} queries): " + ", ".join(f"{q!r} {e}e/{r}r" for q, e, r in queries))
@@ -211,6 +217,10 @@ def report(tally: Tally, elapsed: float, clients: int, queries: list[tuple[str, 
     print(f"errors      {tally.errors} (non-200 responses and transport errors: {dict(tally.exceptions) or 'none'})")
     print(f"mean body   {tally.response_bytes / max(done, 1) / 1024:.1f} KiB")
     print(f"machine     {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end (shared box)")
+    return (
+        f"{done / elapsed:.1f} req/s, p50 {ms(p50)}, p99 {ms(p99)}, {tally.errors} errors, "
+        f"{tally.response_bytes / max(done, 1) / 1024:.0f} KiB bodies"
+    )
 
 
 def main() -> None:
@@ -224,7 +234,9 @@ def main() -> None:
         "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
     )
     parser.add_argument("--server-workers", default="1,2", help="DRIFTRAG_API_WORKERS per run, comma separated")
+    add_record_option(parser)
     args = parser.parse_args()
+    rows: list[list[str]] = []
 
     with tempfile.TemporaryDirectory(prefix="graph-search-load-") as tmp:
         home = Path(tmp)
@@ -247,7 +259,12 @@ def main() -> None:
                 tally, elapsed = asyncio.run(
                     run_load(url, args.kb, headers, [q for q, _, _ in picked], args.clients, args.duration)
                 )
-            report(tally, elapsed, args.clients, picked)
+            rows.append(
+                [f"{workers} server worker{'s' if workers > 1 else ''}", report(tally, elapsed, args.clients, picked)]
+            )
+    if args.record:
+        note = f"{args.clients} clients x {args.duration:g} s on kb {args.kb} ({counts.relationships} relationships)."
+        record("graph-search-load", "HTTP graph search", ["run", "result"], rows, note=note)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ searches and a reduce), so a small share of it is already a large share of the s
     .venv/bin/python benchmarks/http_mixed_load.py [--clients 20] [--duration 60] [--server-workers 1,2]
     .venv/bin/python benchmarks/http_mixed_load.py --duration 300 --server-workers 2 --print-series   # soak
         [--mix graph-search=50,local=25,...] [--sample-every 5] [--neo4j-uri bolt://...] [--corpus PATH]
+        [--record]   # replace the "HTTP mixed load" table of docs/benchmarks.md, or "HTTP soak" for a run of
+                     # --duration 300 or more
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ from benchmarks.graph_search_load import (
     running_server,
     server_env,
 )
-from benchmarks.process_memory import MemorySampler, print_series, print_summary
+from benchmarks.process_memory import MemorySampler, print_series, print_summary, summarise
+from benchmarks.record import add_record_option, record
 from driftrag.eval.questions import load_questions
 from driftrag.local_neo4j import LocalNeo4j
 from driftrag.settings import Settings
@@ -150,7 +153,8 @@ async def run_mix(
     return tallies, time.monotonic() - started
 
 
-def report(tallies: dict[str, Tally], elapsed: float) -> None:
+def report(tallies: dict[str, Tally], elapsed: float) -> list[str]:
+    """Print the run's table; return its total and each operation's figures as recorded-table cells."""
     print(f"{'operation':<14}{'count':>8}{'req/s':>9}{'p50':>11}{'p95':>11}{'p99':>11}{'KiB':>7}  errors by status")
     for name, tally in tallies.items():
         count = len(tally.latencies)
@@ -172,6 +176,12 @@ def report(tallies: dict[str, Tally], elapsed: float) -> None:
         + f"{total.response_bytes / max(count, 1) / 1024:>7.1f}  {total.error_summary()}"
     )  # fmt: skip
     print(f"errors        {total.errors}")
+    parts = [
+        f"{name} {len(tally.latencies) / elapsed:.1f} req/s p50 {ms(tally.percentile(50))} "
+        f"p99 {ms(tally.percentile(99))}"
+        for name, tally in tallies.items()
+    ]
+    return [f"{count / elapsed:.1f} req/s, {count} requests, {total.errors} errors", "; ".join(parts)]
 
 
 def neo4j_pid(neo4j_uri: str | None) -> int | None:
@@ -196,7 +206,9 @@ def main() -> None:
         "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
     )
     parser.add_argument("--server-workers", default="1,2", help="DRIFTRAG_API_WORKERS per run, comma separated")
+    add_record_option(parser)
     args = parser.parse_args()
+    rows: list[list[str]] = []
     weights = parse_mix(args.mix)
     questions = [item.question for item in load_questions(QUESTIONS)]
     # Windows of the memory summary: a minute, or a quarter of a short run.
@@ -230,10 +242,25 @@ def main() -> None:
                 f"{elapsed:.1f} s; load average {end_load[0]:.1f} / {end_load[1]:.1f} / {end_load[2]:.1f} at the end "
                 f"({os.cpu_count()} CPUs, shared machine)"
             )
-            report(tallies, elapsed)
+            total, per_operation = report(tallies, elapsed)
             print_summary(sampler.series, sampler.cpu, warmup_s=window_s, window_s=window_s, every_s=args.sample_every)
+            memory = summarise(sampler.series["server"], window_s=window_s, warmup_s=window_s)
+            rows.append(
+                [
+                    f"{workers} server worker{'s' if workers > 1 else ''}, {args.duration:g} s",
+                    total,
+                    per_operation,
+                    f"{memory.first_median:.1f} → {memory.last_median:.1f} MiB, peak {memory.peak:.1f} MiB, "
+                    f"{memory.growth_per_min:+.2f} MiB/min ({'flat' if memory.flat else 'grows'})",
+                ]
+            )
             if args.print_series:
                 print_series(sampler.series)
+    if args.record:
+        name, title = ("http-soak", "HTTP soak") if args.duration >= 300 else ("http-mixed-load", "HTTP mixed load")
+        columns = ["run", "total", "per operation", "server resident memory (first → last window)"]
+        note = f"{args.clients} clients, mix {args.mix}, memory sampled every {args.sample_every:g} s."
+        record(name, title, columns, rows, note=note)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ numbers (the project's design brief, "Numbers to beat").
                           # tokenizer) inside its wall, the later ones show a warm process, as in a notebook
         [--pause S]       # seconds between runs (default 3): deleting the previous run's kb leaves Neo4j
                           # work behind (index updates) that otherwise lands in the next run's wall
+        [--record]        # replace the "Ingestion in LLM mode" table of docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
 
 from pyinstrument import Profiler
 
+from benchmarks.record import add_record_option, record
 from driftrag.composition import ingestion_deps
 from driftrag.corpora import corpus_file
 from driftrag.ingestion.requests import IngestRequest
@@ -149,7 +151,19 @@ class ServerProcess:
             self._process.join()
 
 
-async def run(args: argparse.Namespace) -> float:
+@dataclass(frozen=True)
+class RunFigures:
+    """What one run's table row needs: wall/ideal (0 without latency) and the run's totals."""
+
+    ratio: float
+    chat_calls: int
+    prompt_tokens: int
+    wall: float
+    bound: float
+    rss_mib: float
+
+
+async def run(args: argparse.Namespace) -> RunFigures:
     alice = corpus_file("alice", home=Settings().home, path=args.corpus)  # before any server starts
     with tempfile.TemporaryDirectory(prefix="bench-alice-") as home, ServerProcess(args.latency) as server:
         settings = Settings(
@@ -213,8 +227,8 @@ def report(
     t0: float,
     wall: float,
     communities: list[dict],
-) -> float:
-    """Print the run's figures; return wall/ideal (0 without latency)."""
+) -> RunFigures:
+    """Print the run's figures; return them."""
     usage, counts = result.usage, result.counts
     chat_http, embed_http = server.chat_requests, server.embedding_requests
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
@@ -235,6 +249,7 @@ def report(
     print(f"prompt tokens {usage.prompt_tokens:,}  completion tokens {usage.completion_tokens:,}")
     print(f"wall {wall:.2f} s")
     print("per stage: " + "  ".join(f"{name} {seconds:.2f} s" for name, seconds in result.seconds_per_stage.items()))
+    bound = 0.0
     if ideal > 0:
         print(
             f"ideal {usage.chat_calls} x {args.latency:g} / {args.concurrency} = {ideal:.2f} s; "
@@ -262,23 +277,43 @@ def report(
         if name == "wall s" and args.latency == 0:
             theirs = 81.0
         print(f"  {name:<19} ours {ours[name]:>10,.1f}  theirs {theirs:>10,.1f}  ours/theirs {ours[name] / theirs:.2f}")
-    return wall / ideal if ideal > 0 else 0.0
+    ratio = wall / ideal if ideal > 0 else 0.0
+    return RunFigures(ratio, usage.chat_calls, usage.prompt_tokens, wall, bound, rss_mib)
 
 
 async def runs(args: argparse.Namespace) -> None:
-    ratios = []
+    figures: list[RunFigures] = []
     for number in range(1, args.runs + 1):
         if number > 1:
             await asyncio.sleep(args.pause)
         if args.runs > 1:
             state = "a fresh process" if number == 1 else "the process warm"
             print(f"=== run {number} of {args.runs}: {state}")
-        ratios.append(await run(args))
+        figures.append(await run(args))
+    ratios = [run_figures.ratio for run_figures in figures]
     if args.runs > 1 and args.latency > 0:
         print(
             f"wall/ideal per run: {', '.join(f'{ratio:.2f}' for ratio in ratios)} (fresh process {ratios[0]:.2f}, "
             f"warm median {statistics.median(ratios[1:]):.2f})"
         )
+    if args.record:
+        record_runs(args, figures)
+
+
+def record_runs(args: argparse.Namespace, figures: list[RunFigures]) -> None:
+    last = figures[-1]
+    ratios = ", ".join(f"{run_figures.ratio:.2f}" for run_figures in figures)
+    if len(figures) > 1:
+        warm = statistics.median(run_figures.ratio for run_figures in figures[1:])
+        ratios += f" (fresh process {figures[0].ratio:.2f}, warm median {warm:.2f})"
+    rows = [
+        ["wall/ideal per run", ratios],
+        ["chat calls, prompt tokens (last run)", f"{last.chat_calls} chat calls, {last.prompt_tokens:,} prompt tokens"],
+        ["wall, dependency bound (last run)", f"{last.wall:.2f} s wall, dependency bound {last.bound:.2f} s"],
+        ["peak RSS", f"{max(run_figures.rss_mib for run_figures in figures):.0f} MiB"],
+    ]
+    note = f"Latency {args.latency:g} s per call, concurrency {args.concurrency}, {len(figures)} run(s) in one process."
+    record("ingest-alice", "Ingestion in LLM mode", ["figure", "value"], rows, note=note)
 
 
 def main() -> None:
@@ -292,6 +327,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the run")
     parser.add_argument("--runs", type=int, default=1, help="whole runs in this process (later ones warm)")
     parser.add_argument("--pause", type=float, default=3.0, help="seconds between runs, for Neo4j to settle")
+    add_record_option(parser)
     asyncio.run(runs(parser.parse_args()))
 
 

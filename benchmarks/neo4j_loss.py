@@ -1,7 +1,7 @@
 """How fast a lost Neo4j is reported: the time from `kill -9` of the server to the CLI's exit 3 (during an
 ingestion and during a DRIFT query) and to the HTTP API's 503, on a throwaway local Neo4j of its own port.
 
-    .venv/bin/python benchmarks/neo4j_loss.py [--port 17724] [--repeats 3]
+    .venv/bin/python benchmarks/neo4j_loss.py [--port 17724] [--repeats 3] [--record]
 
 Each repeat: start the throwaway Neo4j, ingest the sample (offline) once; then
 - ingest: `driftrag ingest data/sample` into a new kb, Neo4j killed 3 s after the process connected;
@@ -9,7 +9,8 @@ Each repeat: start the throwaway Neo4j, ingest the sample (offline) once; then
   DRIFT query in this process (`DriftRAG.drift`), Neo4j killed after its HyDE phase;
 - HTTP: a uvicorn server in this process queried every 0.1 s, Neo4j killed, time to the first 503 and
   the median latency of the 503s that follow (answered from the known-down state).
-Neo4j is started again between scenarios. Prints each time and the medians, and each exit code.
+Neo4j is started again between scenarios. Prints each time and the medians, and each exit code; with
+`--record`, the medians replace the "Neo4j loss" table of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ from driftrag.corpora import DATA_DIR
 from driftrag.facade import DriftRAG
 from driftrag.local_neo4j import LocalNeo4j
 from driftrag.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.record
+
+from benchmarks.record import add_record_option, record
 
 CLI = Path(sys.executable).parent / "driftrag"
 QUESTION = "Who made the light at Cinder Point Lighthouse fail?"
@@ -197,12 +202,41 @@ def main(args: argparse.Namespace) -> None:
         "http: median latency of the 503s while known down "
         f"{statistics.median(results['http next 503s']) * 1000:.0f} ms"
     )
+    if args.record:
+        record(
+            "neo4j-loss",
+            "Neo4j loss",
+            ["scenario", "kill → error"],
+            loss_rows(results),
+            note=f"{args.repeats} repeats.",
+        )
+
+
+def spread(values: list[float]) -> str:
+    return f"median {statistics.median(values):.2f} s ({min(values):.2f}–{max(values):.2f})"
+
+
+def loss_rows(results: dict[str, list]) -> list[list[str]]:
+    rows = []
+    for scenario, label in (("ingest", "`ingest` → exit 3"), ("query", "`query --mode drift` → exit 3")):
+        runs = [run for run in results[scenario] if run is not None]
+        rows.append([label, spread([run[0] for run in runs]) if runs else "every run ended before the kill"])
+    rows += [
+        ["DRIFT in process → error", spread([run[0] for run in results["query in process"]])],
+        [
+            "first HTTP 503",
+            spread(results["http first 503"])
+            + f", then 503s in {statistics.median(results['http next 503s']) * 1000:.0f} ms while known down",
+        ],
+    ]
+    return rows
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=17724, help="Bolt port of the throwaway Neo4j")
     parser.add_argument("--repeats", type=int, default=3)
+    add_record_option(parser)
     return parser.parse_args()
 
 

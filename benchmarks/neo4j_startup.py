@@ -8,9 +8,10 @@ workload (schema + 2,000 nodes with 384-d vectors), then `stop`. The first warm 
 and JDK records the JVM's class archive (written at its stop); the later ones map it: the median is
 over those, the recording start is printed on its own. Prints medians.
 
-    .venv/bin/python benchmarks/neo4j_startup.py [--runs 3] [--port 17690] [--skip-cold]
+    .venv/bin/python benchmarks/neo4j_startup.py [--runs 3] [--port 17690] [--skip-cold] [--record]
 
-`--skip-cold` measures warm starts on `DRIFTRAG_HOME` (resolving there first if needed).
+`--skip-cold` measures warm starts on `DRIFTRAG_HOME` (resolving there first if needed). `--record`
+replaces the "Local Neo4j start" table of docs/benchmarks.md with this run's figures.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.documents import DocumentWriter
 from driftrag.store.vector_spaces import space_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.record
+
+from benchmarks.record import add_record_option, record
 
 DIMENSION = 384
 
@@ -76,7 +81,7 @@ def _cli(home: Path, *args: str) -> tuple[float, dict]:
     return elapsed, json.loads(done.stdout)
 
 
-def _cold(home: Path, port: int) -> None:
+def _cold(home: Path, port: int) -> list[str]:
     fetch_s, runtime = _cli(home, "fetch")
     start_s, status = _cli(home, "start", "--port", str(port))
     _cli(home, "stop", "--port", str(port))
@@ -87,6 +92,11 @@ def _cold(home: Path, port: int) -> None:
         f"Neo4j {runtime['version']}, {runtime['jar_count']} jars, Maven repository {maven_mib:.0f} MiB; "
         f"pid {status['pid']}"
     )
+    return [
+        "cold, empty home",
+        f"`neo4j fetch` {fetch_s:.1f} s ({runtime['jar_count']} jars, {maven_mib:.0f} MiB Maven repository) "
+        f"+ first `neo4j start` {start_s:.1f} s",
+    ]
 
 
 def main() -> None:
@@ -94,14 +104,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--port", type=int, default=17690)
     parser.add_argument("--skip-cold", action="store_true", help="only warm starts, on DRIFTRAG_HOME")
+    add_record_option(parser)
     args = parser.parse_args()
+    rows: list[list[str]] = []
 
     with tempfile.TemporaryDirectory(prefix="driftrag-cold-") as scratch:
         home = Settings(neo4j_uri=None).home if args.skip_cold else Path(scratch)
         if args.skip_cold:
             _cli(home, "fetch")
         else:
-            _cold(home, args.port)
+            rows.append(_cold(home, args.port))
         settings = Settings(neo4j_uri=None, home=home)
         print(f"heap {settings.neo4j_heap_mb} MiB, page cache {settings.neo4j_pagecache_mb} MiB")
         startup_s, idle_mib, loaded_mib = [], [], []
@@ -131,6 +143,21 @@ def main() -> None:
         f"{statistics.median(idle_mib):.0f} MiB, after workload {statistics.median(loaded_mib):.0f} MiB "
         f"({args.runs} runs, 2-core machine shared with others, noisy)"
     )
+    if args.record:
+        rows += [
+            [
+                "warm `neo4j start` with the class archive",
+                f"median {statistics.median(startup_s):.1f} s ({min(startup_s):.1f}-{max(startup_s):.1f} s, "
+                f"{len(startup_s)} runs)",
+            ],
+            [
+                "resident memory",
+                f"{statistics.median(idle_mib):.0f} MiB idle, {statistics.median(loaded_mib):.0f} MiB after the "
+                "write workload (medians)",
+            ],
+        ]
+        note = f"Heap {settings.neo4j_heap_mb} MiB, page cache {settings.neo4j_pagecache_mb} MiB."
+        record("neo4j-startup", "Local Neo4j start", ["figure", "value"], rows, note=note)
 
 
 if __name__ == "__main__":

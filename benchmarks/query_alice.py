@@ -11,6 +11,8 @@ wait in between, the non-model time, and graph-search p50/p95 latency.
     .venv/bin/python benchmarks/query_alice.py [--mode drift|global] [--latency 0.2] [--neo4j-uri bolt://...]
         [--graph-searches 300] [--corpus PATH]   # default corpus: the copy `driftrag data fetch alice` keeps
         [--profile]   # a pyinstrument profile of the queries (not of the ingestion or graph searches)
+        [--record]    # replace the mode's table of docs/benchmarks.md ("Queries in LLM mode", or
+                      # "Global search in LLM mode")
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes 
 from pyinstrument import Profiler
 
 from benchmarks.ingest_alice import DIMENSION, ServerProcess
+from benchmarks.record import add_record_option, record
 from driftrag.composition import ingestion_deps, query_deps
 from driftrag.corpora import corpus_file
 from driftrag.ingestion.requests import IngestRequest
@@ -200,6 +203,20 @@ def report(args, rows: list[dict], latencies: list[float], settings: Settings) -
         f"non-model time {non_model:.2f} s"
     )
     print("phases of the last query: " + "  ".join(f"{k} {v:.2f} s" for k, v in rows[-1]["phases"].items()))
+    table = [
+        [
+            f"{args.mode} wall / critical path with embeddings (median of {len(rows)} questions)",
+            f"{ratio_e:.2f} (without embeddings {ratio:.2f}); non-model time {non_model:.2f} s",
+        ],
+        [
+            f"{args.mode} chat calls, embedding requests, prompt tokens (medians)",
+            f"{med['chat']:g} chat calls, {med['embed']:g} embedding requests, "
+            f"{med['prompt tokens']:,.0f} prompt tokens",
+        ],
+        [f"{args.mode} wall (median)", f"{med['wall']:.2f} s"],
+    ]
+    if args.mode != "drift":
+        table.append(["level and batches", rows[0]["level"]])
     if latencies:  # `--graph-searches 0` skips them
         ordered = sorted(latencies)
         p50 = ordered[len(ordered) // 2]
@@ -208,6 +225,14 @@ def report(args, rows: list[dict], latencies: list[float], settings: Settings) -
             f"graph search ({len(latencies)} calls over {len(GRAPH_QUERIES)} names): "
             f"p50 {p50 * 1000:.1f} ms  p95 {p95 * 1000:.1f} ms"
         )
+        table.append(
+            [f"graph search in process, {len(latencies)} calls", f"p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms"]
+        )
+    if args.record:
+        name, title = ("query-alice", "Queries in LLM mode")
+        if args.mode != "drift":
+            name, title = ("query-alice-global", "Global search in LLM mode")
+        record(name, title, ["figure", "value"], table, note=f"Latency {args.latency:g} s per request; {shape}.")
     if args.mode != "drift":
         return
     print("vs Microsoft GraphRAG 3.3.0, one DRIFT query at 200 ms per call:")
@@ -226,6 +251,7 @@ def main() -> None:
     parser.add_argument(
         "--corpus", type=Path, help="Alice's text (default: the copy `driftrag data fetch alice` keeps)."
     )
+    add_record_option(parser)
     asyncio.run(run(parser.parse_args()))
 
 

@@ -13,6 +13,7 @@ The corpus is `--corpus PATH`, else the pinned copy of `driftrag data fetch alic
 
     .venv/bin/python benchmarks/query_latency.py --corpus alice_in_wonderland.txt [--kb bench-latency-alice]
         [--questions data/questions/alice.jsonl] [--modes basic,local,entity,drift] [--reingest]
+        [--record]   # replace the "Offline query latency" table of docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import asyncio
 import math
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -30,6 +32,10 @@ from driftrag.eval.methods import Method, parse_methods, run_method
 from driftrag.eval.questions import load_questions
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.record
+
+from benchmarks.record import add_record_option, record
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_QUESTIONS = REPO / "data" / "questions" / "alice.jsonl"
@@ -95,6 +101,18 @@ async def run(args: argparse.Namespace) -> None:
         )
         for error in sorted(set(errors[mode])):
             print(f"        error: {error}")
+    if args.record:
+        rows = [
+            [
+                mode,
+                f"{statistics.median(seconds[mode]):.2f} / {percentile(seconds[mode], 0.95):.2f} s",
+                f"{max(seconds[mode]):.2f} s",
+                str(len(errors[mode])),
+            ]
+            for mode in modes
+        ]
+        note = f"{described}; {len(questions)} questions from `{args.questions.name}`, kb `{args.kb}`, warm process."
+        record("query-latency", "Offline query latency", ["mode", "p50 / p95", "max", "errors"], rows, note=note)
 
 
 def main() -> None:
@@ -105,6 +123,7 @@ def main() -> None:
     parser.add_argument("--modes", default="basic,local,entity,drift", help="Comma-separated query modes.")
     parser.add_argument("--limit", type=int, default=0, help="Only the first N questions (0: all).")
     parser.add_argument("--reingest", action="store_true", help="Delete the kb and ingest the corpus again.")
+    add_record_option(parser)
     asyncio.run(run(parser.parse_args()))
 
 

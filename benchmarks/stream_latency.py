@@ -6,6 +6,7 @@ mode (`DriftRAG.stream`) and prints, per mode, medians of: seconds to the first 
 to `QueryFinished`, and the number of deltas; then the unstreamed `DriftRAG.query` wall for comparison.
 
     .venv/bin/python benchmarks/stream_latency.py --neo4j-uri bolt://127.0.0.1:7687 [--latency 0.2] [--token-delay 0.02]
+        [--record]   # replace the "Streamed answers" table of docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes
 from llama_index.embeddings.openai import OpenAIEmbedding
 from llama_index.llms.openai_like import OpenAILike
 
+from benchmarks.record import add_record_option, record
 from driftrag.facade import DriftRAG
 from driftrag.search.modes import MODE_NAMES
 from driftrag.search.streaming import AnswerDelta, QueryFinished
@@ -61,6 +63,7 @@ async def run(args: argparse.Namespace) -> None:
                 await rag.ingest(kb, texts=CORPUS)
                 print(f"latency {args.latency:g} s/request, {args.token_delay:g} s/token; {len(QUESTIONS)} questions")
                 print("mode     first token s   whole answer s   deltas   unstreamed s")
+                rows = []
                 for mode in MODE_NAMES:
                     first, whole, deltas, plain = [], [], [], []
                     for question in QUESTIONS:
@@ -82,8 +85,23 @@ async def run(args: argparse.Namespace) -> None:
                         f"{mode:<8} {statistics.median(first):>13.2f} {statistics.median(whole):>16.2f} "
                         f"{statistics.median(deltas):>8.0f} {statistics.median(plain):>14.2f}"
                     )
+                    rows.append(
+                        [
+                            mode,
+                            f"{statistics.median(first):.2f} / {statistics.median(whole):.2f} s",
+                            f"{statistics.median(deltas):.0f}",
+                            f"{statistics.median(plain):.2f} s",
+                        ]
+                    )
             finally:
                 await rag.delete_kb(kb)
+    if args.record:
+        columns = ["mode", "first token / whole answer", "deltas", "unstreamed"]
+        note = (
+            f"Medians of {len(QUESTIONS)} questions on the tests' harbour corpus; {args.latency:g} s per request, "
+            f"{args.token_delay:g} s per streamed word."
+        )
+        record("stream-latency", "Streamed answers", columns, rows, note=note)
 
 
 def main() -> None:
@@ -91,6 +109,7 @@ def main() -> None:
     parser.add_argument("--neo4j-uri", required=True, help="Bolt URI of a running Neo4j (e.g. the local one).")
     parser.add_argument("--latency", type=float, default=0.2, help="Seconds before each response starts.")
     parser.add_argument("--token-delay", type=float, default=0.02, help="Seconds between streamed words.")
+    add_record_option(parser)
     asyncio.run(run(parser.parse_args()))
 
 

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/synthetic_kb.py --kb synthetic --relationships 1000000 [--seed 15]
     .venv/bin/python benchmarks/synthetic_kb.py --kb synthetic-50k --relationships 50000   # to iterate
+    .venv/bin/python benchmarks/synthetic_kb.py --kb syn1m --record   # replace the build table of docs/benchmarks.md
 
 At `--relationships R` (default 1,000,000): R/5 entities whose degrees follow a power law (endpoints
 drawn with p(rank) ~ rank^-0.9 over a random order, so a few hubs hold 10k+ relationships at 1M, and a
@@ -30,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.record import add_record_option, record
 from driftrag.ingestion.communities import detect_graph_communities, read_community_graph
 from driftrag.ingestion.merge import entity_id, normalise_name, relationship_id
 from driftrag.models.graph import (
@@ -358,14 +360,26 @@ async def load(args: argparse.Namespace) -> None:
                 )
         await stores.graph.mark_stale(kb, False)
         stage("vectors", started)
-        print(f"loaded in {time.monotonic() - total_started:.0f} s; {await stores.graph.counts(kb)}")
+        total = time.monotonic() - total_started
+        counts = await stores.graph.counts(kb)
+        print(f"loaded in {total:.0f} s; {counts}")
     finally:
         await stores.database.close()
+    rows = [[name, f"{seconds:,.0f} s"] for name, seconds in stage.times.items()]
+    rows.append(["total", f"{total:,.0f} s ({total / 60:.0f} min)"])
     if settings.neo4j_uri is None:
         data = settings.home / "neo4j" / "instances" / str(settings.neo4j_port)
         du = await asyncio.to_thread(subprocess.run, ["du", "-sh", str(data)], capture_output=True, text=True)
         size = du.stdout.split("\t")[0]
         print(f"Neo4j store size ({data}): {size} (every kb of this server)")
+        rows.append(["Neo4j data folder, every kb of the server, transaction logs included", size])
+    if args.record:
+        note = (
+            f"{counts.entities:,} entities, {counts.relationships:,} relationships, {counts.chunks:,} chunks, "
+            f"{counts.communities:,} communities; Neo4j heap {settings.neo4j_heap_mb} MiB, page cache "
+            f"{settings.neo4j_pagecache_mb} MiB (when it is the local one)."
+        )
+        record("synthetic-kb", "Synthetic million-relationship kb: build", ["stage", "time"], rows, note=note)
 
 
 def main() -> None:
@@ -374,9 +388,12 @@ def main() -> None:
     parser.add_argument("--relationships", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--neo4j-uri", default=None, help="default: NEO4J_URI, else the local Neo4j")
+    add_record_option(parser)
     args = parser.parse_args()
     if args.relationships < 100:
         parser.error("--relationships must be at least 100")
+    if args.record and args.relationships != 1_000_000:
+        parser.error("--record writes the million-relationship table: use it with --relationships 1000000")
     asyncio.run(load(args))
 
 

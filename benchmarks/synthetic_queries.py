@@ -33,7 +33,10 @@ regenerated from them, nothing is read to find them. Operations:
   and the refresh of the derived layers with the scripted double and hashing embedder, its time and
   this process's peak RSS, then p50/p95.
 
-Nothing is asserted on time; figures are medians (p50) and p95 of `--runs` runs per query.
+Nothing is asserted on time; figures are medians (p50) and p95 of `--runs` runs per query. With
+`--record` (and `--relationships 1000000`), each group of operations that ran replaces its table of
+docs/benchmarks.md ("Synthetic kb: graph search", "… local context", "… DRIFT", "… stats", "… Leiden",
+"… document delete").
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.record import add_record_option, record
 from benchmarks.synthetic_kb import DIMENSION, SyntheticGraph, entity_name
 from driftrag.collector import freeze_startup_objects
 from driftrag.composition import ingestion_deps, query_deps
@@ -104,6 +108,24 @@ def line(name: str, seconds: list[float]) -> str:
     )
 
 
+def row(name: str, seconds: list[float], note: str = "") -> list[str]:
+    """One operation as a recorded-table row: name, p50 / p95, runs, note."""
+    ms = [s * 1000 for s in seconds]
+    return [name, f"{statistics.median(ms):.1f} / {pct(ms, 95):.1f} ms", str(len(ms)), note]
+
+
+# The recorded tables, one per group of operations: (marker name, title).
+TABLES = {
+    "graph": ("synthetic-queries-graph", "Synthetic kb: graph search"),
+    "local": ("synthetic-queries-local", "Synthetic kb: local context"),
+    "drift": ("synthetic-queries-drift", "Synthetic kb: DRIFT"),
+    "stats": ("synthetic-queries-stats", "Synthetic kb: stats and the kb list"),
+    "leiden": ("synthetic-queries-leiden", "Synthetic kb: Leiden"),
+    "delete": ("synthetic-queries-delete", "Synthetic kb: document delete"),
+}
+Rows = list[list[str]]
+
+
 class TimedChat:
     """The scripted double, with the time spent inside its calls summed."""
 
@@ -140,7 +162,7 @@ def providers(embedder: str = "hashing") -> Providers:
     )
 
 
-async def graph_searches(stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int) -> None:
+async def graph_searches(stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int) -> Rows:
     rng = np.random.default_rng(1)
     hubs = np.argsort(graph.degree)[::-1][:5].tolist()
     groups = {
@@ -155,6 +177,7 @@ async def graph_searches(stores: Stores, settings: Settings, kb: str, graph: Syn
         for query in queries:
             await graph_search(stores.graph_search, settings, kb, query)
     checks: dict[str, str] = {}
+    rows: Rows = []
     neo4j = LocalNeo4j(settings).status().pid  # None for a server this machine did not start
     for name, queries in groups.items():
         times, sizes = [], {}
@@ -177,8 +200,11 @@ async def graph_searches(stores: Stores, settings: Settings, kb: str, graph: Syn
             f"{'' if neo4j else ' (not local)'}; answer {statistics.median(sizes) / 1e6:.2f} MB JSON (median)",
             flush=True,
         )
+        cpu = f"CPU per query: this process {cpu_ms:.1f} ms" + (f", Neo4j {neo4j_ms:.1f} ms" if neo4j else "")
+        rows.append(row(name, times, f"{cpu}; answer {statistics.median(sizes) / 1e6:.2f} MB"))
     print("caps and truncation markers (first run of each query):")
     print("\n".join(checks.values()))
+    return rows
 
 
 def cap_check(query: str, response, settings: Settings) -> str:
@@ -215,7 +241,7 @@ class HubSeeded:
         return getattr(self._inner, name)
 
 
-async def local_contexts(stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int) -> None:
+async def local_contexts(stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int) -> Rows:
     deps = query_deps(settings, stores, providers(), TimedChat())
     rng = np.random.default_rng(2)
     vectors = rng.standard_normal((runs, DIMENSION))
@@ -229,6 +255,7 @@ async def local_contexts(stores: Stores, settings: Settings, kb: str, graph: Syn
         times.append(time.perf_counter() - started)
         tokens.append(len(context.sources))
     print(line("local context: random query vectors", times), f"sources/context {statistics.median(tokens):.0f}")
+    rows = [row("local context: random query vectors", times, f"{statistics.median(tokens):.0f} sources per context")]
     hub_names = [entity_name(i) for i in np.argsort(graph.degree)[::-1][:5].tolist()]
     rows = [row for name in hub_names for row in await stores.search.match_entity_names(kb, [name], 1)]
     seeds = [
@@ -244,11 +271,12 @@ async def local_contexts(stores: Stores, settings: Settings, kb: str, graph: Syn
         await build_local_context(hub_deps, kb, LOCAL_QUESTION.format(name=name), vector)
         times.append(time.perf_counter() - started)
     print(line("local context: seeded with the 5 biggest hubs", times))
+    return [*rows, row("local context: seeded with the 5 biggest hubs", times)]
 
 
 async def drift_queries(
     stores: Stores, settings: Settings, kb: str, graph: SyntheticGraph, runs: int, embedder: str
-) -> None:
+) -> Rows:
     rng = np.random.default_rng(3)
     hubs = np.argsort(graph.degree)[::-1][:20].tolist()
     walls, non_model, model, calls = [], [], [], []
@@ -270,10 +298,17 @@ async def drift_queries(
     print(line("DRIFT: wall (scripted model in process)", walls))
     print(line("DRIFT: time inside the model's calls", model))
     print(line("DRIFT: non-model time", non_model), f"model calls/query {statistics.median(calls):.0f}")
+    calls_note = f"{statistics.median(calls):.0f} model calls per query; embedder {embedder}"
+    return [
+        row("DRIFT: wall (scripted model in process)", walls),
+        row("DRIFT: time inside the model's calls", model),
+        row("DRIFT: non-model time", non_model, calls_note),
+    ]
 
 
-async def stats(stores: Stores, kb: str, runs: int) -> None:
+async def stats(stores: Stores, kb: str, runs: int) -> Rows:
     """`stats` of the kb, and the kb list (every kb of the server with its counts, this one among them)."""
+    rows: Rows = []
     for name, call in (("stats", lambda: stores.graph.counts(kb)), ("kb list", stores.graph.list_kbs)):
         await call()
         times = []
@@ -283,6 +318,8 @@ async def stats(stores: Stores, kb: str, runs: int) -> None:
             times.append(time.perf_counter() - started)
         counts = result if name == "stats" else next(summary.counts for summary in result if summary.kb == kb)
         print(line(name, times), counts, flush=True)
+        rows.append(row(name, times))
+    return rows
 
 
 async def leiden(stores: Stores, settings: Settings, kb: str) -> None:
@@ -327,7 +364,7 @@ def _rss_mib() -> tuple[float, float]:
     return current, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def delete_documents(stores: Stores, settings: Settings, kb: str, runs: int) -> None:
+async def delete_documents(stores: Stores, settings: Settings, kb: str, runs: int) -> Rows:
     """Delete `runs` documents one after another (each the middle one of those left), each followed by
     the refresh of the derived layers; time and peak RSS of each, then p50/p95."""
     deps = ingestion_deps(settings, stores, providers(), TimedChat())
@@ -360,19 +397,44 @@ async def delete_documents(stores: Stores, settings: Settings, kb: str, runs: in
         f"delete one document: p50 {statistics.median(seconds):.1f} s, p95 {pct(seconds, 95):.1f} s "
         f"over {len(seconds)}; peak RSS {_rss_mib()[1]:.0f} MiB"
     )
+    return [
+        [
+            "delete one document and refresh the derived layers",
+            f"{statistics.median(seconds):.1f} / {pct(seconds, 95):.1f} s",
+            str(len(seconds)),
+            f"peak RSS {_rss_mib()[1]:.0f} MiB; scripted model, hashing embedder",
+        ]
+    ]
 
 
 async def run(args: argparse.Namespace) -> None:
+    if args.only == "leiden-child":
+        settings = Settings(neo4j_uri=args.neo4j_uri) if args.neo4j_uri else Settings()
+        stores = Stores.neo4j(Neo4jStore.from_settings(settings))
+        try:
+            await stores.database.connect()
+            await leiden(stores, settings, args.kb)
+        finally:
+            await stores.database.close()
+        return
+    tables = await run_operations(args)
+    if args.record:
+        for group, rows in tables.items():
+            name, title = TABLES[group]
+            note = f"kb `{args.kb}`, {args.relationships:,} relationships (seed {args.seed})."
+            record(name, title, ["operation", "p50 / p95", "runs", "notes"], rows, note=note)
+
+
+async def run_operations(args: argparse.Namespace) -> dict[str, Rows]:
+    """Run the operations `--only` selects; the rows of each group that ran."""
     settings = Settings(neo4j_uri=args.neo4j_uri) if args.neo4j_uri else Settings()
     stores = Stores.neo4j(Neo4jStore.from_settings(settings))
+    tables: dict[str, Rows] = {}
     try:
         await stores.database.connect()
-        if args.only == "leiden-child":
-            await leiden(stores, settings, args.kb)
-            return
         if args.only == "delete":
-            await delete_documents(stores, settings, args.kb, args.delete_runs)
-            return
+            tables["delete"] = await delete_documents(stores, settings, args.kb, args.delete_runs)
+            return tables
         if args.only in (None, "leiden"):  # not for "graph": only the graph searches run
             results = []
             for _ in range(args.leiden_runs):
@@ -390,21 +452,34 @@ async def run(args: argparse.Namespace) -> None:
                     f"(paged read {statistics.median(r['read_s'] for r in results):.1f} s), "
                     f"peak RSS median {statistics.median(r['peak_rss_mib'] for r in results):.0f} MiB"
                 )
+                tables["leiden"] = [
+                    [
+                        "Leiden on the stored graph (paged read, Leiden, splits, listing)",
+                        f"median {statistics.median(r['total_s'] for r in results):.1f} s",
+                        str(len(results)),
+                        f"paged read {statistics.median(r['read_s'] for r in results):.1f} s, "
+                        f"CPU {statistics.median(r['cpu_s'] for r in results):.1f} s, peak RSS "
+                        f"{statistics.median(r['peak_rss_mib'] for r in results):.0f} MiB, "
+                        f"{results[0]['communities']:,} communities",
+                    ]
+                ]
             if args.only == "leiden":
-                return
+                return tables
         graph = SyntheticGraph(args.relationships, args.seed)
         if not args.no_freeze:
             freeze_startup_objects()  # as `driftrag serve` does once started
         if args.graph_runs and args.only in (None, "graph"):
-            await graph_searches(stores, settings, args.kb, graph, args.graph_runs)
+            tables["graph"] = await graph_searches(stores, settings, args.kb, graph, args.graph_runs)
         if args.only in (None, "local"):
-            await local_contexts(stores, settings, args.kb, graph, args.runs)
+            tables["local"] = await local_contexts(stores, settings, args.kb, graph, args.runs)
         if args.only in (None, "drift"):
-            await drift_queries(stores, settings, args.kb, graph, max(args.runs // 2, 3) + 1, args.drift_embedder)
+            drift_runs = max(args.runs // 2, 3) + 1
+            tables["drift"] = await drift_queries(stores, settings, args.kb, graph, drift_runs, args.drift_embedder)
         if args.only in (None, "stats"):
-            await stats(stores, args.kb, args.runs)
+            tables["stats"] = await stats(stores, args.kb, args.runs)
     finally:
         await stores.database.close()
+    return tables
 
 
 def main() -> None:
@@ -426,7 +501,10 @@ def main() -> None:
     )
     parser.add_argument("--neo4j-uri", default=None)
     parser.add_argument("--drift-embedder", choices=["random", "hashing"], default="random")
+    add_record_option(parser)
     args = parser.parse_args()
+    if args.record and args.relationships != 1_000_000:
+        parser.error("--record writes the million-relationship tables: use it with --relationships 1000000")
     logging.getLogger("driftrag.search.graph_search").setLevel(logging.ERROR)  # one warning per cut search
     child = args.only == "leiden-child"
     if not child:

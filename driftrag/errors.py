@@ -69,3 +69,7 @@ class DownloadUnavailableError(DriftRAGError):
 
 class QueryTimeoutError(DriftRAGError):
     """A query (any mode) ran longer than `query_timeout_s`."""
+
+
+class OptionalDependencyError(DriftRAGError, ImportError):
+    """A feature needs an optional extra that is not installed (or is a version driftrag does not support)."""

@@ -7,6 +7,7 @@ else (`str()`, a script, a test), so IPython is never imported here and pandas i
     result = await rag.drift(kb, question, on_progress=ProgressPrinter())
     AnswerView(result)            # the answer, then every cited source with its id
     FollowUpTree(result)          # primer -> follow-up searches -> their follow-ups, with scores and statuses
+    await interactive_graph(rag, kb)  # the graph, coloured by community, searchable (needs driftrag[notebook])
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import Any, Protocol
 
 from driftrag.models.search import Source
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp
 from driftrag.search.models import QueryResult
+from driftrag.store.views import GraphView
+from driftrag.views.interactive import InteractiveGraph, membership
 from driftrag.views.mermaid import escape_label
 
 
@@ -211,3 +214,31 @@ class ProgressPrinter:
         if self._printed.get(stage, -1) < quarter:
             self._printed[stage] = quarter
             print(f"{elapsed} {stage}: {done}/{total}", flush=True)
+
+
+class GraphReader(Protocol):
+    """What `interactive_graph` reads: `DriftRAG`'s graph view and communities."""
+
+    async def graph_view(
+        self, kb: str, *, community_id: str | None = None, max_nodes: int | None = None
+    ) -> GraphView: ...
+
+    async def communities(self, kb: str) -> list[dict[str, Any]]: ...
+
+
+async def interactive_graph(
+    rag: GraphReader,
+    kb: str,
+    *,
+    community_id: str | None = None,
+    max_nodes: int | None = 150,
+    level: int | None = None,
+    height: int = 640,
+) -> InteractiveGraph:
+    """The kb (or one community) as an interactive pyvis view: nodes coloured by their community at
+    `level` (default: the level below the view's community, level 0 for a whole kb), a search box,
+    hover details. Needs the optional extra: `pip install 'driftrag[notebook]'` (else
+    `OptionalDependencyError` says so). The page needs no network; `write_html(path)` saves it."""
+    view = await rag.graph_view(kb, community_id=community_id, max_nodes=max_nodes)
+    communities = await rag.communities(kb)
+    return InteractiveGraph(view, membership(view, communities, level), height=height)

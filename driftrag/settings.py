@@ -36,12 +36,24 @@ class Settings(BaseSettings):
         validation_alias=_standard("NEO4J_URI"),
         description="Bolt URI of an existing server. When set, driftrag never starts a local Neo4j.",
     )
-    neo4j_username: str = Field(default="neo4j", validation_alias=_standard("NEO4J_USERNAME"))
-    neo4j_password: SecretStr = Field(default=SecretStr("driftrag-local"), validation_alias=_standard("NEO4J_PASSWORD"))
-    neo4j_database: str = Field(default="neo4j", validation_alias=_standard("NEO4J_DATABASE"))
+    neo4j_username: str = Field(
+        default="neo4j", validation_alias=_standard("NEO4J_USERNAME"), description="User name on the Neo4j server."
+    )
+    neo4j_password: SecretStr = Field(
+        default=SecretStr("driftrag-local"),
+        validation_alias=_standard("NEO4J_PASSWORD"),
+        description="Password on the Neo4j server (the local one has authentication off and accepts any).",
+    )
+    neo4j_database: str = Field(
+        default="neo4j", validation_alias=_standard("NEO4J_DATABASE"), description="Database holding the kbs."
+    )
 
     # --- OpenAI (standard names) -------------------------------------------------------------
-    openai_api_key: SecretStr | None = Field(default=None, validation_alias=_standard("OPENAI_API_KEY"))
+    openai_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=_standard("OPENAI_API_KEY"),
+        description="Enables the `openai` mode (with `DRIFTRAG_LLM_PROVIDER=auto`); unset = offline.",
+    )
     openai_base_url: str | None = Field(
         default=None,
         validation_alias=_standard("OPENAI_BASE_URL"),
@@ -80,8 +92,8 @@ class Settings(BaseSettings):
     llm_provider: Literal["auto", "openai", "offline"] = Field(
         default="auto", description="`auto` = `openai` when OPENAI_API_KEY is set, else `offline`."
     )
-    llm_model: str = Field(default="gpt-4o-mini")
-    llm_temperature: float = Field(default=0.0, ge=0, le=2)
+    llm_model: str = Field(default="gpt-4o-mini", description="Chat model of the `openai` mode.")
+    llm_temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature of the chat model.")
     llm_timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout of model calls.")
     llm_max_retries: int = Field(default=3, ge=0, description="Retries of a failed model call (429/5xx/timeout).")
     llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at once, per model.")
@@ -181,17 +193,15 @@ class Settings(BaseSettings):
         description="A query step whose model answer stays unusable after its re-ask falls back to the offline "
         "extractive step over the same input (said in the result's `degraded`); off, the query fails.",
     )
-    # Every mode spends from one per-query budget; the DRIFT_ names are kept as aliases (they came first).
+    # Every mode spends from one per-query budget.
     query_max_llm_calls: int = Field(
         default=20,
         ge=2,
-        validation_alias=AliasChoices("DRIFTRAG_QUERY_MAX_LLM_CALLS", "DRIFTRAG_DRIFT_MAX_LLM_CALLS"),
         description="Hard cap on model calls per query (every mode).",
     )
     query_max_prompt_tokens: int = Field(
         default=100_000,
         ge=1000,
-        validation_alias=AliasChoices("DRIFTRAG_QUERY_MAX_PROMPT_TOKENS", "DRIFTRAG_DRIFT_MAX_PROMPT_TOKENS"),
         description="Hard cap on prompt tokens per query (every mode).",
     )
     prompts_dir: Path | None = Field(

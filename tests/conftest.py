@@ -2,7 +2,9 @@
 
 Integration tests run by default. The session starts the project's local Neo4j on a test port
 (its own data directory) unless NEO4J_URI points at a server, and stops it at the end if it
-started it.
+started it. Under parallel workers (`pytest -n N`, as `make test` runs) each worker has its own
+Neo4j on its own port, so a test that changes server-wide state (vector indexes, `--all` resets)
+never races another worker's tests.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from driftrag.local_neo4j import LocalNeo4j
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 
-TEST_NEO4J_PORT = int(os.environ.get("DRIFTRAG_TEST_NEO4J_PORT", "17687"))
+# gw0, gw1… under pytest-xdist; a serial run is worker 0. Workers sit 40 ports apart: a test may take
+# TEST_NEO4J_PORT + 20 for a throwaway server of its own.
+WORKER_INDEX = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+TEST_NEO4J_PORT = int(os.environ.get("DRIFTRAG_TEST_NEO4J_PORT", "17687")) + 40 * WORKER_INDEX
 
 
 @pytest.fixture(scope="session")

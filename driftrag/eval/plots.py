@@ -4,6 +4,7 @@ says so instead of failing."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,22 @@ def make_plots(
 
 
 def _recall_by_type(plt: Any, out_dir: Path, metrics: MetricsTable) -> Path:
+    return _save(plt, _recall_by_type_figure(plt, metrics), out_dir / "recall_by_type.png")
+
+
+def recall_by_type_png(metrics: MetricsTable, *, title: str | None = None, dpi: int = 100) -> bytes:
+    """The report's recall-by-type bar chart as PNG bytes (a notebook shows it with `IPython.display.Image`)."""
+    plt = _pyplot()
+    fig = _recall_by_type_figure(plt, metrics, title)
+    out = io.BytesIO()
+    # Tight box: a long title or the legend beside the axes is never cut. No metadata: the same
+    # metrics give the same bytes.
+    fig.savefig(out, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return out.getvalue()
+
+
+def _recall_by_type_figure(plt: Any, metrics: MetricsTable, title: str | None = None) -> Any:
     methods = list(metrics.by_method)
     # Question types without evidence (often `global`) have no recall to show.
     kinds = [t for t in QUESTION_TYPES if any(metrics.by_method_and_type[m][t].recall is not None for m in methods)]
@@ -54,9 +71,9 @@ def _recall_by_type(plt: Any, out_dir: Path, metrics: MetricsTable) -> Path:
     ax.set_xticks([g + width * (len(methods) - 1) / 2 for g in range(len(groups))], groups)
     ax.set_ylim(0, 1)
     ax.set_ylabel("evidence recall (exact)")
-    ax.set_title(f"Evidence recall by question type, {metrics.budget_tokens} context tokens")
+    ax.set_title(title or f"Evidence recall by question type, {metrics.budget_tokens} context tokens")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return _save(plt, fig, out_dir / "recall_by_type.png")
+    return fig
 
 
 def _recall(metrics: MetricsTable, method: str, group: str) -> float:

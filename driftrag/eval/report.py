@@ -80,6 +80,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def recall_table(metrics: MetricsTable, field: str = "recall") -> list[str]:
     """Evidence recall by method (rows) and question type (columns), `field` of each aggregate."""
+    return _table(*recall_cells(metrics, field))
+
+
+def recall_cells(metrics: MetricsTable, field: str = "recall") -> tuple[list[str], list[list[str]]]:
+    """The columns and rows of `recall_table`."""
 
     def cell(aggregate: Aggregate) -> str:
         value = getattr(aggregate, field)
@@ -93,7 +98,7 @@ def recall_table(metrics: MetricsTable, field: str = "recall") -> list[str]:
         ]
         for method in metrics.by_method
     ]
-    return _table(["method", *QUESTION_TYPES, "all"], rows)
+    return ["method", *QUESTION_TYPES, "all"], rows
 
 
 def render(data: ReportData, type_counts: Counter[str], plots: Sequence[Path], plots_note: str | None) -> str:

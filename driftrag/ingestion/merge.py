@@ -1,9 +1,10 @@
 """Merge per-chunk extractions into one entity/relationship set per knowledge base.
 
-Name normalisation (the merge key): Unicode NFKC, quotes and backticks stripped, a trailing
-possessive `'s` / `’s` removed, casefolded, whitespace collapsed, and a leading "the " dropped when a
-name remains ("The Queen", "the Queen's" and "Queen" are one entity). The display name is the most
-frequent original form (ties: alphabetical).
+Name normalisation (the merge key, `normalise_name`): Unicode NFKC, quotes and backticks stripped, a
+trailing possessive `'s` / `’s` removed, a leading elided `l'` removed, casefolded,
+whitespace collapsed, a leading English or French article dropped when a name remains ("The Queen",
+"the Queen's" and "Queen" are one entity), and Cyrillic words reduced to a light stem so inflected
+forms meet the nominative. The display name is the most frequent original form (ties: alphabetical).
 
 Relationships are directed and keyed by (source id, target id, type), except the generic
 `RELATED_TO`, which is symmetric by definition: its endpoints are put in id order, so A->B and B->A

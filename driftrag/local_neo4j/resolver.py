@@ -8,11 +8,10 @@ Layout under `<home>/neo4j/` (`Settings.neo4j_runtime_dir`):
   user's `~/.m2` (Java takes `user.home` from the password database, not from `$HOME`).
 - `staging/<version>-<pid>-<token>/`: a resolution in progress, private to one process, renamed
   into `runtime/` in one step when complete.
-- `resolve.lock`: held (fcntl) while resolving, so concurrent starts resolve once and the others reuse.
+- `resolve.lock`: held while resolving, so concurrent starts resolve once and the others reuse.
 
 Maven (the machine's `mvn`) copies the dependencies of one exact version; a range is turned into a
-version first (see `versions.py`). A cache of the earlier layout (`lib/` + `resolved.json`) is
-adopted without network when it holds the wanted version, and left in place.
+version first (see `versions.py`).
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ class RuntimeManifest(BaseModel):
 
     version: str
     requested: str
-    source: Literal["maven", "adopted"]
+    source: Literal["maven"]
     repository: str
     resolved_at: datetime
     jars: list[JarEntry]
@@ -155,10 +154,6 @@ def resolve_runtime(settings: Settings, *, report: Report | None = None) -> Reso
         staging = staging_root / f"{os.getpid()}-{secrets.token_hex(4)}"
         staging.mkdir(parents=True)
         try:
-            adopted = _adopt_legacy_cache(settings, spec, staging)
-            if adopted is not None:
-                say(f"reusing Neo4j {adopted.version} from the earlier cache layout in {home / 'lib'}")
-                return adopted
             return _resolve_with_maven(settings, spec, staging, say)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -180,7 +175,7 @@ def _resolve_with_maven(settings: Settings, spec: VersionSpec, staging: Path, sa
     if version is not None and _maven_has(m2, version):
         say(f"copying Neo4j {version} from the Maven cache {m2} (offline)")
         if _run_maven(mvn, settings, version, staging, offline=True).returncode == 0:
-            return _install(settings, staging, version, spec.text, "maven")
+            return _install(settings, staging, version, spec.text)
         shutil.rmtree(staging / "lib", ignore_errors=True)  # something is missing from the cache: go online
     # One small request before Maven runs: picks the version of a range, checks that the version is
     # published, and fails in seconds without network (Maven itself would retry for minutes).
@@ -190,7 +185,7 @@ def _resolve_with_maven(settings: Settings, spec: VersionSpec, staging: Path, sa
     if done.returncode != 0:
         tail = (done.stdout + done.stderr)[-2000:]
         raise LocalNeo4jError(f"Maven could not resolve org.neo4j:neo4j {version} from {repository}:\n{tail}")
-    return _install(settings, staging, version, spec.text, "maven")
+    return _install(settings, staging, version, spec.text)
 
 
 def _run_maven(
@@ -241,29 +236,7 @@ def _maven_has(m2: Path, version: str) -> bool:
     return (m2 / "org" / "neo4j" / "neo4j" / version / f"neo4j-{version}.pom").is_file()
 
 
-def _adopt_legacy_cache(settings: Settings, spec: VersionSpec, staging: Path) -> ResolvedRuntime | None:
-    """Reuse `<home>/neo4j/lib` of the earlier layout if it holds a wanted version (hard links, no network)."""
-    home = settings.neo4j_runtime_dir
-    legacy_lib = home / "lib"
-    try:
-        version = _kernel_version(legacy_lib)
-    except (LocalNeo4jError, OSError):
-        return None
-    if not spec.contains(version) or not (home / "resolved.json").is_file():
-        return None
-    lib_dir = staging / "lib"
-    lib_dir.mkdir()
-    for jar in legacy_lib.glob("*.jar"):
-        try:
-            os.link(jar, lib_dir / jar.name)
-        except OSError:
-            shutil.copy2(jar, lib_dir / jar.name)
-    return _install(settings, staging, version, spec.text, "adopted")
-
-
-def _install(
-    settings: Settings, staging: Path, version: str, requested: str, source: Literal["maven", "adopted"]
-) -> ResolvedRuntime:
+def _install(settings: Settings, staging: Path, version: str, requested: str) -> ResolvedRuntime:
     """Write the manifest, then move the staging folder into place in one rename."""
     lib_dir = staging / "lib"
     found = _kernel_version(lib_dir)
@@ -275,7 +248,7 @@ def _install(
     manifest = RuntimeManifest(
         version=version,
         requested=requested,
-        source=source,
+        source="maven",
         repository=settings.neo4j_maven_repository,
         resolved_at=datetime.now(UTC),
         jars=jars,

@@ -7,13 +7,13 @@ does not parse reaches the caller at once; `retry_unusable` is the one extra lay
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -30,23 +30,25 @@ def is_unusable_response(exc: BaseException) -> bool:
     )
 
 
-def backoff_s(failures: int) -> float:
-    """Seconds to wait after the `failures`-th failure (1-based): 0.5, 1, 2, 4, 8, 8…"""
-    return min(BACKOFF_S * 2 ** (failures - 1), MAX_BACKOFF_S)
-
-
 async def retry_unusable(
     call: Callable[[], Awaitable[T]], retries: int, *, on_retry: Callable[[], None] | None = None
 ) -> T:
-    """`call`, asked again up to `retries` times while its answer is unreadable; other errors pass through."""
-    for failures in range(retries + 1):
-        try:
+    """`call`, asked again up to `retries` times while its answer is unreadable (waits 0.5, 1, 2, 4, 8, 8… s);
+    other errors pass through. `on_retry` counts each new ask."""
+
+    def before_sleep(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        log.info("unreadable model response (%s), asking again", type(error).__name__)
+        if on_retry is not None:
+            on_retry()
+
+    async for attempt in AsyncRetrying(
+        stop=stop_after_attempt(retries + 1),
+        wait=wait_exponential(multiplier=BACKOFF_S, max=MAX_BACKOFF_S),
+        retry=retry_if_exception(is_unusable_response),
+        before_sleep=before_sleep,
+        reraise=True,
+    ):
+        with attempt:  # a lambda returning a coroutine: tenacity would not await it when called directly
             return await call()
-        except Exception as exc:
-            if not is_unusable_response(exc) or failures == retries:
-                raise
-            log.info("unreadable model response (%s), asking again", type(exc).__name__)
-            if on_retry is not None:
-                on_retry()
-        await asyncio.sleep(backoff_s(failures + 1))
-    raise AssertionError("unreachable")
+    raise AssertionError("unreachable")  # reraise=True: the last failure propagates

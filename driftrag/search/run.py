@@ -16,10 +16,11 @@ The whole query's timeout (`query_timeout_s`) is the workflow's (`driftrag.workf
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, GraphDisabledError, ModelError
 from driftrag.providers.json_answer import InvalidModelOutput
@@ -42,11 +43,6 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, ModelError | BackendUnavailableError) and not isinstance(
         error, BudgetExhausted | GraphDisabledError | InvalidModelOutput
     )
-
-
-def retry_delay(failures: int) -> float:
-    """Seconds to wait after the `failures`-th failure (1-based)."""
-    return min(RETRY_DELAY_S * 2 ** (failures - 1), MAX_RETRY_DELAY_S)
 
 
 class QueryRun:
@@ -104,16 +100,17 @@ class QueryRun:
             )
 
     async def retrying(self, call: Callable[[], Awaitable[T]]) -> T:
-        """`call`, tried again up to `query_step_retries` times while it fails transiently."""
-        retries = self.settings.query_step_retries
-        for failures in range(retries + 1):
-            try:
+        """`call`, tried again up to `query_step_retries` times while it fails transiently (waits 0.5, 1, 2,
+        4, 5, 5… s)."""
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(self.settings.query_step_retries + 1),
+            wait=wait_exponential(multiplier=RETRY_DELAY_S, max=MAX_RETRY_DELAY_S),
+            retry=retry_if_exception(is_transient),
+            reraise=True,
+        ):
+            with attempt:  # a lambda returning a coroutine: tenacity would not await it when called directly
                 return await call()
-            except Exception as error:
-                if not is_transient(error) or failures == retries:
-                    raise
-            await asyncio.sleep(retry_delay(failures + 1))
-        raise AssertionError("unreachable")
+        raise AssertionError("unreachable")  # reraise=True: the last failure propagates
 
     async def answer(
         self,

@@ -191,6 +191,10 @@ class HtmlView:
     def _repr_html_(self) -> str:
         return render_fragment(self.view, self.measures)
 
+    def __repr__(self) -> str:
+        # The text form a saved notebook keeps beside the picture (and what a terminal prints).
+        return f"HtmlView({self.view.describe()})"
+
     def to_html(self) -> str:
         return render_html(self.view, self.measures)
 

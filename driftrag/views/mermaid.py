@@ -110,5 +110,7 @@ class MermaidView:
     def __str__(self) -> str:
         return self.text
 
+    __repr__ = __str__  # a saved notebook's text form: the Mermaid source, not an object address
+
     def _repr_markdown_(self) -> str:
         return f"```mermaid\n{self.text}```\n"

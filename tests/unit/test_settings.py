@@ -150,10 +150,3 @@ def test_auto_provider_follows_the_api_key() -> None:
     assert Settings(_env_file=None, openai_api_key=None).resolved_llm_provider() == "offline"
     assert Settings(_env_file=None, openai_api_key="k").resolved_llm_provider() == "openai"
     assert Settings(_env_file=None, openai_api_key="k", llm_provider="offline").resolved_llm_provider() == "offline"
-
-
-def test_the_drift_budget_variables_still_set_the_query_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DRIFTRAG_DRIFT_MAX_LLM_CALLS", "7")
-    monkeypatch.setenv("DRIFTRAG_DRIFT_MAX_PROMPT_TOKENS", "5000")
-    settings = Settings(_env_file=None)
-    assert (settings.query_max_llm_calls, settings.query_max_prompt_tokens) == (7, 5000)

@@ -8,9 +8,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from driftrag.api.server import BackgroundServer
 from tests.support.browser import Chromium
+
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 OPERATIONS = "document.querySelectorAll('.opblock').length"

@@ -25,6 +25,9 @@ from driftrag.settings import Settings
 from tests.fakes.harbor_corpus import CORPUS, DescriptiveChatModel
 from tests.integration.api.test_ingest_jobs import TEXTS, wait_for
 
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 HARBOR = [{"title": title, "text": text} for title, text in CORPUS.items()]
 # The servers here take a job (and a kb lock) of a server silent this long for dead: the test waits

@@ -1,4 +1,4 @@
-"""Limits a caller cannot lift, answers that do not echo hostile input, and the README's own HTTP examples,
+"""Limits a caller cannot lift, answers that do not echo hostile input, and the manual's own HTTP examples,
 against the real uvicorn server and Neo4j."""
 
 from __future__ import annotations
@@ -83,14 +83,13 @@ def test_422_answers_do_not_echo_hostile_ids(admin: httpx.Client, corpus_kb: str
         assert "<script>" not in response.text and "AAAAAAAAAA" not in response.text and "<b>" not in response.text
 
 
-# --- the README's HTTP examples ---------------------------------------------------------------------------------
+# --- the HTTP examples of docs/http-api.md ---------------------------------------------------------------------
 
 
-def readme_curl_commands() -> list[str]:
-    """The curl commands of the README's HTTP API section, continuation lines joined."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## HTTP API", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+def documented_curl_commands() -> list[str]:
+    """The curl commands of the HTTP API page of the manual, continuation lines joined."""
+    page = (ROOT / "docs" / "http-api.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", page, flags=re.S)
     commands = []
     for block in blocks:
         joined = re.sub(r"\\\n\s*", " ", block)
@@ -98,17 +97,17 @@ def readme_curl_commands() -> list[str]:
     return commands
 
 
-def test_the_readme_http_examples_work(server: BackgroundServer, keys, corpus_kb: str, admin: httpx.Client) -> None:
-    commands = readme_curl_commands()
+def test_the_documented_http_examples_work(server: BackgroundServer, keys, corpus_kb: str, admin: httpx.Client) -> None:
+    commands = documented_curl_commands()
     assert len(commands) >= 6
     # Reads run with a read key on the corpus; the ingestion-job examples with a manage key on a kb of their own.
-    jobs_kb = f"test-readme-{uuid.uuid4().hex[:8]}"
+    jobs_kb = f"test-docs-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "KEY": keys.reader, "MANAGE_KEY": keys.manage_all}
     posted = False
     try:
         for command in commands:
             assert "Content-Type: application/json" in command or " -d " not in command, command
-            # The README's server and kbs are the defaults; here they are the test server, its corpus, a fresh kb.
+            # The page's server and kbs are the defaults; here they are the test server, its corpus, a fresh kb.
             command = command.replace("http://127.0.0.1:8000", server.url)
             command = command.replace("/sample/", f"/{corpus_kb}/").replace("/notes/", f"/{jobs_kb}/")
             command = command.replace("curl -s", "curl -s -w '\\n%{http_code}'")
@@ -124,7 +123,7 @@ def test_the_readme_http_examples_work(server: BackgroundServer, keys, corpus_kb
             answer = json.loads(body)
             if ingest:
                 env["JOB"], posted = answer["id"], True
-        assert posted, "the README shows how to start an ingestion job"
+        assert posted, "docs/http-api.md shows how to start an ingestion job"
     finally:
         if posted:
             wait_for(admin, jobs_kb, env["JOB"])

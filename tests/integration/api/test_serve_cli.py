@@ -11,8 +11,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from driftrag.settings import Settings
+
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:

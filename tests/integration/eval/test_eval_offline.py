@@ -2,7 +2,7 @@
 extractive mode, run every method (global included) on three questions, resume, and write the report.
 
 Kept small (one chapter, three questions, small contexts, one DRIFT round) to stay near a minute on a
-two-core machine; the whole sample set runs with `driftrag eval run` (README)."""
+two-core machine; the whole sample set runs with `driftrag eval run` (docs/evaluation.md)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from workflows.errors import WorkflowCancelledByUser
 from workflows.events import StepState, StepStateChanged
 
@@ -19,6 +20,9 @@ from driftrag.settings import Settings
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.harbor_corpus import DescriptiveChatModel
 from tests.integration.ingestion.conftest import Ingestor, texts_of
+
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -12,6 +12,9 @@ import pytest
 from driftrag.local_neo4j import LocalNeo4j, cached_runtime
 from driftrag.settings import Settings
 
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def private_home(tmp_path: Path, neo4j_uri: str) -> Path:

@@ -3,8 +3,8 @@
 Real subprocesses, real Maven, real Neo4j. The concurrent resolutions use an empty runtime folder;
 their Maven repository is a copy of the test session's one when that exists (CI resolved it for
 the session a minute earlier), so the test costs seconds there. When the session's cache has no
-Maven repository (it was adopted from the earlier layout), the test downloads everything itself,
-about two minutes, and leaves its repository to the session's cache for the next run.
+Maven repository, the test downloads everything itself, about two minutes, and leaves its repository
+to the session's cache for the next run.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ import pytest
 from driftrag.local_neo4j import LocalNeo4j, cached_runtime
 from driftrag.local_neo4j.resolver import maven_repository_dir, runtime_root
 from driftrag.settings import Settings
+
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
 
 
 def _environment(home: Path | None = None) -> dict[str, str]:

@@ -9,9 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from driftrag.local_neo4j import LocalNeo4j, cached_runtime
 from driftrag.settings import Settings
 from tests.conftest import TEST_NEO4J_PORT
+
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -27,6 +27,9 @@ from driftrag.store.protocols import Stores
 from driftrag.workflows.drift import DriftStart, DriftWorkflow
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE_QUESTIONS = ["s02", "s05", "s06"]
 ALICE_QUESTIONS = ["a01", "a03", "a06"]

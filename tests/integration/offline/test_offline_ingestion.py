@@ -38,6 +38,9 @@ from driftrag.store.protocols import Stores
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.hashing_embedding import HashingEmbedding
 
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = sorted((ROOT / "data" / "sample").glob("*.md"))
 

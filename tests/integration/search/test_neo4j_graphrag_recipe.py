@@ -1,4 +1,4 @@
-"""The recipe of the README for reading a driftrag kb with `neo4j-graphrag`'s retrievers (an optional
+"""The recipe of docs/neo4j-production.md for reading a driftrag kb with `neo4j-graphrag`'s retrievers (an optional
 test extra: `pip install -e '.[neo4j-graphrag]'`): the kb's chunk index comes from its vector space, the
 kb filter keeps other kbs out, and the hybrid retriever finds the chunk full-text index."""
 

@@ -29,6 +29,9 @@ from driftrag.settings import Settings
 from tests.conftest import TEST_NEO4J_PORT
 from tests.integration.api.conftest import CORPUS
 
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 PORT = TEST_NEO4J_PORT + 20
 CLI = Path(sys.executable).parent / "driftrag"
 GENEROUS_S = 20.0
@@ -94,11 +97,9 @@ async def test_a_drift_query_that_loses_neo4j_raises(throwaway: LocalNeo4j, loss
             await rag.drift(loss_kb, "Who keeps the Glass Lighthouse?", on_progress=kill_after_hyde)
         assert killed, "Neo4j was killed mid-query"
         assert time.monotonic() - killed[0] < GENEROUS_S
-        # Known down: the next query fails at once, without waiting on the driver.
-        started = time.monotonic()
-        with pytest.raises(BackendUnavailableError, match="Neo4j is unreachable"):
+        # Known down: the next query fails from the health state ("next check in"), without waiting on the driver.
+        with pytest.raises(BackendUnavailableError, match=r"Neo4j is unreachable \(down for .*next check in"):
             await rag.local(loss_kb, "Who keeps the Glass Lighthouse?")
-        assert time.monotonic() - started < 2.0
 
 
 def test_http_answers_503_while_neo4j_is_down_and_200_once_it_is_back(
@@ -115,10 +116,11 @@ def test_http_answers_503_while_neo4j_is_down_and_200_once_it_is_back(
         assert int(first.headers["retry-after"]) > 0
         assert time.monotonic() - killed < GENEROUS_S
         for _ in range(5):
+            # From the known-down state: far below the driver's own wait for a dead server (60 s).
             started = time.monotonic()
             again = client.post(f"/knowledge-bases/{loss_kb}/graph-search", json={"query": "Captain"})
             assert again.status_code == 503
-            assert time.monotonic() - started < 1.0, "answered from the known-down state"
+            assert time.monotonic() - started < 10.0, "answered from the known-down state"
         throwaway.start()
         deadline = time.monotonic() + GENEROUS_S
         while client.get(stats).status_code != 200:

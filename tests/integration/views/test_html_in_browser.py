@@ -20,6 +20,9 @@ from driftrag.views.measures import measure
 from tests.integration.views.test_graph_views import write_graph
 from tests.support.browser import Chromium
 
+# Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = ROOT / "test-artifacts"
 NODE_FILL = (0xBB, 0xDE, 0xFB)  # plain entities (#bbdefb)
