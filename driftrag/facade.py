@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sys
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -240,19 +240,21 @@ class DriftRAG:
         kb: str,
         *,
         paths: Sequence[str | Path] = (),
-        texts: dict[str, str] | None = None,
+        texts: Mapping[str, str | TextInput] | None = None,
         on_progress: ProgressHandler | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
         skip_communities: bool = False,
         extract_config: ExtractConfig | None = None,
     ) -> IngestionResult:
-        """Ingest files or folders (text, markdown, PDF, DOCX, HTML, EPUB) and/or `{title: text}`;
-        `on_progress` gets `Progress` events, `on_lock_wait` a message when this run waits for another
-        writer of the kb.
+        """Ingest files or folders (text, markdown, PDF, DOCX, HTML, EPUB) and/or `{title: text}` (a
+        `TextInput` value: a file read already, with its pages or sections); `on_progress` gets
+        `Progress` events, `on_lock_wait` a message when this run waits for another writer of the kb.
 
-        A PDF's chunks keep the page(s) their text came from (`Source.pages` in query results); a PDF page
-        without a text layer is skipped, named in `warnings` of its `DocumentOutcome` (there is no OCR).
-        A file that cannot be read raises one `InputError` naming it, before anything is written.
+        A PDF's chunks keep the page(s) their text came from (`Source.pages` in query results), an EPUB's
+        its chapters and a DOCX's its headings (`Source.sections`). A PDF page without a text layer is
+        read by OCR when the `ocr` extra and Tesseract are installed (`Source.ocr_pages`), else skipped
+        and named in `warnings` of its `DocumentOutcome` with what to install. A file that cannot be
+        read raises one `InputError` naming it, before anything is written.
 
         The per-document half (documents, chunks, extraction, chunk vectors) runs under the kb's shared
         lock, beside other ingestions of other documents; then the kb-wide half (entity merge,
@@ -268,7 +270,12 @@ class DriftRAG:
         request = IngestRequest(
             kb=kb,
             paths=collect_paths([Path(p) for p in paths]),
-            texts=[TextInput(title=title, text=text) for title, text in (texts or {}).items()],
+            texts=[
+                text.model_copy(update={"title": title})
+                if isinstance(text, TextInput)
+                else TextInput(title=title, text=text)
+                for title, text in (texts or {}).items()
+            ],
         )
         await self._probe_dimension()
         async with self.kb_lock(kb, on_wait=on_lock_wait, shared=True):

@@ -134,6 +134,19 @@ class Settings(BaseSettings):
         "stored and embedded, and extracted by the first ingestion run after it is on again); a kb's own "
         "switch is its extract config's `enabled`. Both must be on.",
     )
+    max_archive_mb: float = Field(
+        default=256.0, gt=0, description="Largest expanded size of a zipped document (DOCX, EPUB): a zip bomb's cap."
+    )
+    max_archive_members: int = Field(default=10_000, ge=1, description="Most files inside a DOCX or EPUB.")
+    ocr: bool = Field(
+        default=True,
+        description="Read PDF pages without a text layer by OCR (needs the `ocr` extra and Tesseract; else skipped).",
+    )
+    ocr_language: str = Field(
+        default="eng",
+        pattern=r"^[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*$",
+        description="Tesseract language code(s) for OCR: `eng`, `fra`, `eng+fra`.",
+    )
     max_gleanings: int = Field(default=1, ge=0, description="Extra extraction rounds asking for missed entities.")
     extraction_attempts: int = Field(default=2, ge=1, description="Answers asked per chunk before it is failed.")
     max_cluster_size: int = Field(default=10, ge=2, description="Leiden splits communities larger than this.")

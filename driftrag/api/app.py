@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import APIRouter, FastAPI, File, Query, Request, UploadFile
 from fastapi import Path as PathParam
 from fastapi.responses import Response
 from fastapi_offline import FastAPIOffline
@@ -29,7 +29,7 @@ from driftrag.api.backend import Backend
 from driftrag.api.chat import router as openai_router
 from driftrag.api.dependencies import BackendDep, KeysDep, ManageKb, PrincipalDep, ReadKb, ReadKbFromUrl
 from driftrag.api.errors import RETRY_AFTER_UNAVAILABLE_S, ApiError, install_error_handlers
-from driftrag.api.jobs import JOB_ID_PATTERN, IngestJob, JobList, TooManyJobsError
+from driftrag.api.jobs import JOB_ID_PATTERN, IngestJob, JobList, JobTexts, TooManyJobsError
 from driftrag.api.limits import DOCS_STATIC_PREFIX, RequestLimits
 from driftrag.api.models import (
     MAX_QUESTION_CHARS,
@@ -50,6 +50,7 @@ from driftrag.api.models import (
     SystemInfo,
 )
 from driftrag.api.sse import event_stream, opened, query_frames
+from driftrag.api.uploads import read_uploads
 from driftrag.collector import freeze_startup_objects
 from driftrag.errors import InvalidIdentifierError, KnowledgeBaseDeletingError
 from driftrag.facade import DriftRAG
@@ -306,9 +307,48 @@ async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> Respons
     if too_big:
         # Positions, not titles: a 422 does not echo the caller's input.
         raise InputError(f"texts larger than {rag.settings.max_file_mb:g} MiB: {', '.join(too_big[:5])}")
+    return await _submit(backend, kb, {doc.title: doc.text for doc in body.texts})
+
+
+@router.post(
+    "/knowledge-bases/{kb}/documents/files",
+    response_model=IngestJob,
+    status_code=202,
+    tags=["knowledge bases"],
+    summary="Ingest uploaded files as a job (manage): PDF, DOCX, HTML, EPUB, text, markdown",
+    responses={
+        **_errors(401, 403, 422, 429, 503),
+        202: {
+            "description": "Accepted: the job, queued. Poll the URL in `Location` until its state is final.",
+            "headers": {"Location": {"description": "The job's URL.", "schema": {"type": "string"}}},
+        },
+    },
+)
+async def ingest_files(
+    kb: ManageKb,
+    files: Annotated[
+        list[UploadFile],
+        File(description="The files, one `files` part each; the suffix of each name picks its reader."),
+    ],
+    backend: BackendDep,
+) -> Response:
+    """Start an ingestion job of uploaded files (`multipart/form-data`), as `POST …/documents` does of texts.
+
+    Each file is read here, before the job is accepted, by the loaders `driftrag ingest` uses: PDF
+    (pages kept, a page without a text layer read by OCR when the server has it, else skipped and named
+    in the job's warnings), DOCX (headings and tables), HTML, EPUB (chapters), text and markdown. A file
+    that cannot be read, is over `max_file_mb` or is a zip over the caps is a 422 naming it by its place
+    (`files[0]`), and nothing is queued. A file is titled by its base name; the same name again with
+    the same text is left as is, with a changed text it replaces its older version.
+    """
+    texts = await read_uploads(files, kb, backend.rag.settings)
+    return await _submit(backend, kb, dict(texts))
+
+
+async def _submit(backend: Backend, kb: str, texts: JobTexts) -> Response:
     await backend.ready()
     try:
-        job = await backend.jobs.submit(kb, {doc.title: doc.text for doc in body.texts})
+        job = await backend.jobs.submit(kb, texts)
     except TooManyJobsError as exc:
         raise ApiError(429, "too_many_jobs", str(exc), {"Retry-After": str(RETRY_AFTER_UNAVAILABLE_S)}) from None
     return Response(

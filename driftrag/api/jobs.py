@@ -45,15 +45,17 @@ from driftrag.errors import (
 )
 from driftrag.facade import DriftRAG
 from driftrag.ingestion.loading import InputError
-from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, Progress
+from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, Progress, TextInput
 from driftrag.models.graph import FailedChunk, KbCounts
 from driftrag.providers.usage import Usage
 from driftrag.store.identifiers import JOB_ID_PATTERN
-from driftrag.store.jobs import JobKey
+from driftrag.store.jobs import JobKey, JobText
 from driftrag.store.locks import lock_owner
 
 log = logging.getLogger("driftrag.api")
 
+# What a job ingests: posted texts by title, or uploaded files read already (with their pages or sections).
+JobTexts = dict[str, str | TextInput]
 # Finished jobs kept per kb for their GET, oldest dropped first: a bound on the records, not a policy.
 KEEP_FINISHED_JOBS = 200
 # Progress reaches the job's record at most this often; state changes are written at once.
@@ -161,10 +163,18 @@ def job_error(exc: BaseException) -> JobError:
     return JobError(code="internal_error", detail="internal error; the server log has the details")
 
 
+def _stored(texts: JobTexts) -> dict[str, JobText]:
+    return {title: text if isinstance(text, str) else text.model_dump(mode="json") for title, text in texts.items()}
+
+
+def _restored(texts: dict[str, JobText]) -> JobTexts:
+    return {title: text if isinstance(text, str) else TextInput.model_validate(text) for title, text in texts.items()}
+
+
 class _Running:
     """A job this server runs: its mutable state while its task runs; `snapshot()` is what GET returns."""
 
-    def __init__(self, job: IngestJob, texts: dict[str, str] | None) -> None:
+    def __init__(self, job: IngestJob, texts: JobTexts | None) -> None:
         self.job = job
         self.texts = texts  # dropped once the job ends: bodies can be large
         self.stages: OrderedDict[str, StageProgress] = OrderedDict((s.stage, s) for s in job.stages)
@@ -218,8 +228,9 @@ class IngestJobs:
         """Start the keeper: progress writes, heartbeats, and taking over the jobs of servers gone."""
         self._keeper = asyncio.create_task(self._keep(), name="ingest-jobs-keeper")
 
-    async def submit(self, kb: str, texts: dict[str, str]) -> IngestJob:
-        """Record an ingestion of `texts` into `kb` and start its task; raises TooManyJobsError when full."""
+    async def submit(self, kb: str, texts: JobTexts) -> IngestJob:
+        """Record an ingestion of `texts` into `kb` and start its task; raises TooManyJobsError when full.
+        A `TextInput` value is a file read already (an upload), kept with its pages or sections."""
         if self.pending() >= self._max_pending:
             raise TooManyJobsError(
                 f"{self._max_pending} ingestion jobs are already queued or running on this server; retry later"
@@ -227,7 +238,7 @@ class IngestJobs:
         job = IngestJob(id=f"job-{uuid.uuid4().hex}", kb=kb, state="queued", texts=len(texts), created_at=_now())
         # Accepted only once recorded: a 202 is a job another server can resume.
         await self._store.create(
-            kb, job.id, state=job.state, record=job.model_dump_json(), texts=texts, owner=self._owner
+            kb, job.id, state=job.state, record=job.model_dump_json(), texts=_stored(texts), owner=self._owner
         )
         return self._launch(_Running(job, texts)).snapshot()
 
@@ -321,7 +332,7 @@ class IngestJobs:
                 running.dirty = True
                 raise
             if saved.texts_missing and running.texts is not None and not release:
-                await self._store.keep_texts(job.kb, job.id, running.texts, self._owner)
+                await self._store.keep_texts(job.kb, job.id, _stored(running.texts), self._owner)
         if not saved.owned:
             self._taken_over(running)
         elif job.state in FINISHED_STATES and not running.dirty:
@@ -374,8 +385,10 @@ class IngestJobs:
             self._owner, stale_s=self._stale_s, limit=self._max_pending - self.pending()
         )
         for orphan in claimed:
+            texts = None
             try:
                 job = IngestJob.model_validate_json(orphan.record)
+                texts = _restored(orphan.texts) if orphan.texts is not None else None
                 unreadable = False
             except ValidationError:  # written by another version: failed, not retried at every scan
                 job = IngestJob(id=orphan.id, kb=orphan.kb, state="running", texts=0, created_at=_now())
@@ -383,7 +396,7 @@ class IngestJobs:
             died_running = job.state == "running"  # a shutdown hands its jobs back as queued
             job.interrupted += died_running
             job.state, job.waiting_for = "queued", None
-            running = _Running(job, orphan.texts)
+            running = _Running(job, texts)
             running.dirty = True  # the record still says how the job was when its server went
             if unreadable or orphan.texts is None or job.interrupted > MAX_INTERRUPTIONS:
                 job.state = "failed"

@@ -4,8 +4,9 @@ FastAPI reads and parses a JSON body before it resolves the dependencies that ch
 large body sent without any key used to be read in full before its 401. `RequestLimits` is plain ASGI
 middleware in front of the routes: it answers 401 from the headers alone, 413 when `Content-Length`
 is over the route's limit, and 413 as soon as a streamed (chunked) body passes it, having read at most
-the limit. Ingestion has its own, larger limit (`api_max_ingest_body_mb`); every other route has
-`api_max_body_kb`. The route dependencies still authorise (scopes, kbs) and give the principal.
+the limit. Ingestion (texts as JSON, or files as multipart) has its own, larger limit
+(`api_max_ingest_body_mb`); every other route has `api_max_body_kb`. The route dependencies still
+authorise (scopes, kbs) and give the principal.
 
 First of all, a request with both `Content-Length` and `Transfer-Encoding` is a 400 and its connection
 closed: the two framings disagree on where the body ends, which is how a request is smuggled past a
@@ -32,7 +33,7 @@ from driftrag.api.errors import error_response
 _PUBLIC_PATHS = frozenset({"/api/v1/openapi.json", "/api/v1/docs", "/api/v1/docs/oauth2-redirect"})
 # The docs page's script, style sheet and icon, served from the installed package (no CDN).
 DOCS_STATIC_PREFIX = "/api/v1/docs-static"
-_INGEST_PATH = re.compile(r"^/api/v1/knowledge-bases/[^/]+/documents/?$")
+_INGEST_PATH = re.compile(r"^/api/v1/knowledge-bases/[^/]+/documents(/files)?/?$")
 # The EventSource form of the query stream: the only route that may take the key from the URL.
 _QUERY_KEY_PATH = re.compile(r"^/api/v1/knowledge-bases/[^/]+/query/stream$")
 QUERY_KEY_PARAM = "api_key"

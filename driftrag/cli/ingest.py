@@ -36,8 +36,9 @@ def ingest(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Files or folders of them: UTF-8 text or markdown (.txt, .md), PDF (text layer, page numbers "
-            "kept; a page without one is skipped, there is no OCR), DOCX, HTML (.html, .htm) and EPUB."
+            help="Files or folders of them: text or markdown (.txt, .md; UTF-8, or UTF-16 with a BOM), PDF (page "
+            "numbers kept; a page without a text layer is OCR'd with the ocr extra and Tesseract, else skipped), "
+            "DOCX, HTML (.html, .htm) and EPUB."
         ),
     ],
     kb: KbOption,
@@ -63,9 +64,11 @@ def ingest(
     """Ingest files or folders into a knowledge base: chunks, entities, relationships, communities, reports, vectors.
 
     Text, markdown, PDF, DOCX, HTML and EPUB files; folders are read recursively for all of them. A PDF's
-    chunks keep the page(s) their text came from, and query sources show them; a PDF page without a text
-    layer (a scanned image) is skipped and named in the summary. A file that cannot be read (corrupt,
-    empty, binary, not UTF-8) stops the run with one error naming it, before anything is written.
+    chunks keep the page(s) their text came from, an EPUB's its chapters, a DOCX's its headings, and query
+    sources show them. A PDF page without a text layer (a scanned image) is read by OCR when the `ocr`
+    extra and Tesseract are installed, else skipped and named in the summary with what to install. A file
+    that cannot be read (corrupt, empty, binary, not UTF-8, a zip over the caps) stops the run with one
+    error naming it, before anything is written. See docs/ingestion.md.
 
     Several `ingest` processes may run at once on different documents of one kb: the per-document half
     runs side by side, the kb-wide half (entities, communities, reports) one at a time."""

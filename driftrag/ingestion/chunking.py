@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from driftrag.errors import ConfigurationError
 from driftrag.models.graph import Chunk, SourceDocument, stable_hash
@@ -43,8 +44,8 @@ def chunk_document(
 ) -> list[Chunk]:
     """Split a document into overlapping token windows; every chunk is kept, skippable ones flagged.
 
-    A document with pages (PDF) gives each chunk the pages its text overlaps; ids hash the document id,
-    the index and the text only, so they do not depend on pages."""
+    A document with pages (PDF) or sections (EPUB chapters, DOCX headings) gives each chunk those its text
+    overlaps; ids hash the document id, the index and the text only, so they do not depend on them."""
     if chunk_size < 8:
         raise ConfigurationError(f"chunk_size must be at least 8 tokens, got {chunk_size}")
     if not 0 <= chunk_overlap < chunk_size // 2:
@@ -66,17 +67,25 @@ def chunk_document(
                 end_char=end,
                 extractable=reason is None,
                 skip_reason=reason,
-                pages=pages_of(document, start, end),
+                **positions_of(document, start, end),
             )
         )
     return chunks
 
 
-def pages_of(document: SourceDocument, start: int, end: int) -> list[int] | None:
-    """The pages whose text overlaps characters [start, end) of the document; None without pages."""
-    if not document.pages:
-        return None
-    return [span.page for span in document.pages if span.start_char < end and start < span.end_char] or None
+def positions_of(document: SourceDocument, start: int, end: int) -> dict[str, Any]:
+    """A chunk's place in its file: the pages (PDF, those read by OCR apart), the chapters (EPUB) or
+    the headings (DOCX) whose text overlaps characters [start, end); None where the format has none."""
+    pages = [span for span in document.pages if span.start_char < end and start < span.end_char]
+    sections = [span for span in document.sections if span.start_char < end and start < span.end_char]
+    ocr_pages = [span.page for span in pages if span.ocr]
+    return {
+        "pages": [span.page for span in pages] or None,
+        "ocr_pages": ocr_pages or None,
+        "sections": [span.number for span in sections] or None,
+        "section_titles": [span.title for span in sections] or None,
+        "section_kind": document.section_kind if sections else None,
+    }
 
 
 def _windows(text: str, size: int, overlap: int) -> Iterator[tuple[int, int, int]]:

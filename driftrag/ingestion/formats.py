@@ -1,16 +1,22 @@
 """Text out of PDF, DOCX, HTML and EPUB files, through small maintained libraries.
 
 - PDF: `pypdf`, the text layer page by page; the page of every character is kept (`PageSpan`), so each
-  chunk knows the page(s) it came from. A page without a text layer (a scanned image) is skipped with a
-  warning that says so: there is no OCR.
-- DOCX: `python-docx`, paragraphs and tables in document order (a table row becomes `cell | cell`).
+  chunk knows the page(s) it came from. A page without a text layer (a scanned image) is read by OCR
+  when the `ocr` extra and Tesseract are installed (`driftrag.ingestion.ocr`; the page is marked as
+  OCR'd), else skipped with a warning naming what to install.
+- DOCX: `python-docx`, paragraphs and tables in document order (a table row becomes `cell | cell`);
+  the text under each heading is a section (`SectionSpan`, kind `heading`).
 - HTML: `beautifulsoup4` with the standard library's parser; scripts, styles and the head are dropped,
-  block elements become paragraphs.
-- EPUB: the zip read with `zipfile`, its spine in reading order, each chapter's XHTML as HTML.
+  block elements become paragraphs. The charset comes from a byte-order mark, else the page's
+  `<meta charset>`, else a guess.
+- EPUB: the zip read with `zipfile`, its spine in reading order, each chapter's XHTML as HTML; each
+  chapter is a section (kind `chapter`, numbered by its place in the spine, titled by its heading).
 
-Every reader raises `InputError` naming the file for what it cannot read (a corrupt PDF, a .docx that
-is no zip, junk with a known extension), so one bad file gives one clear error. All are synchronous:
-`load_document` runs them in a thread.
+DOCX and EPUB are zips: their members' declared sizes are added up before anything is expanded, and
+an archive above `ReaderOptions.max_archive_bytes` or `max_archive_members` is refused (zipfile never
+expands a member past its declared size). Every reader raises `FormatError` for what it cannot read (a
+corrupt PDF, a .docx that is no zip, junk with a known extension), so one bad file gives one clear
+error. All are synchronous: `load_document` runs them in a thread.
 """
 
 from __future__ import annotations
@@ -21,11 +27,14 @@ import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 from xml.etree import ElementTree
 
 from driftrag.errors import DriftRAGError
-from driftrag.models.graph import PageSpan
+from driftrag.ingestion import ocr
+from driftrag.models.graph import PageSpan, SectionKind, SectionSpan
+from driftrag.settings import Settings
 
 PDF_SUFFIXES = frozenset({".pdf"})
 DOCX_SUFFIXES = frozenset({".docx"})
@@ -34,7 +43,8 @@ EPUB_SUFFIXES = frozenset({".epub"})
 DOCUMENT_SUFFIXES = PDF_SUFFIXES | DOCX_SUFFIXES | HTML_SUFFIXES | EPUB_SUFFIXES
 
 PAGE_SEPARATOR = "\n\n"
-NO_TEXT_LAYER = "has no text layer (a scanned image?); skipped, OCR is not available"
+NO_TEXT_LAYER = "has no text layer (a scanned image?)"
+_DEFAULTS = Settings.model_fields
 
 _BLOCK_TAGS = frozenset(
     "address article aside blockquote body br caption dd details div dl dt figcaption figure footer form "
@@ -42,6 +52,7 @@ _BLOCK_TAGS = frozenset(
 )
 _CELL_TAGS = frozenset({"td", "th"})
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "head", "svg", "math")
+_HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _SPACES = re.compile(r"[^\S\n]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 
@@ -50,13 +61,46 @@ class FormatError(DriftRAGError):
     """Raised by a reader; `load_document` turns it into an `InputError` naming the file."""
 
 
+@dataclass(frozen=True)
+class ReaderOptions:
+    """What the readers may do: OCR in `ocr_language` (None: no OCR), and the caps on a zipped document.
+    The defaults are the settings' (`driftrag.ingestion.loading.reader_options` reads them from settings)."""
+
+    ocr_language: str | None = _DEFAULTS["ocr_language"].default
+    max_archive_bytes: int = int(_DEFAULTS["max_archive_mb"].default * 1024 * 1024)
+    max_archive_members: int = _DEFAULTS["max_archive_members"].default
+
+
 @dataclass
 class ExtractedText:
-    """A file's text, the page each stretch of it came from (PDF), and what was skipped."""
+    """A file's text, the page (PDF) or section (EPUB, DOCX) each stretch of it came from, and what was skipped."""
 
     text: str
     pages: list[PageSpan] = field(default_factory=list)
+    sections: list[SectionSpan] = field(default_factory=list)
+    section_kind: SectionKind | None = None
     warnings: list[str] = field(default_factory=list)
+
+
+class _Joined:
+    """Blocks of text joined by blank lines, recording where each section starts and ends."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.length = 0
+
+    def add(self, text: str) -> tuple[int, int]:
+        """Append a block (already clean, not empty); its [start, end) in the joined text."""
+        if self.parts:
+            self.length += len(PAGE_SEPARATOR)
+        start = self.length
+        self.parts.append(text)
+        self.length += len(text)
+        return start, self.length
+
+    @property
+    def text(self) -> str:
+        return PAGE_SEPARATOR.join(self.parts)
 
 
 def clean_text(text: str) -> str:
@@ -66,25 +110,28 @@ def clean_text(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
-def read_document(file: Path, data: bytes) -> ExtractedText:
+def read_document(file: Path, data: bytes, options: ReaderOptions | None = None) -> ExtractedText:
     """The text of a PDF, DOCX, HTML or EPUB file (by its suffix); `FormatError` for what cannot be read."""
+    options = options or ReaderOptions()
     suffix = file.suffix.lower()
     if suffix in PDF_SUFFIXES:
-        return read_pdf(data)
+        return read_pdf(data, options)
     if suffix in DOCX_SUFFIXES:
-        return read_docx(data)
+        return read_docx(data, options)
     if suffix in HTML_SUFFIXES:
         return ExtractedText(html_to_text(data))
     if suffix in EPUB_SUFFIXES:
-        return read_epub(data)
+        return read_epub(data, options)
     raise FormatError(f"no reader for {suffix!r} files")
 
 
-def read_pdf(data: bytes) -> ExtractedText:
-    """Each page's text layer, pages joined by a blank line, with their 1-based numbers and offsets."""
+def read_pdf(data: bytes, options: ReaderOptions | None = None) -> ExtractedText:
+    """Each page's text layer (or its OCR text), pages joined by a blank line, with their 1-based numbers
+    and offsets; a page without text is skipped with a warning that says why."""
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
+    options = options or ReaderOptions()
     if not data.lstrip().startswith(b"%PDF"):
         raise FormatError("not a PDF file (no %PDF header)")
     try:
@@ -100,54 +147,126 @@ def read_pdf(data: bytes) -> ExtractedText:
         raise FormatError(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
     if not texts:
         raise FormatError("the PDF has no pages")
-    parts: list[str] = []
+    cleaned = [clean_text(raw) for raw in texts]
+    scanned = [index for index, text in enumerate(cleaned) if not text]
+    read_by_ocr, warnings = _ocr_pages(data, scanned, options) if scanned else ({}, [])
+    joined = _Joined()
     pages: list[PageSpan] = []
+    for index, text in enumerate(cleaned):
+        text = text or read_by_ocr.get(index, "")
+        if text:
+            start, end = joined.add(text)
+            pages.append(PageSpan(page=index + 1, start_char=start, end_char=end, ocr=index in read_by_ocr))
+    if not pages:
+        reason = warnings[0].split("skipped: ", 1)[-1] if warnings else "no text"
+        raise FormatError(f"no page of the PDF ({len(texts)}) has a text layer (scanned images?); {reason}")
+    return ExtractedText(joined.text, pages, warnings=warnings)
+
+
+def _ocr_pages(data: bytes, indexes: list[int], options: ReaderOptions) -> tuple[dict[int, str], list[str]]:
+    """The OCR text of the pages at `indexes` (0-based) that gave some; a warning for each that did not."""
+    if options.ocr_language is None:
+        return {}, [f"page {i + 1} {NO_TEXT_LAYER}; skipped: OCR is off (setting `ocr`)" for i in indexes]
+    missing = ocr.ocr_unavailable(options.ocr_language)
+    if missing is not None:
+        return {}, [f"page {i + 1} {NO_TEXT_LAYER}; skipped: {missing}" for i in indexes]
+    found: dict[int, str] = {}
     warnings: list[str] = []
-    offset = 0
-    for number, raw in enumerate(texts, start=1):
-        text = clean_text(raw)
-        if not text:
-            warnings.append(f"page {number} {NO_TEXT_LAYER}")
-            continue
-        if parts:
-            offset += len(PAGE_SEPARATOR)
-        pages.append(PageSpan(page=number, start_char=offset, end_char=offset + len(text)))
-        parts.append(text)
-        offset += len(text)
-    if not parts:
-        raise FormatError(f"no page of the PDF ({len(texts)}) has a text layer (scanned images?); OCR is not available")
-    return ExtractedText(PAGE_SEPARATOR.join(parts), pages, warnings)
+    try:
+        pdf = ocr.open_pdf(data)
+    except Exception as exc:  # PDFium refuses a file pypdf read: no page of it can be rendered
+        reason = f"OCR failed (the PDF could not be rendered: {type(exc).__name__}: {exc})"
+        return {}, [f"page {i + 1} {NO_TEXT_LAYER}; skipped: {reason}" for i in indexes]
+    try:
+        for index in indexes:
+            try:
+                text = clean_text(ocr.ocr_page(pdf, index, options.ocr_language))
+            except Exception as exc:  # PDFium's and Tesseract's own errors: this page only
+                warnings.append(f"page {index + 1} {NO_TEXT_LAYER}; skipped: OCR failed ({type(exc).__name__}: {exc})")
+                continue
+            if text:
+                found[index] = text
+            else:
+                warnings.append(f"page {index + 1} {NO_TEXT_LAYER}; skipped: OCR found no text on it")
+    finally:
+        pdf.close()  # type: ignore[attr-defined]
+    return found, warnings
 
 
-def read_docx(data: bytes) -> ExtractedText:
-    """Paragraphs and tables in document order; a table row is its distinct cells joined by ` | `."""
+def check_archive(data: bytes, kind: str, options: ReaderOptions) -> None:
+    """Refuse a zip (DOCX, EPUB) that is no zip, or that would expand past the caps, before expanding it."""
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise FormatError(f"not {kind} file (not a zip archive)")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise FormatError(f"not a readable {kind.split()[-1]} file ({type(exc).__name__}: {exc})") from None
+    if len(members) > options.max_archive_members:
+        raise FormatError(
+            f"the archive holds {len(members)} members, above the cap of {options.max_archive_members} "
+            "(setting `max_archive_members`, DRIFTRAG_MAX_ARCHIVE_MEMBERS)"
+        )
+    expanded = sum(member.file_size for member in members)
+    if expanded > options.max_archive_bytes:
+        raise FormatError(
+            f"the archive expands to {expanded} bytes ({expanded / 1_048_576:.1f} MiB), above the cap of "
+            f"{options.max_archive_bytes / 1_048_576:g} MiB on a zipped document's expanded size "
+            "(setting `max_archive_mb`, DRIFTRAG_MAX_ARCHIVE_MB); a zip bomb?"
+        )
+
+
+def read_docx(data: bytes, options: ReaderOptions | None = None) -> ExtractedText:
+    """Paragraphs and tables in document order; a table row is its distinct cells joined by ` | `.
+    Each heading (a `Title` or `Heading N` paragraph) opens a section that runs to the next heading."""
     import docx
     from docx.table import Table
 
-    if not zipfile.is_zipfile(io.BytesIO(data)):
-        raise FormatError("not a DOCX file (not a zip archive)")
+    check_archive(data, "a DOCX", options or ReaderOptions())
+    joined = _Joined()
+    sections: list[SectionSpan] = []
     try:
         document = docx.Document(io.BytesIO(data))
-        blocks: list[str] = []
         for item in document.iter_inner_content():
             if isinstance(item, Table):
                 rows = []
                 for row in item.rows:
                     cells = list(dict.fromkeys(clean_text(cell.text) for cell in row.cells))  # merged cells repeat
                     rows.append(" | ".join(cell for cell in cells if cell))
-                blocks.append("\n".join(row for row in rows if row))
+                block, heading = "\n".join(row for row in rows if row), False
             else:
-                blocks.append(clean_text(item.text))
+                style = (item.style.name if item.style is not None else "") or ""
+                block, heading = clean_text(item.text), style == "Title" or style.startswith("Heading")
+            if not block:
+                continue
+            start, end = joined.add(block)
+            if heading:
+                sections.append(SectionSpan(number=len(sections) + 1, title=block, start_char=start, end_char=end))
+            elif sections:
+                sections[-1] = sections[-1].model_copy(update={"end_char": end})
     except Exception as exc:  # a damaged archive: zipfile's, lxml's and python-docx's own errors
         raise FormatError(f"not a readable DOCX file ({type(exc).__name__}: {exc})") from None
-    return ExtractedText("\n\n".join(block for block in blocks if block))
+    return ExtractedText(joined.text, sections=sections, section_kind="heading" if sections else None)
 
 
 def html_to_text(data: bytes | str) -> str:
     """The visible text of an HTML page: block elements as paragraphs, table cells spaced."""
+    return _html_text(_soup(data))
+
+
+def _soup(data: bytes | str) -> Any:
+    """The page parsed; bytes are decoded by their byte-order mark, else the `<meta charset>`, else a guess
+    (BeautifulSoup's), so UTF-16 and UTF-32 pages with a BOM read as text."""
     from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(data, "html.parser")
+    if isinstance(data, bytes):
+        encoding = bom_encoding(data)
+        if encoding is not None:
+            data = data.decode(encoding)
+    return BeautifulSoup(data, "html.parser")
+
+
+def _html_text(soup: Any) -> str:
     for tag in soup(_DROPPED_TAGS):
         tag.decompose()
     for tag in soup.find_all(True):
@@ -163,14 +282,34 @@ def html_to_text(data: bytes | str) -> str:
     return clean_text("\n".join(lines))
 
 
+# Longest first: the UTF-32 LE mark begins with the UTF-16 LE one.
+_BOMS = (
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xfe\xff", "utf-16-be"),
+    (b"\xff\xfe", "utf-16-le"),
+)
+
+
+def bom_encoding(data: bytes) -> str | None:
+    """The encoding a byte-order mark at the start of `data` names (the codec drops the mark), else None."""
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            return encoding if encoding.startswith("utf-8") else encoding.replace("-be", "").replace("-le", "")
+    return None
+
+
 _CONTAINER_NS = {"c": "urn:oasis:names:tc:opendocument:xmlns:container"}
 _OPF_NS = {"opf": "http://www.idpf.org/2007/opf"}
 
 
-def read_epub(data: bytes) -> ExtractedText:
-    """The chapters of the spine in reading order, each as HTML text."""
-    if not zipfile.is_zipfile(io.BytesIO(data)):
-        raise FormatError("not an EPUB file (not a zip archive)")
+def read_epub(data: bytes, options: ReaderOptions | None = None) -> ExtractedText:
+    """The chapters of the spine in reading order, each as HTML text, each a section numbered by its place
+    in the spine and titled by its first heading (else its `<title>`)."""
+    check_archive(data, "an EPUB", options or ReaderOptions())
+    joined = _Joined()
+    sections: list[SectionSpan] = []
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
@@ -186,16 +325,29 @@ def read_epub(data: bytes) -> ExtractedText:
             manifest = {
                 item.get("id"): item.get("href", "") for item in package.iterfind(".//opf:manifest/opf:item", _OPF_NS)
             }
-            chapters = []
-            for ref in package.iterfind(".//opf:spine/opf:itemref", _OPF_NS):
+            for number, ref in enumerate(package.iterfind(".//opf:spine/opf:itemref", _OPF_NS), start=1):
                 href = manifest.get(ref.get("idref"))
                 if not href:
                     continue
                 member = posixpath.normpath(posixpath.join(base, unquote(href)))
-                if member in names:
-                    chapters.append(html_to_text(archive.read(member)))
+                if member not in names:
+                    continue
+                soup = _soup(archive.read(member))
+                title = _chapter_title(soup)
+                text = _html_text(soup)
+                if text:
+                    start, end = joined.add(text)
+                    sections.append(SectionSpan(number=number, title=title, start_char=start, end_char=end))
     except FormatError:
         raise
     except (zipfile.BadZipFile, ElementTree.ParseError, KeyError, ValueError, OSError) as exc:
         raise FormatError(f"not a readable EPUB file ({type(exc).__name__}: {exc})") from None
-    return ExtractedText("\n\n".join(chapter for chapter in chapters if chapter))
+    return ExtractedText(joined.text, sections=sections, section_kind="chapter" if sections else None)
+
+
+def _chapter_title(soup: Any) -> str:
+    heading = soup.find(_HEADING_TAGS)
+    if heading is not None and heading.get_text(strip=True):
+        return clean_text(heading.get_text(" "))[:200]
+    title = soup.find("title")
+    return clean_text(title.get_text(" "))[:200] if title is not None else ""

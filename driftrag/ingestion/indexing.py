@@ -29,7 +29,7 @@ from driftrag.ingestion.incremental import (
     listing_removed_chunks,
     update_after_delete,
 )
-from driftrag.ingestion.loading import InputError, document_from_text, load_document
+from driftrag.ingestion.loading import InputError, load_document, reader_options
 from driftrag.ingestion.merge import (
     apply_summaries,
     extracted_chunk_count,
@@ -48,6 +48,7 @@ from driftrag.models.graph import (
     SourceDocument,
 )
 from driftrag.providers.tokens import get_encoding
+from driftrag.settings import Settings
 from driftrag.store.graph import descriptions_hash
 from driftrag.store.identifiers import validate_kb_id
 
@@ -57,16 +58,19 @@ B = TypeVar("B")
 
 
 async def load_documents(
-    request: IngestRequest, max_file_mb: float, check: Callable[[SourceDocument], None] | None = None
+    request: IngestRequest, settings: Settings, check: Callable[[SourceDocument], None] | None = None
 ) -> list[SourceDocument]:
     """Read and validate every input before anything is written: one bad file stops the run cleanly.
     `check` (the mode's `IngestionTasks.document_check`) may refuse a document the mode cannot read."""
     kb = validate_kb_id(request.kb)
-    max_bytes = int(max_file_mb * 1024 * 1024)
-    documents = [await asyncio.to_thread(load_document, path, kb, max_bytes=max_bytes) for path in request.paths]
+    max_bytes = int(settings.max_file_mb * 1024 * 1024)
+    options = reader_options(settings)
+    documents = [
+        await asyncio.to_thread(load_document, path, kb, max_bytes=max_bytes, options=options) for path in request.paths
+    ]
+    documents += [item.document(kb) for item in request.texts]
     for warning in (warning for document in documents for warning in document.warnings):
         log.info("%s", warning)
-    documents += [document_from_text(item.text, kb, item.title) for item in request.texts]
     if check is not None:
         for document in documents:
             await asyncio.to_thread(check, document)

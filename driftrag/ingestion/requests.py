@@ -7,17 +7,41 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from driftrag.models.graph import FailedChunk, KbCounts
+from driftrag.ingestion.formats import ExtractedText
+from driftrag.ingestion.loading import document_from_text
+from driftrag.models.graph import FailedChunk, KbCounts, PageSpan, SectionKind, SectionSpan, SourceDocument
 from driftrag.providers.usage import Usage
 
 
 class TextInput(BaseModel):
-    """A document given as text (notebooks, tests); `title` identifies it across versions."""
+    """A document given as text (notebooks, tests, the HTTP API); `title` identifies it across versions.
+
+    A file read already (an HTTP upload, `from_document`) keeps its pages or sections and the warnings of
+    its reader, so that its chunks know where in the file they are."""
 
     model_config = ConfigDict(extra="forbid")
 
     title: str = Field(min_length=1)
     text: str
+    pages: list[PageSpan] = Field(default_factory=list)
+    sections: list[SectionSpan] = Field(default_factory=list)
+    section_kind: SectionKind | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def from_document(cls, document: SourceDocument) -> TextInput:
+        return cls(
+            title=document.title,
+            text=document.text,
+            pages=document.pages,
+            sections=document.sections,
+            section_kind=document.section_kind,
+            warnings=document.warnings,
+        )
+
+    def document(self, kb: str) -> SourceDocument:
+        extracted = ExtractedText(self.text, self.pages, self.sections, self.section_kind)
+        return document_from_text(self.text, kb, self.title, extracted=extracted, warnings=self.warnings)
 
 
 class IngestRequest(BaseModel):
@@ -59,7 +83,8 @@ class DocumentOutcome(BaseModel):
     chunks: int
     replaced_ids: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(
-        default_factory=list, description="What loading skipped, e.g. PDF pages without a text layer (no OCR)."
+        default_factory=list,
+        description="What loading skipped, e.g. PDF pages without a text layer that OCR could not read.",
     )
 
 

@@ -58,6 +58,20 @@ class PageSpan(_Model):
     page: int = Field(ge=1, description="1-based page number in the file.")
     start_char: int = Field(ge=0)
     end_char: int = Field(ge=0)
+    ocr: bool = Field(default=False, description="The page had no text layer: its text was read by OCR.")
+
+
+SectionKind = Literal["chapter", "heading"]
+
+
+class SectionSpan(_Model):
+    """Where one section's text lies in its document's text: an EPUB chapter (a spine item) or the text
+    under a DOCX heading; characters [start_char, end_char)."""
+
+    number: int = Field(ge=1, description="EPUB: the chapter's 1-based place in the spine; DOCX: the heading's rank.")
+    title: str = Field(default="", description="The chapter's or heading's title (may be empty).")
+    start_char: int = Field(ge=0)
+    end_char: int = Field(ge=0)
 
 
 class SourceDocument(_Model):
@@ -70,6 +84,10 @@ class SourceDocument(_Model):
     pages: list[PageSpan] = Field(
         default_factory=list, description="PDF input: the page of each stretch of text (empty for other formats)."
     )
+    sections: list[SectionSpan] = Field(
+        default_factory=list, description="EPUB chapters or DOCX headings, where their text lies (else empty)."
+    )
+    section_kind: SectionKind | None = Field(default=None, description="What `sections` are: chapters or headings.")
     warnings: list[str] = Field(
         default_factory=list, description="What loading skipped, e.g. PDF pages without a text layer."
     )
@@ -88,6 +106,12 @@ class Chunk(_Model):
     pages: list[int] | None = Field(
         default=None, description="PDF input: the page(s) the chunk's text came from; None for other formats."
     )
+    ocr_pages: list[int] | None = Field(default=None, description="Of `pages`, those whose text was read by OCR.")
+    sections: list[int] | None = Field(
+        default=None, description="EPUB chapter numbers (spine places) or DOCX heading ranks the text lies in."
+    )
+    section_titles: list[str] | None = Field(default=None, description="The titles of `sections`, in the same order.")
+    section_kind: SectionKind | None = Field(default=None, description="`chapter` (EPUB) or `heading` (DOCX).")
 
 
 # --- per-knowledge-base extraction config: `driftrag.models.extract_config` (re-exported here) ------------

@@ -7,7 +7,7 @@ Every source is identified by the id it carries in the graph (`chunk-…`, `enti
 from __future__ import annotations
 
 import json
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,7 +18,44 @@ class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Source(_Row):
+class _Positioned(_Row):
+    """Where a chunk's text lies in its file: pages (PDF), chapters (EPUB) or headings (DOCX)."""
+
+    pages: list[int] | None = Field(
+        default=None, description="Chunks of a PDF: the page(s) of the file the text came from."
+    )
+    ocr_pages: list[int] | None = Field(default=None, description="Of `pages`, those whose text was read by OCR.")
+    sections: list[int] | None = Field(
+        default=None, description="Chunks of an EPUB (chapter numbers, spine order) or a DOCX (heading ranks)."
+    )
+    section_titles: list[str] | None = Field(default=None, description="The titles of `sections`, in order.")
+    section_kind: Literal["chapter", "heading"] | None = Field(default=None, description="What `sections` are.")
+
+    def positions(self) -> dict[str, Any]:
+        """The position fields, to copy onto another positioned row."""
+        return {name: getattr(self, name) for name in POSITION_FIELDS}
+
+    def page_label(self) -> str:
+        """`p. 3` or `pp. 3-4` (`, OCR` when any was read by OCR) for a PDF chunk; `ch. 2 “Title”` for
+        an EPUB chunk; `§ Title` for a DOCX chunk under a heading; else empty."""
+        if self.pages:
+            first, last = min(self.pages), max(self.pages)
+            label = f"p. {first}" if first == last else f"pp. {first}-{last}"
+            return f"{label}, OCR" if self.ocr_pages else label
+        if not self.sections:
+            return ""
+        titles = [title for title in self.section_titles or [] if title]
+        if self.section_kind == "heading":
+            return "§ " + " / ".join(titles) if titles else ""
+        first, last = min(self.sections), max(self.sections)
+        label = f"ch. {first}" if first == last else f"ch. {first}-{last}"
+        return f"{label} \u201c{titles[0]}\u201d" if first == last and titles else label
+
+
+POSITION_FIELDS = tuple(_Positioned.model_fields)
+
+
+class Source(_Positioned):
     """One piece of retrieved material, as shown to the answering step."""
 
     id: str
@@ -28,23 +65,12 @@ class Source(_Row):
     score: float | None = Field(default=None, description="Retrieval score (similarity, rank weight) if any.")
     origin: str = Field(default="", description="How it was found: vector, entity:<name>, neighbour, community…")
     rating: float | None = Field(default=None, description="Community reports: the report's rating, 0-10.")
-    pages: list[int] | None = Field(
-        default=None, description="Chunks of a PDF: the page(s) of the file the text came from."
-    )
-
-    def page_label(self) -> str:
-        """`p. 3` or `pp. 3-4` for a chunk of a PDF, else empty."""
-        if not self.pages:
-            return ""
-        first, last = min(self.pages), max(self.pages)
-        return f"p. {first}" if first == last else f"pp. {first}-{last}"
 
 
-class ChunkRow(_Row):
+class ChunkRow(_Positioned):
     id: str
     title: str = Field(description="The chunk's document title.")
     text: str
-    pages: list[int] | None = Field(default=None, description="Chunks of a PDF: the page(s) the text came from.")
     entity_ids: list[str] = Field(default_factory=list, description="Which of the given entities it mentions.")
     best_rank: int = Field(default=0, description="Rank (in the given list) of the best entity it mentions.")
 

@@ -156,7 +156,9 @@ def _render(fills: Sequence[_Fill]) -> tuple[str, list[Source]]:
 
 
 def chunk_source(row: ChunkRow, *, origin: str, score: float | None = None) -> Source:
-    return Source(id=row.id, kind="chunk", title=row.title, text=row.text, score=score, origin=origin, pages=row.pages)
+    return Source(
+        id=row.id, kind="chunk", title=row.title, text=row.text, score=score, origin=origin, **row.positions()
+    )
 
 
 def entity_source(row: EntityRow, *, origin: str) -> Source:

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
 from driftrag.store.cypher import jobs as cy
 from driftrag.store.identifiers import validate_job_id, validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
+
+# A submitted text, or a file read already: its text with its pages or sections (`TextInput`, as JSON).
+JobText = str | dict[str, Any]
 
 
 class JobKey(BaseModel):
@@ -36,14 +40,16 @@ class ClaimedJob(BaseModel):
     kb: str
     id: str
     record: str
-    texts: dict[str, str] | None
+    texts: dict[str, JobText] | None
 
 
 class JobStore:
     def __init__(self, store: Neo4jStore) -> None:
         self._store = store
 
-    async def create(self, kb: str, job_id: str, *, state: str, record: str, texts: dict[str, str], owner: str) -> None:
+    async def create(
+        self, kb: str, job_id: str, *, state: str, record: str, texts: dict[str, JobText], owner: str
+    ) -> None:
         await self._store.write(
             cy.CREATE_JOB,
             kb=validate_kb_id(kb),
@@ -69,7 +75,7 @@ class JobStore:
         )
         return SavedJob(**rows[0])
 
-    async def keep_texts(self, kb: str, job_id: str, texts: dict[str, str], owner: str) -> None:
+    async def keep_texts(self, kb: str, job_id: str, texts: dict[str, JobText], owner: str) -> None:
         await self._store.write(
             cy.KEEP_JOB_TEXTS,
             kb=validate_kb_id(kb),

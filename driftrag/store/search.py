@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, LiteralString
 
 from driftrag.models.search import (
+    POSITION_FIELDS,
     ChunkRow,
     CommunityRow,
     EntityRow,
@@ -345,7 +346,7 @@ class SearchStore:
 
 
 def _chunk_source(row: Mapping[str, Any], *, score: float, origin: str) -> Source:
-    """A chunk row of a search statement (id, title, text, pages) as a source."""
+    """A chunk row of a search statement (id, title, text, its place in the file) as a source."""
     return Source(
         id=row["id"],
         kind="chunk",
@@ -353,5 +354,5 @@ def _chunk_source(row: Mapping[str, Any], *, score: float, origin: str) -> Sourc
         text=row["text"],
         score=score,
         origin=origin,
-        pages=row.get("pages"),
+        **{name: row.get(name) for name in POSITION_FIELDS},
     )

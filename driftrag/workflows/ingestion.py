@@ -150,7 +150,7 @@ class IngestionWorkflow(Workflow):
             tokenizer = asyncio.ensure_future(indexing.load_tokenizer())
             try:
                 documents = await indexing.load_documents(
-                    ev.request, self._deps.settings.max_file_mb, self._deps.tasks.document_check
+                    ev.request, self._deps.settings, self._deps.tasks.document_check
                 )
                 await self._deps.stores.database.ensure_schema()
                 await self._claim_vector_space(kb)

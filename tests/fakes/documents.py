@@ -1,40 +1,75 @@
 """Small PDF, DOCX, HTML and EPUB files written at test time (nothing binary is committed).
 
 The PDF is written by hand (a Helvetica text stream per page, a correct xref table), so a page can be
-left without any text, as a scanned page is; the DOCX through python-docx; the EPUB zipped here.
+left without any text, or be a picture of text (drawn by Pillow) as a scanned page is; the DOCX through
+python-docx; the EPUB zipped here.
 """
 
 from __future__ import annotations
 
 import zipfile
+import zlib
 from pathlib import Path
+
+
+class ScannedPage:
+    """A PDF page that is only an image of these lines of text (no text layer), as a scanner makes."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def image_object(self) -> tuple[bytes, bytes]:
+        """The page's content stream and its image XObject (grey pixels, Flate-compressed)."""
+        from PIL import Image, ImageDraw, ImageFont
+
+        width, height = 1700, 2200  # a letter page at 200 dpi
+        image = Image.new("L", (width, height), 255)
+        draw = ImageDraw.Draw(image)
+        font = ImageFont.load_default(size=44)
+        for number, line in enumerate(self.lines):
+            draw.text((150, 200 + 70 * number), line, fill=0, font=font)
+        pixels = zlib.compress(image.tobytes())
+        xobject = (
+            b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray "
+            b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
+            % (width, height, len(pixels))
+            + pixels
+            + b"\nendstream"
+        )
+        return b"q 612 0 0 792 0 0 cm /Im1 Do Q", xobject
 
 
 def _pdf_string(text: str) -> str:
     return "(" + text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
 
 
-def write_pdf(path: Path, pages: list[list[str]]) -> Path:
-    """A PDF with one page per item, each line of it drawn as text; an empty list is a page without text."""
+def write_pdf(path: Path, pages: list[list[str] | ScannedPage]) -> Path:
+    """A PDF with one page per item, each line of it drawn as text; an empty list is a page without text,
+    a `ScannedPage` a page that is an image of its lines."""
     objects: list[bytes] = []
     n_pages = len(pages)
-    page_ids = [4 + 2 * i for i in range(n_pages)]
+    page_ids = [4 + 3 * i for i in range(n_pages)]
     objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
     kids = " ".join(f"{pid} 0 R" for pid in page_ids)
     objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {n_pages} >>".encode())
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
     for i, lines in enumerate(pages):
-        content_id = page_ids[i] + 1
+        content_id, image_id = page_ids[i] + 1, page_ids[i] + 2
         objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
-            f"/Contents {content_id} 0 R >>".encode()
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> "
+            f"/XObject << /Im1 {image_id} 0 R >> >> /Contents {content_id} 0 R >>".encode()
         )
-        if lines:
+        image = b"<< /Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray "
+        image += b"/BitsPerComponent 8 /Length 1 >>\nstream\n\xff\nendstream"  # unused on text pages
+        if isinstance(lines, ScannedPage):
+            stream, image = lines.image_object()
+        elif lines:
             body = "BT /F1 12 Tf 16 TL 72 720 Td " + " ".join(f"{_pdf_string(line)} Tj T*" for line in lines) + " ET"
+            stream = body.encode("latin-1")
         else:
-            body = "0.5 g 72 72 468 648 re f"  # a grey rectangle: something drawn, no text
-        stream = body.encode("latin-1")
+            stream = b"0.5 g 72 72 468 648 re f"  # a grey rectangle: something drawn, no text
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+        objects.append(image)
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for number, obj in enumerate(objects, start=1):

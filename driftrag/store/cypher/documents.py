@@ -17,7 +17,9 @@ UNWIND $chunks AS row
 MERGE (c:__Chunk__ {kb: $kb, id: row.id})
 ON CREATE SET c.enabled = true
 SET c.document_id = $document_id, c.index = row.index, c.text = row.text, c.n_tokens = row.n_tokens,
-    c.extractable = row.extractable, c.skip_reason = row.skip_reason, c.pages = row.pages
+    c.extractable = row.extractable, c.skip_reason = row.skip_reason, c.pages = row.pages,
+    c.ocr_pages = row.ocr_pages, c.sections = row.sections, c.section_titles = row.section_titles,
+    c.section_kind = row.section_kind
 MERGE (c)-[:PART_OF]->(d)
 """
 

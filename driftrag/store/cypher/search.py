@@ -17,7 +17,8 @@ UNWIND $ids AS id
 MATCH (c:__Chunk__ {kb: $kb, id: id})
 WHERE coalesce(c.enabled, true)
 OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
-RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), pages: c.pages}) AS rows
+RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), pages: c.pages, ocr_pages: c.ocr_pages,
+                sections: c.sections, section_titles: c.section_titles, section_kind: c.section_kind}) AS rows
 """
 
 MATCH_VALID_ENTITIES = """
@@ -118,8 +119,9 @@ LIMIT $limit
 OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
 WITH c, d, entity_ids, best_rank
 ORDER BY size(entity_ids) DESC, best_rank ASC, c.id ASC
-RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), pages: c.pages, entity_ids: entity_ids,
-                best_rank: best_rank}) AS rows
+RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), pages: c.pages, ocr_pages: c.ocr_pages,
+                sections: c.sections, section_titles: c.section_titles, section_kind: c.section_kind,
+                entity_ids: entity_ids, best_rank: best_rank}) AS rows
 """
 )
 
@@ -135,8 +137,9 @@ LIMIT $limit
 OPTIONAL MATCH (c)-[:PART_OF]->(d:__Document__)
 WITH c, d, entity_ids, best_rank
 ORDER BY best_rank ASC, size(entity_ids) DESC, c.id ASC
-RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), pages: c.pages, entity_ids: entity_ids,
-                best_rank: best_rank}) AS rows
+RETURN collect({id: c.id, text: c.text, title: coalesce(d.title, ''), pages: c.pages, ocr_pages: c.ocr_pages,
+                sections: c.sections, section_titles: c.section_titles, section_kind: c.section_kind,
+                entity_ids: entity_ids, best_rank: best_rank}) AS rows
 """
 )
 
@@ -342,5 +345,7 @@ OPTIONAL MATCH (ch)-[:PART_OF]->(d:__Document__)
 WITH rank, c, ch, d, similarity
 ORDER BY rank ASC, similarity DESC, ch.id ASC
 RETURN collect({community_id: c.id, id: ch.id, text: ch.text, title: coalesce(d.title, ''), pages: ch.pages,
+                ocr_pages: ch.ocr_pages,
+                sections: ch.sections, section_titles: ch.section_titles, section_kind: ch.section_kind,
                 similarity: similarity}) AS rows
 """

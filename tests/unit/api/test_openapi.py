@@ -33,6 +33,7 @@ def test_the_document_covers_every_endpoint_and_both_credentials() -> None:
         ("GET", f"{kb}/stats"),
         ("GET", "/knowledge-bases"),
         ("POST", f"{kb}/documents"),
+        ("POST", f"{kb}/documents/files"),
         ("GET", f"{kb}/jobs"),
         ("GET", f"{kb}/jobs/{{job_id}}"),
         ("DELETE", f"{kb}/documents/{{document_id}}"),

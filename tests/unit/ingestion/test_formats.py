@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from driftrag.ingestion.chunking import chunk_document
+from driftrag.ingestion.formats import ReaderOptions
 from driftrag.ingestion.loading import InputError, collect_paths, document_from_text, load_document
 from driftrag.models.search import Source
 from driftrag.search.markdown import sources_markdown
@@ -41,20 +42,23 @@ def test_each_chunk_of_a_pdf_records_the_pages_its_text_came_from(tmp_path: Path
     assert [c.id for c in plain] == [c.id for c in small] and all(c.pages is None for c in plain)
 
 
+NO_OCR = ReaderOptions(ocr_language=None)
+
+
 def test_a_pdf_page_without_a_text_layer_is_skipped_with_a_reason(tmp_path: Path) -> None:
     path = write_pdf(tmp_path / "scanned.pdf", [PAGE_ONE, [], PAGE_TWO])
-    document = load_document(path, "kb")
+    document = load_document(path, "kb", options=NO_OCR)
     assert [span.page for span in document.pages] == [1, 3]
     [warning] = document.warnings
     assert str(path) in warning and "page 2" in warning and "no text layer" in warning
-    assert "OCR is not available" in warning
+    assert "OCR is off (setting `ocr`)" in warning
     assert chunk_document(document)[0].pages == [1, 3]
 
 
 def test_a_pdf_without_any_text_layer_is_refused(tmp_path: Path) -> None:
     path = write_pdf(tmp_path / "images.pdf", [[], []])
-    with pytest.raises(InputError, match=r"no page of the PDF \(2\) has a text layer.*OCR is not available") as raised:
-        load_document(path, "kb")
+    with pytest.raises(InputError, match=r"no page of the PDF \(2\) has a text layer.*OCR is off") as raised:
+        load_document(path, "kb", options=NO_OCR)
     assert str(path) in str(raised.value)
 
 
@@ -105,6 +109,32 @@ def test_a_docx_gives_its_paragraphs_and_table_in_order(tmp_path: Path) -> None:
         "Ship | Captain\nGull | Mirela Voss\nHeron | Pip Rackham\n\nAfter the table."
     )
     assert document.pages == [] and chunk_document(document)[0].pages is None
+    # The heading opens a section that runs to the end (no other heading follows).
+    [section] = document.sections
+    assert (section.number, section.title, document.section_kind) == (1, "Harbor report", "heading")
+    assert document.text[section.start_char : section.end_char] == document.text
+    [chunk] = chunk_document(document)
+    assert (chunk.sections, chunk.section_titles, chunk.section_kind) == ([1], ["Harbor report"], "heading")
+    assert "Gull | Mirela Voss" in chunk.text  # the table's text is ingested
+
+
+def test_docx_headings_split_it_into_sections_and_text_before_them_has_none(tmp_path: Path) -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("A preface without a heading.")
+    document.add_heading("Arrival", level=1)
+    document.add_paragraph("Captain Mirela Voss sailed in.")
+    document.add_heading("Crew", level=2)
+    grid = document.add_table(rows=1, cols=2)
+    grid.cell(0, 0).text, grid.cell(0, 1).text = "Pip Rackham", "deckhand"
+    document.save(str(tmp_path / "log.docx"))
+    loaded = load_document(tmp_path / "log.docx", "kb")
+    spans = {s.title: loaded.text[s.start_char : s.end_char] for s in loaded.sections}
+    assert spans == {"Arrival": "Arrival\n\nCaptain Mirela Voss sailed in.", "Crew": "Crew\n\nPip Rackham | deckhand"}
+    assert [s.number for s in loaded.sections] == [1, 2]
+    chunks = chunk_document(loaded, chunk_size=8, chunk_overlap=0)
+    assert chunks[0].sections is None and chunks[-1].section_titles == ["Crew"]
 
 
 def test_an_html_page_gives_its_visible_text_as_paragraphs(tmp_path: Path) -> None:
@@ -131,6 +161,15 @@ def test_an_epub_gives_its_chapters_in_spine_order(tmp_path: Path) -> None:
     )
     document = load_document(path, "kb")
     assert document.text == "The Lamp\n\nPip Rackham lit the lamp.\n\nThe Storm\n\nCaptain Mirela Voss came home."
+    assert [(s.number, s.title) for s in document.sections] == [(1, "The Lamp"), (2, "The Storm")]
+    assert document.section_kind == "chapter"
+    assert document.text[document.sections[1].start_char : document.sections[1].end_char] == (
+        "The Storm\n\nCaptain Mirela Voss came home."
+    )
+    whole, *_ = chunk_document(document)
+    assert (whole.sections, whole.section_titles) == ([1, 2], ["The Lamp", "The Storm"])
+    last = chunk_document(document, chunk_size=8, chunk_overlap=0)[-1]
+    assert (last.sections, last.section_titles, last.section_kind) == ([2], ["The Storm"], "chapter")
 
 
 def test_a_folder_gives_every_supported_format_and_skips_the_others(tmp_path: Path) -> None:
@@ -176,3 +215,17 @@ def test_sources_show_the_pages_of_a_pdf_chunk() -> None:
     assert "(chunk — harbor.pdf, p. 2)" in rendered
     assert "(chunk — harbor.pdf, pp. 1-2)" in rendered
     assert "(chunk — notes.md)" in rendered
+
+
+def test_sources_show_ocr_pages_epub_chapters_and_docx_headings() -> None:
+    def chunk(**position: object) -> Source:
+        return Source(id="chunk-1", kind="chunk", title="t", text="x", **position)
+
+    assert chunk(pages=[2, 3], ocr_pages=[3]).page_label() == "pp. 2-3, OCR"
+    assert chunk(sections=[4], section_titles=["The Storm"], section_kind="chapter").page_label() == (
+        "ch. 4 \u201cThe Storm\u201d"
+    )
+    assert chunk(sections=[4, 5], section_titles=["A", "B"], section_kind="chapter").page_label() == "ch. 4-5"
+    assert chunk(sections=[1, 2], section_titles=["Arrival", "Crew"], section_kind="heading").page_label() == (
+        "\u00a7 Arrival / Crew"
+    )
