@@ -257,10 +257,10 @@ async def local_contexts(stores: Stores, settings: Settings, kb: str, graph: Syn
     print(line("local context: random query vectors", times), f"sources/context {statistics.median(tokens):.0f}")
     rows = [row("local context: random query vectors", times, f"{statistics.median(tokens):.0f} sources per context")]
     hub_names = [entity_name(i) for i in np.argsort(graph.degree)[::-1][:5].tolist()]
-    rows = [row for name in hub_names for row in await stores.search.match_entity_names(kb, [name], 1)]
+    hubs = [match for name in hub_names for match in await stores.search.match_entity_names(kb, [name], 1)]
     seeds = [
         Source(id=r.id, kind="entity", title=r.name, text=f"{r.name}: {r.description}", score=1.0, origin="vector")
-        for r in rows
+        for r in hubs
     ]
     hub_deps = query_deps(
         settings, Stores(**{**stores.__dict__, "search": HubSeeded(stores.search, seeds)}), providers(), TimedChat()
