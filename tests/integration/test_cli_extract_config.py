@@ -90,7 +90,7 @@ def test_ingest_with_a_config_and_an_offline_preview(neo4j_uri: str, tmp_path: P
 
         preview = run_cli("kb", "config", "preview", str(corpus), "--kb", kb, uri=neo4j_uri, home=tmp_path)
         assert preview.returncode == 0, preview.stderr
-        assert preview.stdout.startswith("offline extraction of 1 chunk(s):") and "(nothing stored)" in preview.stdout
+        assert preview.stdout.startswith("offline extraction of 1 chunk:") and "(nothing stored)" in preview.stdout
         assert "entity Jeanne Morel [" in preview.stdout and "entity Paul Besson [" in preview.stdout
         # The offline extractor recognises the config's example names ("Morel et Fils" has no capitalised
         # second word), and says what of the config it cannot follow.
