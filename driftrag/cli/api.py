@@ -81,7 +81,9 @@ def api_openapi() -> None:
 def _keys_file(file: Path | None) -> Path:
     chosen = file or load_settings().api_keys_file
     if chosen is None:
-        err_console.print("[red]error:[/red] give --file or set DRIFTRAG_API_KEYS_FILE", highlight=False)
+        err_console.print(
+            "[red]error:[/red] give --file or set DRIFTRAG_API_KEYS_FILE", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(2)
     return chosen
 
@@ -100,7 +102,7 @@ def api_key_create(
     try:
         scope_list, kb_list = parse_scopes(scopes), parse_kbs(kbs)
     except ValueError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     path = _keys_file(file)
     key, entry = _run(ctx, lambda: create_key(path, name=name, scopes=scope_list, kbs=kb_list))
@@ -108,6 +110,7 @@ def api_key_create(
         f"created key {entry.name!r} (scopes {', '.join(entry.scopes)}; kbs {', '.join(entry.kbs)}) in {path}; "
         "it is shown only now, keep it somewhere safe",
         highlight=False,
+        soft_wrap=True,
         markup=False,
     )
     typer.echo(key)
@@ -143,5 +146,6 @@ def api_key_revoke(
         f"revoked key {name!r} in {path}; running servers refuse it once they see the change "
         "(DRIFTRAG_API_KEYS_RELOAD_S, 2 s by default)",
         highlight=False,
+        soft_wrap=True,
         markup=False,
     )

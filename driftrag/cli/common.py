@@ -150,7 +150,7 @@ def _emit(model: BaseModel, as_json: bool, text: str) -> None:
     if as_json:
         console.print_json(model.model_dump_json())
     else:
-        console.print(text, highlight=False)
+        console.print(text, highlight=False, soft_wrap=True)
 
 
 def _valid_kb(kb: str) -> str:

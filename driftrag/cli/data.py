@@ -91,7 +91,7 @@ def data_fetch(
     try:
         corpus = corpora.get_corpus(name)
     except UnknownCorpusError as exc:
-        err_console.print(f"[red]error:[/red] {escape_markup(str(exc))}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape_markup(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
     try:
@@ -103,11 +103,11 @@ def data_fetch(
     except DriftRAGError as exc:
         if ctx.obj is not None and ctx.obj.debug:
             raise
-        err_console.print(f"[red]error:[/red] {escape_markup(str(exc))}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape_markup(str(exc))}", highlight=False, soft_wrap=True)
         # No network is "backend unavailable" here: exit 3, as Neo4j outages are for the other commands.
         raise typer.Exit(3 if isinstance(exc, DownloadUnavailableError) else 1) from None
     if as_json:
         typer.echo(result.model_dump_json())
         return
-    err_console.print(escape_markup(result.describe()), highlight=False)
+    err_console.print(escape_markup(result.describe()), highlight=False, soft_wrap=True)
     typer.echo(str(result.path))

@@ -170,7 +170,9 @@ def eval_judge(
     from driftrag.providers import build_providers
 
     if trials % 2:
-        err_console.print("[red]error:[/red] --trials must be even: half the trials show each answer first")
+        err_console.print(
+            "[red]error:[/red] --trials must be even: half the trials show each answer first", soft_wrap=True
+        )
         raise typer.Exit(2)
     aa_methods = None if aa is None else [] if aa == "none" else parse_methods(aa)
 
@@ -220,10 +222,10 @@ def eval_generate(
     from driftrag.prompts.registry import PromptRegistry
 
     if (kb is None) == (description is None):
-        err_console.print("[red]error:[/red] give either --kb or --description")
+        err_console.print("[red]error:[/red] give either --kb or --description", soft_wrap=True)
         raise typer.Exit(2)
     if question_type not in QUESTION_TYPES:
-        err_console.print(f"[red]error:[/red] --type must be one of {', '.join(QUESTION_TYPES)}")
+        err_console.print(f"[red]error:[/red] --type must be one of {', '.join(QUESTION_TYPES)}", soft_wrap=True)
         raise typer.Exit(2)
     kb = _valid_kb(kb) if kb is not None else None
 

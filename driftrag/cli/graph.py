@@ -49,7 +49,7 @@ def graph_search_command(
     try:  # a bad request is bad usage (exit 2), refused before anything connects
         parse_request(kb, query, max_seeds=max_seeds, max_rows=max_rows)
     except DriftRAGError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
     async def action():
@@ -102,7 +102,7 @@ def _switch_graph(ctx: typer.Context, kb: str, enabled: bool) -> None:
             await rag.set_graph_enabled(kb, enabled)
 
     _arun(ctx, action)
-    console.print(f"graph search {'enabled' if enabled else 'disabled'} for kb {kb}", highlight=False)
+    console.print(f"graph search {'enabled' if enabled else 'disabled'} for kb {kb}", highlight=False, soft_wrap=True)
 
 
 @app.command("graph-enable", examples=["driftrag graph-enable --kb alice"])
@@ -178,12 +178,16 @@ def graph_view_command(
         if on
     ]
     if len(chosen) > 1:
-        err_console.print(f"[red]error:[/red] choose one output, not {' and '.join(chosen)}", highlight=False)
+        err_console.print(
+            f"[red]error:[/red] choose one output, not {' and '.join(chosen)}", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(2)
     target = html or graphml
     if target is not None and not target.parent.is_dir():
         missing = escape_markup(repr(str(target.parent)))
-        err_console.print(f"[red]error:[/red] no directory {missing} to write the file in", highlight=False)
+        err_console.print(
+            f"[red]error:[/red] no directory {missing} to write the file in", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(2)
     if max_nodes is None:
         max_nodes = 0 if graphml or as_json else _VIEW_DEFAULT_MAX_NODES
@@ -204,13 +208,13 @@ def graph_view_command(
         # typer.echo, not rich: labels hold brackets that rich would read as markup.
         typer.echo(views.render_mermaid(view, measures), nl=False)
         if view.truncated:
-            err_console.print(f"note: {view.describe()}; --max-nodes 0 shows all", highlight=False)
+            err_console.print(f"note: {view.describe()}; --max-nodes 0 shows all", highlight=False, soft_wrap=True)
         return
     text = views.render_html(view, measures) if html else views.render_graphml(view, measures)
     try:
         target.write_text(text, encoding="utf-8")
     except OSError as exc:
         reason = escape_markup(f"cannot write {str(target)!r}: {exc.strerror or exc}")
-        err_console.print(f"[red]error:[/red] {reason}", highlight=False)
+        err_console.print(f"[red]error:[/red] {reason}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     typer.echo(f"wrote {target}: {view.describe()}")

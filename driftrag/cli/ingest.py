@@ -209,7 +209,7 @@ def delete(
     from driftrag.facade import DriftRAG
 
     if not yes:
-        err_console.print("refusing without --yes")
+        err_console.print("refusing without --yes", soft_wrap=True)
         raise typer.Exit(2)
 
     async def action() -> None:
@@ -221,7 +221,9 @@ def delete(
 
     _arun(ctx, action)
     console.print(
-        f"deleted document {document} of kb {kb}" if document else f"deleted knowledge base {kb}", highlight=False
+        f"deleted document {document} of kb {kb}" if document else f"deleted knowledge base {kb}",
+        highlight=False,
+        soft_wrap=True,
     )
 
 

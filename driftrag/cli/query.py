@@ -160,7 +160,7 @@ def demo(
 
     async def action():
         async with DriftRAG(settings) as rag:
-            err_console.print(f"{rag.providers.describe()}", highlight=False)
+            err_console.print(f"{rag.providers.describe()}", highlight=False, soft_wrap=True)
             with err_console.status("ingesting the sample corpus…", spinner="dots") as status:
                 ingested = await rag.ingest(
                     kb,
@@ -171,6 +171,7 @@ def demo(
             err_console.print(
                 f"kb {kb}: {counts.describe()}",
                 highlight=False,
+                soft_wrap=True,
             )
             with err_console.status("DRIFT search…", spinner="dots") as status:
                 return await rag.drift(

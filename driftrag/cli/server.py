@@ -143,7 +143,7 @@ def schema_reset_vectors(
     from driftrag.facade import DriftRAG
 
     if bool(kb) == every:
-        err_console.print("name the knowledge bases with --kb (repeatable), or --all for every one")
+        err_console.print("name the knowledge bases with --kb (repeatable), or --all for every one", soft_wrap=True)
         raise typer.Exit(2)
 
     async def action() -> list[str]:
@@ -153,17 +153,21 @@ def schema_reset_vectors(
                 return names
             for name in names:
                 space = await rag.reset_vectors(name)
-                console.print(f"{name}: embeddings of {space.embedder or 'its embedder'} removed ({space.property})")
+                console.print(
+                    f"{name}: embeddings of {space.embedder or 'its embedder'} removed ({space.property})",
+                    soft_wrap=True,
+                )
         return names
 
     names = _arun(ctx, action)
     if not yes:
         listed = ", ".join(names) or "none"
         err_console.print(
-            f"refusing without --yes: this removes the embeddings of {plural(len(names), 'kb')}: {listed}"
+            f"refusing without --yes: this removes the embeddings of {plural(len(names), 'kb')}: {listed}",
+            soft_wrap=True,
         )
         raise typer.Exit(2)
-    console.print(f"{plural(len(names), 'knowledge base')} without embeddings; ingest again to embed")
+    console.print(f"{plural(len(names), 'knowledge base')} without embeddings; ingest again to embed", soft_wrap=True)
 
 
 # --- info -----------------------------------------------------------------------------------------
