@@ -80,8 +80,16 @@ class Settings(BaseSettings):
     neo4j_start_timeout_s: float = Field(default=120.0, gt=0, description="Readiness wait of the local Neo4j.")
 
     # --- Store connection -------------------------------------------------------------------
-    connect_retries: int = Field(default=30, ge=1, description="Connection attempts before giving up.")
+    connect_retries: int = Field(
+        default=30, ge=1, description="Connection attempts before giving up (within `neo4j_connect_timeout_s`)."
+    )
     connect_retry_delay_s: float = Field(default=2.0, ge=0, description="Pause between connection attempts.")
+    neo4j_connect_timeout_s: float = Field(
+        default=8.0,
+        gt=0,
+        description="Longest wait for Neo4j to answer: connecting (all attempts together), and opening or "
+        "borrowing a connection; a server that does not answer by then is an error naming its address.",
+    )
     neo4j_health_probe_s: float = Field(
         default=5.0,
         gt=0,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from driftrag.ingestion.chunking import chunk_document
+from driftrag.ingestion.chunking import iter_chunks
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
 from driftrag.ingestion.community_refresh import refresh_communities
 from driftrag.ingestion.deps import IngestionDeps
@@ -101,16 +101,18 @@ async def store_documents(
         for old_id in older:
             await deps.graph.delete_document(kb, old_id)
         chunk_size, chunk_overlap = deps.chunking()
-        chunks = chunk_document(document, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
         unchanged = any(row["id"] == document.id for row in existing)
-        await deps.documents.upsert_document(document, chunks)
+        # Cut as they are written, a batch at a time: a large file's chunks are never all held.
+        chunks = await deps.documents.upsert_document(
+            document, iter_chunks(document, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+        )
         status = "replaced" if older else "unchanged" if unchanged else "new"
         outcomes.append(
             DocumentOutcome(
                 document_id=document.id,
                 source=_source(document),
                 status=status,
-                chunks=len(chunks),
+                chunks=chunks,
                 replaced_ids=older,
                 warnings=document.warnings,
             )

@@ -33,6 +33,7 @@ _SNIFF_BYTES = 8192
 # Control bytes that real text files carry; anything else below 0x20 counts as binary evidence.
 _TEXT_CONTROLS = frozenset(b"\t\n\r\f\b\x1b")
 _BINARY_RATIO = 0.30
+_HASH_SLICE = 1 << 20
 
 
 class InputError(DriftRAGError):
@@ -57,7 +58,17 @@ def normalise_text(text: str) -> str:
     """Strip a BOM and turn CRLF / CR line endings into LF."""
     if text.startswith("\ufeff"):
         text = text[1:]
+    if "\r" not in text:  # the common case: no copy of a large text
+        return text
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def text_hash(text: str) -> str:
+    """sha256 of the text's UTF-8, encoded a slice at a time (a large file's text is not copied whole)."""
+    digest = hashlib.sha256()
+    for start in range(0, len(text), _HASH_SLICE):
+        digest.update(text[start : start + _HASH_SLICE].encode("utf-8"))
+    return digest.hexdigest()
 
 
 def document_key(source: str, content_hash: str) -> str:
@@ -83,7 +94,7 @@ def document_from_text(
     normalised = normalise_text(text)
     if not normalised.strip():
         raise InputError(f"document {title!r} is empty (no text besides whitespace)")
-    content_hash = hashlib.sha256(normalised.encode("utf-8")).hexdigest()
+    content_hash = text_hash(normalised)
     return SourceDocument(
         id=f"document-{document_key(path or title, content_hash)}",
         kb=kb,
@@ -190,7 +201,7 @@ def _check_size(file: Path, size: int, max_bytes: int) -> None:
 
 
 def _from_bytes(file: Path, data: bytes, kb: str, path: str | None, options: ReaderOptions | None) -> SourceDocument:
-    if not data.strip():
+    if not data or data.isspace():  # not `data.strip()`: that copies a large file's bytes
         raise InputError(f"{file}: file is empty")
     if file.suffix.lower() in DOCUMENT_SUFFIXES:
         return _read_formatted(file, data, kb, path, options)
@@ -225,15 +236,15 @@ def _decode(data: bytes, file: Path) -> str:
                 f"{file}: starts with a {name} byte-order mark but is not valid {name} at byte offset "
                 f"{exc.start}; convert the file to UTF-8"
             ) from exc
-    body = data[len(_BOM) :] if data.startswith(_BOM) else data
-    offset_shift = len(data) - len(body)
-    if _looks_binary(body):
-        raise InputError(f"{file}: {_binary_problem(body, 'text')}")
+    offset_shift = len(_BOM) if data.startswith(_BOM) else 0
+    if _looks_binary(data, offset_shift):
+        raise InputError(f"{file}: {_binary_problem(data[offset_shift : offset_shift + _SNIFF_BYTES], 'text')}")
     try:
-        return body.decode("utf-8")
+        # Through a view: a large file's bytes are not copied to drop a BOM.
+        return str(memoryview(data)[offset_shift:], "utf-8")
     except UnicodeDecodeError as exc:
         offset = exc.start + offset_shift
-        line = data[:offset].count(b"\n") + 1
+        line = data.count(b"\n", 0, offset) + 1
         raise InputError(
             f"{file}: not valid UTF-8 at byte offset {offset} (line {line}); convert the file to UTF-8"
         ) from exc
@@ -253,10 +264,10 @@ def _binary_problem(data: bytes, kind: str) -> str:
     return f"looks like a binary file, not {kind}"
 
 
-def _looks_binary(data: bytes) -> bool:
-    """NUL bytes, or a sample made mostly of control bytes, mean binary."""
-    if b"\x00" in data:
+def _looks_binary(data: bytes, start: int = 0) -> bool:
+    """NUL bytes, or a sample made mostly of control bytes, mean binary (from byte `start` on)."""
+    if data.find(b"\x00", start) >= 0:
         return True
-    sample = data[:_SNIFF_BYTES]
+    sample = data[start : start + _SNIFF_BYTES]
     controls = sum(1 for b in sample if b < 0x20 and b not in _TEXT_CONTROLS)
     return controls / max(len(sample), 1) > _BINARY_RATIO

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Sequence
 
 from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.store.cypher import documents as cy
@@ -22,8 +23,10 @@ class DocumentWriter:
     def __init__(self, store: Neo4jStore) -> None:
         self._store = store
 
-    async def upsert_document(self, document: SourceDocument, chunks: Sequence[Chunk]) -> None:
-        """Create or update a document and its chunks (chunks keep their `enabled` flag)."""
+    async def upsert_document(self, document: SourceDocument, chunks: Iterable[Chunk]) -> int:
+        """Create or update a document and its chunks (chunks keep their `enabled` flag); returns how many
+        chunks were written. `chunks` is consumed a batch at a time (`chunking.iter_chunks` cuts them as
+        they are asked for), so a large file's chunks are never all in memory at once."""
         kb = validate_kb_id(document.kb)
         await self._store.write(cy.UPSERT_KNOWLEDGE_BASE, kb=kb)
         await self._store.write(
@@ -34,14 +37,17 @@ class DocumentWriter:
                 "title": document.title,
                 "path": document.path,
                 "content_hash": document.content_hash,
-                "n_chunks": len(chunks),
+                "n_chunks": None,
             },
         )
-        rows = [chunk.model_dump(exclude={"document_id", "start_char", "end_char"}) for chunk in chunks]
-        for start in range(0, len(rows), _WRITE_BATCH):
-            await self._store.write(
-                cy.UPSERT_CHUNKS, kb=kb, document_id=document.id, chunks=rows[start : start + _WRITE_BATCH]
-            )
+        written = 0
+        pending = iter(chunks)
+        while batch := list(itertools.islice(pending, _WRITE_BATCH)):
+            rows = [chunk.model_dump(exclude={"document_id", "start_char", "end_char"}) for chunk in batch]
+            await self._store.write(cy.UPSERT_CHUNKS, kb=kb, document_id=document.id, chunks=rows)
+            written += len(batch)
+        await self._store.write(cy.SET_DOCUMENT_CHUNK_COUNT, kb=kb, document_id=document.id, n_chunks=written)
+        return written
 
     async def set_embeddings(self, kind: NodeKind, kb: str, rows: Sequence[tuple[str, list[float]]]) -> None:
         """Store vectors with `db.create.setNodeVectorProperty` (the kb's vector space must be claimed)."""

@@ -12,6 +12,7 @@ import contextvars
 import logging
 import math
 import re
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, LiteralString, TypeVar
 
@@ -40,6 +41,7 @@ from driftrag.store.health import BackendHealth
 from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.markers import migrate_search_markers
 from driftrag.store.vector_spaces import KINDS, SHARED, SHARED_KEY, VectorKind, VectorSpace
+from driftrag.wording import plural
 
 log = logging.getLogger(__name__)
 _DRIVER_LOG = logging.getLogger("neo4j")
@@ -143,9 +145,18 @@ def check_server_version(version: str) -> None:
 class Neo4jStore:
     """Owns the async driver and runs the project's Cypher statements."""
 
-    def __init__(self, settings: Settings, driver: neo4j.AsyncDriver, health: BackendHealth | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        driver: neo4j.AsyncDriver,
+        health: BackendHealth | None = None,
+        *,
+        uri: str | None = None,
+    ) -> None:
         self._settings = settings
         self._driver = driver
+        # The address errors name: the one the driver was built for (`from_settings`), else the settings'.
+        self.uri = uri or settings.bolt_uri
         self._database = settings.neo4j_database
         # Known down after a failure: later calls fail at once instead of each waiting on the driver.
         self.health = health or BackendHealth(settings.neo4j_health_probe_s)
@@ -166,10 +177,15 @@ class Neo4jStore:
         Default: `NEO4J_URI`, else the project's local server on 127.0.0.1:`DRIFTRAG_NEO4J_PORT`.
         """
         target = uri or settings.bolt_uri
+        budget = settings.neo4j_connect_timeout_s
         driver = neo4j.AsyncGraphDatabase.driver(
             target,
             auth=(settings.neo4j_username, settings.neo4j_password.get_secret_value()),
-            connection_timeout=max(settings.connect_retry_delay_s, 5.0),
+            # The TCP connect of one attempt; an address that drops packets gives up after this.
+            connection_timeout=min(max(settings.connect_retry_delay_s, 5.0), budget),
+            # Opening or borrowing a connection, the Bolt handshake included (60 s by default): a host that
+            # accepts the connection but never answers the handshake counts as down after this.
+            connection_acquisition_timeout=budget,
             # The driver retries a failed transaction for 30 s by default; a query path that lost its server
             # should say so in seconds, not after a half-minute stall. One second still allows the one retry
             # a transient error (a deadlock) needs; after that the store's health state answers at once.
@@ -177,7 +193,7 @@ class Neo4jStore:
             # Schema-less reads of properties not yet written are normal here, not worth a warning.
             notifications_min_severity="OFF",
         )
-        return cls(settings, driver)
+        return cls(settings, driver, uri=target)
 
     @property
     def driver(self) -> neo4j.AsyncDriver:
@@ -195,29 +211,38 @@ class Neo4jStore:
     # --- connection and server ----------------------------------------------------------------
 
     async def connect(self) -> ServerInfo:
-        """Wait for the server (settings.connect_retries tries, connect_retry_delay_s apart), check it."""
-        attempts = self._settings.connect_retries
-        last_error: Exception | None = None
-        for attempt in range(1, attempts + 1):
+        """Wait for the server (up to settings.connect_retries tries, connect_retry_delay_s apart, all
+        within neo4j_connect_timeout_s), check it. A server that does not answer in that time is a
+        BackendUnavailableError naming its address."""
+        settings = self._settings
+        budget = settings.neo4j_connect_timeout_s
+        deadline = time.monotonic() + budget
+        attempts = 0
+        while True:
+            attempts += 1
             try:
-                await self._driver.verify_connectivity()
+                # The driver's own timeouts bound each attempt too; this bounds them all together.
+                remaining = max(deadline - time.monotonic(), 0.1)
+                await asyncio.wait_for(self._driver.verify_connectivity(), timeout=remaining)
                 self.health.succeeded()  # a fresh connection beats a known-down state
                 break
             except AuthError as exc:
                 raise BackendUnavailableError(
-                    f"Neo4j refused the credentials of NEO4J_USERNAME={self._settings.neo4j_username!r}: {exc}"
+                    f"Neo4j at {self.uri} refused the credentials of NEO4J_USERNAME={settings.neo4j_username!r}: {exc}"
                 ) from exc
-            except (ServiceUnavailable, DriverError, OSError) as exc:
-                last_error = exc
-                log.info("Neo4j not reachable (attempt %d/%d): %s", attempt, attempts, exc)
-                if attempt < attempts:
-                    await asyncio.sleep(self._settings.connect_retry_delay_s)
-        else:
-            raise BackendUnavailableError(
-                f"Neo4j is unreachable after {attempts} attempts "
-                f"{self._settings.connect_retry_delay_s:g} s apart: {last_error}. "
-                "Start it with `driftrag neo4j start` or check NEO4J_URI"
-            ) from last_error
+            except (ServiceUnavailable, DriverError, OSError, TimeoutError) as exc:
+                log.info("Neo4j at %s not reachable (attempt %d): %s", self.uri, attempts, exc)
+                pause = settings.connect_retry_delay_s
+                if attempts >= settings.connect_retries or time.monotonic() + pause >= deadline:
+                    # The driver's message spans lines and repeats the address; its end says why.
+                    reason = " ".join(str(exc).split())[-300:] or f"no answer within {budget:g} s"
+                    waited = budget - max(deadline - time.monotonic(), 0.0)
+                    raise BackendUnavailableError(
+                        f"Neo4j at {self.uri} is unreachable ({plural(attempts, 'attempt')} in {waited:.1f} s): "
+                        f"{reason}. Start it with `driftrag neo4j start`, or check NEO4J_URI "
+                        "(DRIFTRAG_NEO4J_CONNECT_TIMEOUT_S waits longer)"
+                    ) from exc
+            await asyncio.sleep(pause)
         # The pool's first connections are opened together, here: a new connection of the async driver
         # waits about 40 ms at its HELLO for the server's delayed ACK (its socket has Nagle's algorithm
         # on: asyncio sets TCP_NODELAY only on sockets made with IPPROTO_TCP, the driver's are made
@@ -669,7 +694,7 @@ class Neo4jStore:
         # server known down (the caller's retry then fails at once); otherwise the retry goes through.
         if not await self._reachable():
             self.health.failed(reason)
-        return BackendUnavailableError(f"Neo4j became unreachable at {self._settings.bolt_uri}: {reason}")
+        return BackendUnavailableError(f"Neo4j became unreachable at {self.uri}: {reason}")
 
 
 def _next_fetch(fetch: int, kept: int, k: int) -> int:

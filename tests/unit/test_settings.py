@@ -29,6 +29,7 @@ ENVIRONMENT = {
     "DRIFTRAG_NEO4J_START_TIMEOUT_S": ("neo4j_start_timeout_s", "30"),
     "DRIFTRAG_CONNECT_RETRIES": ("connect_retries", "7"),
     "DRIFTRAG_CONNECT_RETRY_DELAY_S": ("connect_retry_delay_s", "0.5"),
+    "DRIFTRAG_NEO4J_CONNECT_TIMEOUT_S": ("neo4j_connect_timeout_s", "3.5"),
     "DRIFTRAG_NEO4J_HEALTH_PROBE_S": ("neo4j_health_probe_s", "2"),
     "DRIFTRAG_LLM_PROVIDER": ("llm_provider", "openai"),
     "DRIFTRAG_LLM_MODEL": ("llm_model", "gpt-4.1-mini"),

@@ -5,10 +5,16 @@ MERGE (k:__KnowledgeBase__ {kb: $kb})
 ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
 """
 
+# `n_chunks` null keeps what the node has: the chunks are written as they are cut, and their count after.
 UPSERT_DOCUMENT = """
 MERGE (d:__Document__ {kb: $kb, id: $document.id})
 SET d.title = $document.title, d.path = $document.path, d.content_hash = $document.content_hash,
-    d.n_chunks = $document.n_chunks, d.updated_at = datetime()
+    d.n_chunks = coalesce($document.n_chunks, d.n_chunks), d.updated_at = datetime()
+"""
+
+SET_DOCUMENT_CHUNK_COUNT = """
+MATCH (d:__Document__ {kb: $kb, id: $document_id})
+SET d.n_chunks = $n_chunks
 """
 
 UPSERT_CHUNKS = """

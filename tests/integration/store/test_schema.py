@@ -190,7 +190,7 @@ async def test_connection_retries_end_with_a_clear_error(tmp_path) -> None:
         with pytest.raises(BackendUnavailableError) as raised:
             await unreachable.connect()
     elapsed = time.monotonic() - started
-    assert "unreachable after 3 attempts" in str(raised.value)
+    assert f"Neo4j at {settings.neo4j_uri} is unreachable (3 attempts in " in str(raised.value)
     assert "driftrag neo4j start" in str(raised.value)
     assert 0.4 <= elapsed < 30
 
