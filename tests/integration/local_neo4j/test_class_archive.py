@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
 
 from driftrag.local_neo4j import LocalNeo4j, cached_runtime
 from driftrag.settings import Settings
+from tests.support.ports import free_port
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
 pytestmark = pytest.mark.slow
@@ -34,18 +34,12 @@ def private_home(tmp_path: Path, neo4j_uri: str) -> Path:
     return tmp_path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _archives(home: Path) -> list[Path]:
     return sorted(home.glob("neo4j/runtime/*/cds/*"))
 
 
 def test_the_first_start_records_the_archive_on_stop_and_the_next_start_uses_it(private_home: Path) -> None:
-    server = LocalNeo4j(Settings(_env_file=None, home=private_home), port=_free_port())
+    server = LocalNeo4j(Settings(_env_file=None, home=private_home), port=free_port())
     try:
         server.start()
         recording = [path.suffix for path in _archives(private_home)]
@@ -64,7 +58,7 @@ def test_the_first_start_records_the_archive_on_stop_and_the_next_start_uses_it(
 
 
 def test_a_damaged_archive_costs_a_warning_not_the_start(private_home: Path) -> None:
-    server = LocalNeo4j(Settings(_env_file=None, home=private_home), port=_free_port())
+    server = LocalNeo4j(Settings(_env_file=None, home=private_home), port=free_port())
     try:
         server.start()
         [claim] = _archives(private_home)  # `<key>.claim`: this start records the archive

@@ -19,11 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import socket
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,8 +42,9 @@ from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.views import GraphView, GraphViewStore
 from driftrag.views import render_mermaid
+from tests.support.cli import run_cli_fail_fast
+from tests.support.ports import free_port
 
-CLI = Path(sys.executable).parent / "driftrag"
 DOCUMENTS = {"document-one": ["chunk-1a", "chunk-1b"], "document-two": ["chunk-2a"]}
 SOURCES = {
     "Alice": ["chunk-1a", "chunk-1b", "chunk-2a"],
@@ -304,26 +301,9 @@ async def test_unknown_or_malformed_ids_are_refused(store: Neo4jStore, graph_kb:
 # --- CLI ---------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def run_cli(*args: str, uri: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NEO4J_URI": uri,
-        "DRIFTRAG_HOME": str(home),
-        "DRIFTRAG_CONNECT_RETRIES": "1",
-        "DRIFTRAG_CONNECT_RETRY_DELAY_S": "0",
-    }
-    return subprocess.run([str(CLI), *args], env=env, cwd=home, capture_output=True, text=True, timeout=120)
-
-
 async def test_cli_prints_mermaid_and_writes_html_and_graphml(graph_kb: str, neo4j_uri: str, tmp_path: Path) -> None:
     kb = graph_kb
-    mermaid = run_cli("graph", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    mermaid = run_cli_fail_fast("graph", "--kb", kb, uri=neo4j_uri, home=tmp_path)
     assert mermaid.returncode == 0, mermaid.stderr
     assert mermaid.stdout.startswith("graph TD\n")
     for name in ("Alice", "Rabbit", "Cat", "Queen", "Hatter", "Lonely"):
@@ -331,26 +311,30 @@ async def test_cli_prints_mermaid_and_writes_html_and_graphml(graph_kb: str, neo
     [alice_node] = re.findall(r'(n\d+)\["Alice"\]', mermaid.stdout)
     assert mermaid.stdout.endswith(f"  class {alice_node} hub\n")  # the only entity of degree >= 3
 
-    cut = run_cli("graph", "--kb", kb, "--community", "community-0-0", "--max-nodes", "1", uri=neo4j_uri, home=tmp_path)
+    cut = run_cli_fail_fast(
+        "graph", "--kb", kb, "--community", "community-0-0", "--max-nodes", "1", uri=neo4j_uri, home=tmp_path
+    )
     assert cut.returncode == 0, cut.stderr
     assert '["Alice"]' in cut.stdout and '["Rabbit"]' not in cut.stdout
     assert "%% cut:" in cut.stdout and "note:" in cut.stderr
 
     page = tmp_path / "graph.html"
-    html = run_cli("graph", "--kb", kb, "--html", str(page), uri=neo4j_uri, home=tmp_path)
+    html = run_cli_fail_fast("graph", "--kb", kb, "--html", str(page), uri=neo4j_uri, home=tmp_path)
     assert html.returncode == 0, html.stderr
     text = page.read_text(encoding="utf-8")
     assert "http://" not in text and "https://" not in text and "<script" not in text
     assert all(f">{name}</text>" in text for name in ("Alice", "Rabbit", "Lonely"))
 
     export = tmp_path / "graph.graphml"
-    graphml = run_cli("graph", "--kb", kb, "--graphml", str(export), uri=neo4j_uri, home=tmp_path)
+    graphml = run_cli_fail_fast("graph", "--kb", kb, "--graphml", str(export), uri=neo4j_uri, home=tmp_path)
     assert graphml.returncode == 0, graphml.stderr
     ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
     root = ET.parse(export).getroot()
     assert len(root.findall("g:graph/g:node", ns)) == 6 and len(root.findall("g:graph/g:edge", ns)) == 5
 
-    as_json = run_cli("graph", "--kb", kb, "--community", "community-1-0", "--json", uri=neo4j_uri, home=tmp_path)
+    as_json = run_cli_fail_fast(
+        "graph", "--kb", kb, "--community", "community-1-0", "--json", uri=neo4j_uri, home=tmp_path
+    )
     assert as_json.returncode == 0, as_json.stderr
     report = json.loads(as_json.stdout)
     assert sorted(e["name"] for e in report["view"]["entities"]) == ["Cat", "Rabbit"]
@@ -359,9 +343,11 @@ async def test_cli_prints_mermaid_and_writes_html_and_graphml(graph_kb: str, neo
 
 
 async def test_cli_errors_have_meaningful_exit_codes(graph_kb: str, neo4j_uri: str, tmp_path: Path) -> None:
-    unknown_kb = run_cli("graph", "--kb", f"{graph_kb}-absent", uri=neo4j_uri, home=tmp_path)
+    unknown_kb = run_cli_fail_fast("graph", "--kb", f"{graph_kb}-absent", uri=neo4j_uri, home=tmp_path)
     assert unknown_kb.returncode == 1 and "does not exist" in unknown_kb.stderr
-    unknown_community = run_cli("graph", "--kb", graph_kb, "--community", "community-9-9", uri=neo4j_uri, home=tmp_path)
+    unknown_community = run_cli_fail_fast(
+        "graph", "--kb", graph_kb, "--community", "community-9-9", uri=neo4j_uri, home=tmp_path
+    )
     assert unknown_community.returncode == 1 and "community-9-9" in unknown_community.stderr
     assert "Traceback" not in unknown_kb.stderr + unknown_community.stderr
 
@@ -371,8 +357,8 @@ async def test_cli_errors_have_meaningful_exit_codes(graph_kb: str, neo4j_uri: s
         ["--kb", graph_kb, "--html", "a.html", "--graphml", "b.graphml"],
         ["--kb", graph_kb, "--html", str(tmp_path / "missing" / "a.html")],
     ):
-        result = run_cli("graph", *usage, uri=neo4j_uri, home=tmp_path)
+        result = run_cli_fail_fast("graph", *usage, uri=neo4j_uri, home=tmp_path)
         assert result.returncode == 2, (usage, result.stderr)
 
-    unreachable = run_cli("graph", "--kb", graph_kb, uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    unreachable = run_cli_fail_fast("graph", "--kb", graph_kb, uri=f"bolt://127.0.0.1:{free_port()}", home=tmp_path)
     assert unreachable.returncode == 3 and unreachable.stdout == ""
