@@ -22,7 +22,8 @@ import pytest
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
 from tests.fakes.harbor_corpus import CORPUS, DescriptiveChatModel
-from tests.integration.api.test_ingest_jobs import TEXTS, wait_for
+from tests.support.api import TEXTS
+from tests.support.jobs import wait_for
 from tests.support.ports import free_port
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.

@@ -26,7 +26,7 @@ from driftrag.facade import DriftRAG
 from driftrag.local_neo4j import LocalNeo4j
 from driftrag.settings import Settings
 from tests.conftest import TEST_NEO4J_PORT
-from tests.integration.api.conftest import CORPUS
+from tests.support.api import CORPUS
 from tests.support.cli import CLI
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
