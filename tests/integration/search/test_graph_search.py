@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import neo4j
@@ -18,67 +17,16 @@ from driftrag.errors import (
     InvalidQueryError,
     KnowledgeBaseNotFoundError,
 )
-from driftrag.models.graph import Chunk, MergedEntity, MergedRelationship, SourceDocument, stable_hash
+from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.documents import DocumentWriter
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
-from tests.fakes.flaky_neo4j import FlakyDriver
 from tests.support.cli import run_cli_fail_fast
+from tests.support.graphs import entity, names, relate, write_graph
 from tests.support.ports import free_port
-
-# Two documents: tests delete the second one, or disable single chunks.
-DOCUMENTS = {"document-one": ["chunk-1a", "chunk-1b"], "document-two": ["chunk-2a"]}
-
-
-def entity(name: str, *sources: str, descriptions: Sequence[str] = ("a description",)) -> MergedEntity:
-    return MergedEntity(
-        id=f"entity-{stable_hash(name)}",
-        name=name,
-        normalised_name=name.lower(),
-        type="THING",
-        descriptions=list(descriptions),
-        source_chunk_ids=list(sources or ["chunk-1a"]),
-    )
-
-
-def relate(source: MergedEntity, target: MergedEntity, *sources: str, weight: float = 1.0) -> MergedRelationship:
-    return MergedRelationship(
-        id=f"relationship-{stable_hash(source.id, target.id)}",
-        source_id=source.id,
-        target_id=target.id,
-        descriptions=[f"{source.name} knows {target.name}"],
-        weight=weight,
-        source_chunk_ids=list(sources or ["chunk-1a"]),
-    )
-
-
-async def write_graph(
-    store: Neo4jStore, kb: str, entities: Sequence[MergedEntity], relationships: Sequence[MergedRelationship] = ()
-) -> None:
-    """The kb node, two documents with their chunks, then the entity layer (batched by GraphStore)."""
-    writer = DocumentWriter(store)
-    for document_id, chunk_ids in DOCUMENTS.items():
-        document = SourceDocument(id=document_id, kb=kb, title=document_id, text="x", content_hash=document_id)
-        chunks = [
-            Chunk(id=chunk_id, document_id=document_id, index=i, text=chunk_id, n_tokens=1, start_char=0, end_char=1)
-            for i, chunk_id in enumerate(chunk_ids)
-        ]
-        await writer.upsert_document(document, chunks)
-    await GraphStore(store).replace_entity_layer(kb, entities, relationships, total_chunks=0)
-
-
-@pytest.fixture
-async def schema(store: Neo4jStore) -> None:
-    # The (kb, id) constraints back the source-validity lookups.
-    await store.ensure_schema()
-
-
-def names(response: GraphSearchResponse, *, seeds: bool | None = None) -> list[str]:
-    return [e.name for e in response.entities if seeds is None or e.is_seed == seeds]
-
 
 # --- seeds ------------------------------------------------------------------------------------------
 
@@ -244,15 +192,6 @@ async def test_a_neighbour_of_several_seeds_in_several_parts_comes_once_at_its_f
     assert [r.target_name for r in response.relationships] == [
         {e.id: e.name for e in response.entities}[target] for target in neighbour_ids
     ]
-
-
-@pytest.fixture
-async def flaky_store(neo4j_settings: Settings) -> AsyncIterator[tuple[Neo4jStore, FlakyDriver]]:
-    flaky = FlakyDriver(Neo4jStore.from_settings(neo4j_settings).driver)
-    store = Neo4jStore(neo4j_settings, flaky)
-    await store.connect()
-    yield store, flaky
-    await store.close()
 
 
 async def test_a_search_lost_after_its_first_part_raises_and_is_not_answered_half(

@@ -1,18 +1,6 @@
 """Graph views read from the real Neo4j: kb and community scopes, the node cap, disabled sources, the CLI.
 
-The graph, written through the store APIs (three chunks, all enabled unless a test disables one; no
-relationship stores a PMI unless a test says so, as on graphs written before relationships had one):
-
-    Alice   chunk-1a 1b 2a     Alice -> Rabbit  KNOWS       1a 1b   weight 16
-    Rabbit  chunk-1a 1b        Alice -> Cat     KNOWS       1b      weight 4
-    Cat     chunk-1b           Alice -> Queen   KNOWS       2a      weight 3
-    Queen   chunk-2a           Rabbit -> Cat    KNOWS       1b 2a   weight 12
-    Hatter  chunk-2a           Queen -- Hatter  RELATED_TO  2a      weight 5
-    Lonely  chunk-1a           Alice -> Ghost   KNOWS       1a      (Ghost has no valid source)
-    Ghost   chunk-gone         Cat -> Hatter    KNOWS       gone    (no valid source)
-
-Communities: community-0-0 {Alice, Rabbit, Cat, Lonely} with child community-1-0 {Rabbit, Cat};
-community-0-1 {Queen, Hatter, Ghost}.
+The graph, `write_graph` of tests/support/view_graph.py, is drawn in that module's docstring.
 """
 
 from __future__ import annotations
@@ -21,119 +9,19 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from driftrag.errors import CommunityNotFoundError, InvalidIdentifierError, KnowledgeBaseNotFoundError
-from driftrag.models.graph import (
-    Chunk,
-    Community,
-    CommunityReport,
-    MergedEntity,
-    MergedRelationship,
-    SourceDocument,
-    stable_hash,
-)
 from driftrag.store import Neo4jStore
-from driftrag.store.documents import DocumentWriter
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.views import GraphView, GraphViewStore
 from driftrag.views import render_mermaid
 from tests.support.cli import run_cli_fail_fast
 from tests.support.ports import free_port
-
-DOCUMENTS = {"document-one": ["chunk-1a", "chunk-1b"], "document-two": ["chunk-2a"]}
-SOURCES = {
-    "Alice": ["chunk-1a", "chunk-1b", "chunk-2a"],
-    "Rabbit": ["chunk-1a", "chunk-1b"],
-    "Cat": ["chunk-1b"],
-    "Queen": ["chunk-2a"],
-    "Hatter": ["chunk-2a"],
-    "Lonely": ["chunk-1a"],
-    "Ghost": ["chunk-gone"],
-}
-
-
-def eid(name: str) -> str:
-    return f"entity-{stable_hash(name)}"
-
-
-def rid(source: str, target: str) -> str:
-    return f"relationship-{stable_hash(source, target)}"
-
-
-def relationship(
-    source: str, target: str, sources: Sequence[str], weight: float, type_: str = "KNOWS", **extra
-) -> MergedRelationship:
-    return MergedRelationship(
-        id=rid(source, target),
-        source_id=eid(source),
-        target_id=eid(target),
-        type=type_,
-        descriptions=[f"{source} and {target}"],
-        weight=weight,
-        source_chunk_ids=list(sources),
-        **extra,
-    )
-
-
-def relationships(**extra_by_pair) -> list[MergedRelationship]:
-    rows = [
-        ("Alice", "Rabbit", ["chunk-1a", "chunk-1b"], 16, "KNOWS"),
-        ("Alice", "Cat", ["chunk-1b"], 4, "KNOWS"),
-        ("Alice", "Queen", ["chunk-2a"], 3, "KNOWS"),
-        ("Rabbit", "Cat", ["chunk-1b", "chunk-2a"], 12, "KNOWS"),
-        ("Queen", "Hatter", ["chunk-2a"], 5, "RELATED_TO"),
-        ("Alice", "Ghost", ["chunk-1a"], 5, "KNOWS"),
-        ("Cat", "Hatter", ["chunk-gone"], 5, "KNOWS"),
-    ]
-    return [
-        relationship(s, t, sources, weight, type_, **extra_by_pair.get(f"{s}-{t}", {}))
-        for s, t, sources, weight, type_ in rows
-    ]
-
-
-async def write_graph(
-    store: Neo4jStore, kb: str, rels: Sequence[MergedRelationship] | None = None, *, total_chunks: int = 0
-) -> None:
-    """The test graph; `total_chunks` 0 writes it as a graph that keeps no N (its PMIs are estimated)."""
-    writer = DocumentWriter(store)
-    for document_id, chunk_ids in DOCUMENTS.items():
-        document = SourceDocument(id=document_id, kb=kb, title=document_id, text="x", content_hash=document_id)
-        chunks = [
-            Chunk(id=chunk_id, document_id=document_id, index=i, text=chunk_id, n_tokens=1, start_char=0, end_char=1)
-            for i, chunk_id in enumerate(chunk_ids)
-        ]
-        await writer.upsert_document(document, chunks)
-    entities = [
-        MergedEntity(id=eid(name), name=name, normalised_name=name.lower(), type="CHARACTER", source_chunk_ids=sources)
-        for name, sources in SOURCES.items()
-    ]
-    graph = GraphStore(store)
-    await graph.replace_entity_layer(kb, entities, relationships() if rels is None else rels, total_chunks=total_chunks)
-    communities = [
-        Community(
-            id="community-0-0",
-            level=0,
-            child_ids=["community-1-0"],
-            entity_ids=[eid(n) for n in ("Alice", "Rabbit", "Cat", "Lonely")],
-        ),
-        Community(id="community-1-0", level=1, parent_id="community-0-0", entity_ids=[eid("Rabbit"), eid("Cat")]),
-        Community(id="community-0-1", level=0, entity_ids=[eid(n) for n in ("Queen", "Hatter", "Ghost")]),
-    ]
-    report = CommunityReport(community_id="community-0-0", level=0, title="Alice and the Rabbit", summary="", rating=5)
-    finest = {eid(n): "community-0-0" for n in ("Alice", "Lonely")}
-    finest |= {eid(n): "community-1-0" for n in ("Rabbit", "Cat")}
-    finest |= {eid(n): "community-0-1" for n in ("Queen", "Hatter")}
-    await graph.replace_communities(kb, communities, {"community-0-0": report}, {}, finest)
-
-
-@pytest.fixture
-async def schema(store: Neo4jStore) -> None:
-    await store.ensure_schema()  # the (kb, id) constraints back the source lookups
+from tests.support.view_graph import rid, write_graph
 
 
 @pytest.fixture
