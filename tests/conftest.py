@@ -21,6 +21,7 @@ from driftrag.errors import DriftRAGError
 from driftrag.local_neo4j import LocalNeo4j
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
+from tests.fakes.flaky_neo4j import FlakyDriver
 
 # gw0, gw1… under pytest-xdist; a serial run is worker 0. Workers sit 40 ports apart: a test may take
 # TEST_NEO4J_PORT + 20 for a throwaway server of its own.
@@ -89,6 +90,22 @@ async def store(neo4j_settings: Settings) -> AsyncIterator[Neo4jStore]:
     async with Neo4jStore.from_settings(neo4j_settings) as connected:
         await connected.connect()
         yield connected
+
+
+@pytest.fixture
+async def schema(store: Neo4jStore) -> None:
+    """The test database's schema: its (kb, id) constraints back the source-validity lookups."""
+    await store.ensure_schema()
+
+
+@pytest.fixture
+async def flaky_store(neo4j_settings: Settings) -> AsyncIterator[tuple[Neo4jStore, FlakyDriver]]:
+    """A store over the test Neo4j whose statements a test can make fail or stall (tests/fakes/flaky_neo4j.py)."""
+    flaky = FlakyDriver(Neo4jStore.from_settings(neo4j_settings).driver)
+    store = Neo4jStore(neo4j_settings, flaky)
+    await store.connect()
+    yield store, flaky
+    await store.close()
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ the first answer and on the re-ask alike (a weak model repeats its mistake):
 
 `chunks_containing` limits the "extract" behaviour to the chunks whose text holds that string (a weak
 model fails on some chunks, not all). `calls` counts the requests per task (the re-asks under "repair").
+`WeakChat(behaviours)` answers the same way as an in-process `ChatModel`, with no server.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from tests.fakes.openai_server import message_text
-from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
+from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel, ScriptedChatResult
 
 BEHAVIOURS = frozenset(
     {
@@ -119,3 +120,14 @@ class WeakModelResponder:
                 chunk = self.model._chunk_text(messages)
                 behaviour = behaviour if self.chunks_containing in chunk else None
             return spoil(text, behaviour, messages[0]["content"]) if behaviour else text
+
+
+class WeakChat:
+    """A `ChatModel` answering as the test server's weak model would."""
+
+    def __init__(self, behaviours: dict[str, str]) -> None:
+        self.responder = WeakModelResponder(behaviours)
+
+    async def chat(self, messages, *, json_mode=False, max_tokens=None, temperature=None) -> ScriptedChatResult:
+        text = self.responder({"messages": messages})
+        return ScriptedChatResult(text=text, prompt_tokens=10, completion_tokens=10)

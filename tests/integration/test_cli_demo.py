@@ -4,9 +4,6 @@ subprocess, offline (no model API), against the test Neo4j."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,15 +13,9 @@ import pytest
 from driftrag.search.drift.models import DriftResult
 from driftrag.search.global_search.models import GlobalResult
 from driftrag.search.models import SearchResult
+from tests.support.cli import run_cli
 
-CLI = Path(sys.executable).parent / "driftrag"
 EXTRACTIVE = "_Extractive answer (offline mode"
-
-
-def run_cli(*args: str, uri: str, home: Path, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "DRIFTRAG_"))}
-    env |= {"NEO4J_URI": uri, "DRIFTRAG_HOME": str(home), "DRIFTRAG_CONNECT_RETRIES": "2"}
-    return subprocess.run([str(CLI), *args], env=env, cwd=home, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

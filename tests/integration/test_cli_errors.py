@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.integration.test_cli_demo import run_cli
+from tests.support.cli import run_cli
 
 
 def test_stats_of_an_unknown_kb_exits_1(neo4j_uri: str, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import json
 import uuid
 from pathlib import Path
 
-from tests.integration.test_cli_demo import run_cli
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FRENCH_EXAMPLE = ROOT / "docs" / "examples" / "extract-config.fr.json"

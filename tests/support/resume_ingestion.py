@@ -24,12 +24,11 @@ from driftrag.store import Neo4jStore
 from driftrag.store.protocols import Stores
 from driftrag.workflows.ingestion import IngestionWorkflow
 from tests.fakes.harbor_corpus import DescriptiveChatModel
+from tests.support.ingestion import SMALL_CHUNKS
 
 
 async def main(saved: dict, home: Path) -> str:
-    settings = Settings(
-        neo4j_uri=os.environ["NEO4J_URI"], home=home, llm_provider="offline", chunk_size=120, chunk_overlap=10
-    )
+    settings = Settings(neo4j_uri=os.environ["NEO4J_URI"], home=home, llm_provider="offline", **SMALL_CHUNKS)
     async with Neo4jStore.from_settings(settings) as store:
         await store.connect()
         deps = ingestion_deps(settings, Stores.neo4j(store), build_providers(settings), DescriptiveChatModel())

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from driftrag import corpora
+from tests.support.ports import free_port
 
 
 def driftrag(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -36,10 +36,7 @@ def test_list_shows_the_registry(tmp_path: Path) -> None:
 
 
 def test_offline_fetch_exits_3_and_says_how_to_use_from(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/pg11.txt"
+    url = f"http://127.0.0.1:{free_port()}/pg11.txt"
     done = driftrag(tmp_path, "data", "fetch", "alice", "--url", url)
     assert done.returncode == 3
     assert done.stdout == ""

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CYPHER = re.compile(r"\b(MATCH|MERGE|UNWIND|DETACH DELETE|CREATE CONSTRAINT|CREATE VECTOR INDEX)\b")
@@ -29,6 +32,72 @@ def test_every_test_file_is_collectable() -> None:
         and not {"fakes", "support"} & set(path.parts)  # test doubles; helpers that drive real programs
     ]
     assert misnamed == []
+
+
+TEST_PACKAGES = ("tests.unit", "tests.integration")
+
+
+def _import_statements(source: str, package: str) -> Iterator[tuple[ast.Import | ast.ImportFrom, set[str]]]:
+    """Every import statement of a module of `package`, at any depth, with the modules it may name
+    (relative imports resolved; `from P import n` names P and P.n, as n may be a module)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            yield node, {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            yield node, {base, *(f"{base}.{alias.name}" for alias in node.names)}
+
+
+def _names_a_test_module(source: str, package: str) -> list[str]:
+    """The import statements that name a module of the test packages: a test module or its conftest."""
+    return [
+        f"{node.lineno}: {ast.unparse(node)}"
+        for node, names in _import_statements(source, package)
+        if any(name.startswith(f"{test_package}.") for name in names for test_package in TEST_PACKAGES)
+    ]
+
+
+def test_no_test_module_imports_another() -> None:
+    # Shared helpers live in tests/support (test doubles in tests/fakes) and fixtures in a conftest that
+    # pytest loads; importing a test module or a conftest couples the files and imports the other's tests.
+    offenders = [
+        f"{path.relative_to(ROOT)}:{statement}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for statement in _names_a_test_module(path.read_text(), ".".join(path.parent.relative_to(ROOT).parts))
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from tests.integration.api.test_ingest_jobs import wait_for",
+        "import tests.unit.search.test_llm_tasks",
+        "from tests.integration.ingestion.conftest import Ingestor",
+        "from tests.integration import test_cli_demo",
+        "from .test_graph_search import entity",
+        "from ..ingestion.conftest import SMALL_CHUNKS",
+    ],
+)
+def test_the_import_check_sees_every_way_to_import_a_test_module(statement: str) -> None:
+    source = f"def helper():\n    {statement}\n"  # a function-level import counts too
+    assert _names_a_test_module(source, "tests.integration.search") == [f"2: {statement}"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from tests.support.graphs import entity",
+        "from tests.fakes.weak_model import WeakChat",
+        "from . import graphs",
+        "import tests.unit",
+    ],
+)
+def test_the_import_check_lets_shared_helpers_through(statement: str) -> None:
+    assert _names_a_test_module(statement, "tests.support") == []
 
 
 def _imports(path: Path) -> set[str]:

@@ -19,6 +19,7 @@ import pytest
 from driftrag import corpora
 from driftrag.corpora import Corpus, strip_boilerplate
 from driftrag.errors import ChecksumMismatchError, ConfigurationError, DownloadUnavailableError, UnknownCorpusError
+from tests.support.ports import free_port
 
 STORY = b"CHAPTER I. Down the Rabbit-Hole\r\n\r\nAlice was beginning to get very tired.\r\n" * 50
 HEADER = (
@@ -67,13 +68,6 @@ def server() -> Iterator[FileServer]:
     yield state
     httpd.shutdown()
     httpd.server_close()
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def book_corpus(url: str, content: bytes = BOOK, story: bytes = STORY) -> Corpus:
@@ -189,7 +183,7 @@ def test_a_stripped_text_that_disagrees_with_its_pinned_checksum_is_refused(serv
 
 
 def test_an_unstripped_copy_already_there_is_stripped_in_place_without_network(tmp_path: Path) -> None:
-    corpus = book_corpus(f"http://127.0.0.1:{closed_port()}/book.txt")
+    corpus = book_corpus(f"http://127.0.0.1:{free_port()}/book.txt")
     (tmp_path / "book.txt").write_bytes(BOOK)  # what an older driftrag kept
     result = corpora.fetch(corpus, dest=tmp_path)
     assert result.action == "stripped"
@@ -263,7 +257,7 @@ def test_a_mirror_url_overrides_the_registry(server: FileServer, tmp_path: Path)
 
 
 def test_no_network_says_so_with_the_url_and_the_way_round_it(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{closed_port()}/pg11.txt"
+    url = f"http://127.0.0.1:{free_port()}/pg11.txt"
     with pytest.raises(DownloadUnavailableError) as caught:
         corpora.fetch("alice", dest=tmp_path, url=url)
     message = str(caught.value)
@@ -365,7 +359,7 @@ def test_the_french_novel_is_copied_from_its_shipped_text_without_network(tmp_pa
 
 
 def test_a_url_for_the_french_novel_downloads_instead(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{closed_port()}/pg5097.txt"
+    url = f"http://127.0.0.1:{free_port()}/pg5097.txt"
     with pytest.raises(DownloadUnavailableError, match="cannot download verne"):
         corpora.fetch("verne", dest=tmp_path, url=url)
 

@@ -9,14 +9,7 @@ from driftrag.api import create_app
 from driftrag.api.server import BackgroundServer
 from driftrag.facade import DriftRAG
 from driftrag.search.graph_search import MAX_QUERY_CHARS
-
-
-def _error(response: httpx.Response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert body["code"] == code and body["detail"], body
-    return body
-
+from tests.support.api import error_body
 
 # --- 401 ----------------------------------------------------------------------------------------------------
 
@@ -28,7 +21,7 @@ def test_no_key_is_401(server: BackgroundServer, make_client, corpus_kb: str) ->
         anonymous.get("/system"),
         anonymous.get(f"/knowledge-bases/{corpus_kb}/stats"),
     ):
-        body = _error(response, 401, "unauthorized")
+        body = error_body(response, 401, "unauthorized")
         assert "missing API key" in body["detail"]
         assert response.headers["www-authenticate"] == "Bearer"
 
@@ -37,7 +30,7 @@ def test_a_wrong_key_is_401_in_either_header(server: BackgroundServer, make_clie
     for header in ("bearer", "x-api-key"):
         wrong = make_client(server, keys.reader + "x", header=header)
         response = wrong.post(f"/knowledge-bases/{corpus_kb}/graph-search", json={"query": "Captain"})
-        assert _error(response, 401, "unauthorized")["detail"] == "invalid API key"
+        assert error_body(response, 401, "unauthorized")["detail"] == "invalid API key"
 
 
 def test_the_key_may_come_in_x_api_key(server: BackgroundServer, make_client, corpus_kb: str, keys) -> None:
@@ -53,12 +46,12 @@ def test_two_different_keys_are_401(server: BackgroundServer, corpus_kb: str, ke
         json={"query": "Captain"},
         headers={"Authorization": f"Bearer {keys.reader}", "X-API-Key": keys.manage_all},
     )
-    _error(response, 401, "unauthorized")
+    error_body(response, 401, "unauthorized")
 
 
 def test_authentication_comes_before_validation(server: BackgroundServer, make_client) -> None:
     response = make_client(server).post("/knowledge-bases/bad'kb/graph-search", json={"query": ""})
-    _error(response, 401, "unauthorized")
+    error_body(response, 401, "unauthorized")
 
 
 # --- 403 ----------------------------------------------------------------------------------------------------
@@ -71,13 +64,13 @@ def test_a_kb_outside_the_allow_list_is_403(server: BackgroundServer, make_clien
         stranger.post(f"/knowledge-bases/{corpus_kb}/query", json={"question": "Who?", "mode": "basic"}),
         stranger.get(f"/knowledge-bases/{corpus_kb}/stats"),
     ):
-        assert corpus_kb in _error(response, 403, "forbidden")["detail"]
+        assert corpus_kb in error_body(response, 403, "forbidden")["detail"]
 
 
 def test_a_manage_key_is_still_bound_to_its_kbs(server: BackgroundServer, make_client, keys) -> None:
     owner = make_client(server, keys.manage_one)
     response = owner.put("/knowledge-bases/someone-else/graph", json={"enabled": False})
-    _error(response, 403, "forbidden")
+    error_body(response, 403, "forbidden")
 
 
 def test_a_read_key_may_not_manage(reader: httpx.Client, corpus_kb: str) -> None:
@@ -91,7 +84,7 @@ def test_a_read_key_may_not_manage(reader: httpx.Client, corpus_kb: str) -> None
     ]
     for method, path, body in calls:
         response = reader.request(method, path, json=body)
-        assert "'manage' scope" in _error(response, 403, "forbidden")["detail"], path
+        assert "'manage' scope" in error_body(response, 403, "forbidden")["detail"], path
     assert reader.get(f"/knowledge-bases/{corpus_kb}/stats").json()["graph_enabled"] is True
 
 
@@ -106,11 +99,11 @@ def test_an_unknown_kb_is_404(admin: httpx.Client) -> None:
         admin.put("/knowledge-bases/no-such-kb/graph", json={"enabled": True}),
         admin.delete("/knowledge-bases/no-such-kb"),
     ):
-        assert "no-such-kb" in _error(response, 404, "kb_not_found")["detail"]
+        assert "no-such-kb" in error_body(response, 404, "kb_not_found")["detail"]
 
 
 def test_an_unknown_route_is_404_in_the_same_shape(admin: httpx.Client) -> None:
-    _error(admin.get("/no-such-route"), 404, "not_found")
+    error_body(admin.get("/no-such-route"), 404, "not_found")
 
 
 # --- 422 ----------------------------------------------------------------------------------------------------
@@ -131,7 +124,7 @@ def test_an_unknown_route_is_404_in_the_same_shape(admin: httpx.Client) -> None:
 )
 def test_bad_graph_search_bodies_are_422(reader: httpx.Client, corpus_kb: str, body: dict) -> None:
     response = reader.post(f"/knowledge-bases/{corpus_kb}/graph-search", json=body)
-    error = _error(response, 422, "invalid_request")
+    error = error_body(response, 422, "invalid_request")
     assert error["problems"] and error["problems"][0]["location"].startswith("body")
     assert len(response.content) < 4096, "the input is not echoed back"
 
@@ -154,7 +147,7 @@ def test_the_query_length_limit_is_the_contracts(reader: httpx.Client, corpus_kb
 )
 def test_bad_query_bodies_are_422(reader: httpx.Client, corpus_kb: str, body: dict) -> None:
     response = reader.post(f"/knowledge-bases/{corpus_kb}/query", json=body)
-    _error(response, 422, "invalid_request")
+    error_body(response, 422, "invalid_request")
 
 
 @pytest.mark.parametrize(
@@ -163,7 +156,7 @@ def test_bad_query_bodies_are_422(reader: httpx.Client, corpus_kb: str, body: di
 )
 def test_hostile_kb_ids_are_422(admin: httpx.Client, kb: str) -> None:
     response = admin.post(f"/knowledge-bases/{kb}/graph-search", json={"query": "Captain"})
-    assert "invalid knowledge base id" in _error(response, 422, "invalid_request")["detail"]
+    assert "invalid knowledge base id" in error_body(response, 422, "invalid_request")["detail"]
 
 
 def test_malformed_ids_are_422(admin: httpx.Client, corpus_kb: str) -> None:
@@ -180,7 +173,7 @@ def test_malformed_ids_are_422(admin: httpx.Client, corpus_kb: str) -> None:
             headers={"content-type": "application/json"},
         ),
     ):
-        _error(response, 422, "invalid_request")
+        error_body(response, 422, "invalid_request")
 
 
 # --- 503 ----------------------------------------------------------------------------------------------------
@@ -190,11 +183,11 @@ def test_a_disabled_graph_is_503_with_retry_after(admin: httpx.Client, reader: h
     assert admin.put(f"/knowledge-bases/{corpus_kb}/graph", json={"enabled": False}).status_code == 200
     try:
         search = reader.post(f"/knowledge-bases/{corpus_kb}/graph-search", json={"query": "Captain"})
-        assert "disabled" in _error(search, 503, "graph_disabled")["detail"]
+        assert "disabled" in error_body(search, 503, "graph_disabled")["detail"]
         assert int(search.headers["retry-after"]) > 0
         for mode in ("drift", "local", "entity"):
             query = reader.post(f"/knowledge-bases/{corpus_kb}/query", json={"question": "Who?", "mode": mode})
-            _error(query, 503, "graph_disabled")
+            error_body(query, 503, "graph_disabled")
             assert "retry-after" in query.headers
         # Basic search reads chunks only, so it still answers.
         basic = reader.post(f"/knowledge-bases/{corpus_kb}/query", json={"question": "Who?", "mode": "basic"})
@@ -216,7 +209,7 @@ def test_an_unreachable_neo4j_is_503_never_an_empty_200(
         down.get(f"/knowledge-bases/{corpus_kb}/stats"),
         down.post(f"/knowledge-bases/{corpus_kb}/documents", json={"texts": [{"title": "t", "text": "Some text."}]}),
     ):
-        body = _error(response, 503, "backend_unavailable")
+        body = error_body(response, 503, "backend_unavailable")
         assert int(response.headers["retry-after"]) > 0
         assert "127.0.0.1:1" not in body["detail"], "the driver's details stay in the server log"
 
@@ -237,5 +230,5 @@ def test_an_unexpected_error_is_a_500_without_traceback(api_settings, api_keys, 
             headers={"Authorization": f"Bearer {keys.reader}"},
             timeout=60,
         )
-    _error(response, 500, "internal_error")
+    error_body(response, 500, "internal_error")
     assert "Traceback" not in response.text and "secret" not in response.text

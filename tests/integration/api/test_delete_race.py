@@ -22,7 +22,7 @@ from driftrag.errors import KnowledgeBaseDeletingError
 from driftrag.facade import DriftRAG
 from driftrag.ingestion.loading import InputError
 from driftrag.settings import Settings
-from tests.integration.api.conftest import CORPUS, Keys
+from tests.support.api import CORPUS, Keys
 
 # Copies of the corpus under other titles: the delete takes long enough for reads to land inside it.
 COPIES = 12

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,9 @@ import pytest
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
 from tests.fakes.harbor_corpus import CORPUS, DescriptiveChatModel
-from tests.integration.api.test_ingest_jobs import TEXTS, wait_for
+from tests.support.api import TEXTS
+from tests.support.jobs import wait_for
+from tests.support.ports import free_port
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
 pytestmark = pytest.mark.slow
@@ -36,16 +37,10 @@ TTL_S = 2
 SERVER_SETTINGS = {"chunk_size": 120, "chunk_overlap": 10, "llm_concurrency": 1, "kb_lock_ttl_s": TTL_S}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextmanager
 def slow_server(settings: Settings, home: Path, delay_s: float) -> Iterator[tuple[subprocess.Popen, httpx.Client]]:
     """A server process on a free port, with a client on its /api/v1 once it answers; killed at the end."""
-    port = _free_port()
+    port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith(("DRIFTRAG_", "OPENAI_"))}
     env.update(
         NEO4J_URI=settings.bolt_uri,

@@ -12,28 +12,16 @@ import pytest
 
 from driftrag.api.server import BackgroundServer
 from driftrag.store import Neo4jStore
+from tests.support.api import error_body
+from tests.support.database import count_everything
 
 ROOT = Path(__file__).resolve().parents[3]
 FRENCH_EXAMPLE = json.loads((ROOT / "docs" / "examples" / "extract-config.fr.json").read_text(encoding="utf-8"))
-# Test-only read: everything in the database, to show that a preview writes nothing anywhere.
-COUNT_EVERYTHING = "MATCH (n) OPTIONAL MATCH (n)-[r]->() RETURN count(DISTINCT n) AS nodes, count(r) AS relationships"
 FRENCH_TEXT = (
     "Jeanne Morel dirigeait l'imprimerie Morel et Fils à Lyon. Jeanne Morel engagea Paul Besson en 1862.\n\n"
     "Paul Besson grava les planches de l'Almanach des canuts pour Jeanne Morel. Louis Gardet rédigea "
     "l'Almanach des canuts avec Paul Besson."
 )
-
-
-def _error(response: httpx.Response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert body["code"] == code and body["detail"], body
-    return body
-
-
-async def _everything(store: Neo4jStore) -> tuple[int, int]:
-    row = (await store.read(COUNT_EVERYTHING))[0]
-    return row["nodes"], row["relationships"]
 
 
 @pytest.fixture
@@ -81,9 +69,9 @@ def test_a_kb_without_a_config_shows_the_defaults(admin: httpx.Client, corpus_kb
 
 def test_unknown_kbs_are_404(admin: httpx.Client) -> None:
     kb = f"test-nosuch-{uuid.uuid4().hex[:8]}"
-    _error(admin.get(f"/knowledge-bases/{kb}/extract-config"), 404, "kb_not_found")
-    _error(admin.delete(f"/knowledge-bases/{kb}/extract-config"), 404, "kb_not_found")
-    _error(admin.post(f"/knowledge-bases/{kb}/extract/preview", json={"text": FRENCH_TEXT}), 404, "kb_not_found")
+    error_body(admin.get(f"/knowledge-bases/{kb}/extract-config"), 404, "kb_not_found")
+    error_body(admin.delete(f"/knowledge-bases/{kb}/extract-config"), 404, "kb_not_found")
+    error_body(admin.post(f"/knowledge-bases/{kb}/extract/preview", json={"text": FRENCH_TEXT}), 404, "kb_not_found")
 
 
 def test_every_route_needs_a_manage_key_for_the_kb(
@@ -99,12 +87,12 @@ def test_every_route_needs_a_manage_key_for_the_kb(
     ]
     for method, route, body in calls:
         url = f"/knowledge-bases/{corpus_kb}/{route}"
-        _error(anonymous.request(method, url, json=body), 401, "unauthorized")
-        assert "'manage' scope" in _error(reader.request(method, url, json=body), 403, "forbidden")["detail"]
-        _error(stranger.request(method, url, json=body), 403, "forbidden")
+        error_body(anonymous.request(method, url, json=body), 401, "unauthorized")
+        assert "'manage' scope" in error_body(reader.request(method, url, json=body), 403, "forbidden")["detail"]
+        error_body(stranger.request(method, url, json=body), 403, "forbidden")
     owner = make_client(server, keys.manage_one)
     assert owner.get(f"/knowledge-bases/{corpus_kb}/extract-config").status_code == 200
-    _error(owner.get("/knowledge-bases/someone-else/extract-config"), 403, "forbidden")
+    error_body(owner.get("/knowledge-bases/someone-else/extract-config"), 403, "forbidden")
 
 
 @pytest.mark.parametrize(
@@ -124,7 +112,7 @@ def test_an_invalid_config_is_422_naming_the_field_and_changes_nothing(
 ) -> None:
     admin.put(f"/knowledge-bases/{new_kb}/extract-config", json=FRENCH_EXAMPLE)
     response = admin.put(f"/knowledge-bases/{new_kb}/extract-config", json=body)
-    error = _error(response, 422, "invalid_request")
+    error = error_body(response, 422, "invalid_request")
     assert where in {problem["location"] for problem in error["problems"]}, error
     assert "alert" not in response.text and "xxxxx" not in response.text and "отношение" not in response.text
     assert admin.get(f"/knowledge-bases/{new_kb}/extract-config").json()["config"] == FRENCH_EXAMPLE
@@ -136,7 +124,7 @@ def test_a_body_that_is_not_json_is_422(admin: httpx.Client, new_kb: str) -> Non
         content=b'{"tags": ["LEADS",',
         headers={"Content-Type": "application/json"},
     )
-    _error(response, 422, "invalid_request")
+    error_body(response, 422, "invalid_request")
     assert admin.get(f"/knowledge-bases/{new_kb}/extract-config").status_code == 404, "no kb was created"
 
 
@@ -145,11 +133,11 @@ async def test_an_offline_preview_extracts_and_stores_nothing(
 ) -> None:
     client = httpx.AsyncClient(base_url=admin.base_url, headers=admin.headers, timeout=300)
     async with client:
-        before = await _everything(store), (await client.get(f"/knowledge-bases/{corpus_kb}/stats")).json()
+        before = await count_everything(store), (await client.get(f"/knowledge-bases/{corpus_kb}/stats")).json()
         response = await client.post(
             f"/knowledge-bases/{corpus_kb}/extract/preview", json={"text": FRENCH_TEXT, "config": FRENCH_EXAMPLE}
         )
-        after = await _everything(store), (await client.get(f"/knowledge-bases/{corpus_kb}/stats")).json()
+        after = await count_everything(store), (await client.get(f"/knowledge-bases/{corpus_kb}/stats")).json()
     assert after == before
     assert response.status_code == 200, response.text
     preview = response.json()
@@ -183,7 +171,7 @@ def test_a_preview_of_a_switched_off_kb_runs_and_says_so(admin: httpx.Client, ne
 )
 def test_bad_preview_bodies_are_422(admin: httpx.Client, corpus_kb: str, body: dict) -> None:
     response = admin.post(f"/knowledge-bases/{corpus_kb}/extract/preview", json=body)
-    _error(response, 422, "invalid_request")
+    error_body(response, 422, "invalid_request")
     assert len(response.content) < 4096, "the input is not echoed back"
 
 
@@ -197,4 +185,4 @@ def test_a_text_at_the_limit_is_previewed(admin: httpx.Client, corpus_kb: str) -
 
 def test_an_offline_server_refuses_to_draft_with_409(admin: httpx.Client, corpus_kb: str) -> None:
     response = admin.post(f"/knowledge-bases/{corpus_kb}/extract/suggest", json={"description": "Imprimeurs lyonnais"})
-    assert "needs a language model" in _error(response, 409, "model_required")["detail"]
+    assert "needs a language model" in error_body(response, 409, "model_required")["detail"]

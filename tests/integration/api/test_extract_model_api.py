@@ -19,7 +19,7 @@ from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from tests.fakes.openai_server import FakeOpenAIServer, message_text
 from tests.fakes.scripted_llm import ScriptedResponder
-from tests.integration.api.test_extract_config_api import COUNT_EVERYTHING
+from tests.support.database import count_everything
 
 DIMENSION = 384  # the offline embedder's, so the shared vector indexes stay as they are
 DRAFT_MARK = "You help configure the extraction of a knowledge graph"
@@ -103,10 +103,10 @@ async def test_a_model_preview_follows_the_kb_config_and_stores_nothing(
     url = f"/knowledge-bases/{configured_kb}/extract/preview"
     headers = {"Authorization": f"Bearer {keys.manage_all}"}
     async with httpx.AsyncClient(base_url=f"{model_api.url}/api/v1", headers=headers, timeout=300) as client:
-        before = (await store.read(COUNT_EVERYTHING))[0]
+        before = await count_everything(store)
         kept = await client.post(url, json={"text": TEXT})
         replaced = await client.post(url, json={"text": TEXT, "tags": ["LEADS"]})
-        after = (await store.read(COUNT_EVERYTHING))[0]
+        after = await count_everything(store)
     assert after == before, "a preview writes nothing"
     assert kept.status_code == 200, kept.text
     preview = kept.json()

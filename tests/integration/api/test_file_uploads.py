@@ -16,7 +16,7 @@ from driftrag.api.server import BackgroundServer
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
 from tests.fakes.documents import html_page, write_docx, write_epub, write_pdf
-from tests.integration.api.test_ingest_jobs import wait_for
+from tests.support.jobs import wait_for
 
 PAGE_ONE = ["Captain Mirela Voss sailed into Harbor Town at dawn.", "Captain Mirela Voss met Pip Rackham."]
 PAGE_TWO = ["Pip Rackham ran to the Amber Lighthouse.", "Pip Rackham found the keeper asleep."]

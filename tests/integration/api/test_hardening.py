@@ -17,7 +17,7 @@ from driftrag.api.server import BackgroundServer
 from driftrag.errors import InvalidQueryError
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
-from tests.integration.api.test_ingest_jobs import wait_for
+from tests.support.jobs import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]
 HOSTILE = "<script>alert(1)</script>" + "A" * 400

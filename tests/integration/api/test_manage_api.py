@@ -6,13 +6,13 @@ import uuid
 
 import httpx
 
-from tests.integration.api.conftest import CORPUS
-from tests.integration.api.test_ingest_jobs import wait_for
+from tests.support.api import TEXTS
+from tests.support.jobs import wait_for
 
 
 def test_a_knowledge_base_lifecycle(admin: httpx.Client) -> None:
     kb = f"test-api-manage-{uuid.uuid4().hex[:8]}"
-    texts = [{"title": title, "text": text} for title, text in CORPUS.items()]
+    texts = TEXTS
 
     ingested = admin.post(f"/knowledge-bases/{kb}/documents", json={"texts": texts})
     try:

@@ -3,33 +3,14 @@ final result, which equals what `POST …/query` answers; errors before the stre
 
 from __future__ import annotations
 
-import json
-import time
-
 import httpx
 import pytest
 
 from driftrag.api.models import QueryResponse
 from driftrag.search.modes import MODE_NAMES
+from tests.support.sse import read_events
 
 QUESTION = "Who repaired the lamp of the Glass Lighthouse?"
-
-
-def read_events(client: httpx.Client, kb: str, body: dict) -> tuple[httpx.Response, list[tuple[str, dict, float]]]:
-    """(event name, data, seconds since the request) of every event, read as they arrive."""
-    events = []
-    started = time.monotonic()
-    with client.stream("POST", f"/knowledge-bases/{kb}/query/stream", json=body) as response:
-        if response.status_code != 200:
-            response.read()
-            return response, []
-        name = None
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                name = line.removeprefix("event: ")
-            elif line.startswith("data: "):
-                events.append((name, json.loads(line.removeprefix("data: ")), time.monotonic() - started))
-    return response, events
 
 
 @pytest.mark.parametrize("mode", MODE_NAMES)

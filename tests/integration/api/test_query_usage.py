@@ -22,7 +22,7 @@ from driftrag.settings import Settings
 from tests.fakes.harbor_corpus import CORPUS
 from tests.fakes.openai_server import FakeOpenAIServer, estimate_tokens, message_text
 from tests.fakes.scripted_llm import ScriptedResponder
-from tests.integration.api.test_query_stream import read_events
+from tests.support.sse import read_events
 
 QUESTION = "Who repaired the lamp of the Glass Lighthouse?"
 CHAT = "/v1/chat/completions"

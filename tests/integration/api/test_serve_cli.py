@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import httpx
 import pytest
 
 from driftrag.settings import Settings
+from tests.support.ports import free_port
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
 pytestmark = pytest.mark.slow
@@ -29,12 +29,6 @@ def _driftrag(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Complete
     return subprocess.run(
         [sys.executable, "-m", "driftrag", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_serve_refuses_to_start_without_keys(tmp_path: Path) -> None:
@@ -62,7 +56,7 @@ def test_serve_answers_with_a_created_key(tmp_path: Path, neo4j_settings: Settin
     key = created.stdout.strip()
     assert key.startswith("drk_") and key not in keys_file.read_text()
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "driftrag", "serve", "--port", str(port)],
         env={**env, "DRIFTRAG_API_KEYS_FILE": str(keys_file)},
@@ -104,7 +98,7 @@ def test_serve_with_two_workers_answers_from_two_processes(tmp_path: Path, neo4j
         env=env, cwd=tmp_path,
     )  # fmt: skip
     key = created.stdout.strip()
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "driftrag", "serve", "--port", str(port)],
         env={**env, "DRIFTRAG_API_KEYS_FILE": str(keys_file)},

@@ -8,7 +8,7 @@ from driftrag.facade import DriftRAG
 from driftrag.models.graph import ExtractConfig
 from driftrag.settings import Settings
 from tests.fakes.harbor_corpus import CORPUS
-from tests.integration.ingestion.conftest import SMALL_CHUNKS
+from tests.support.ingestion import SMALL_CHUNKS
 
 
 async def test_the_kb_switch_leaves_chunks_pending_until_it_is_on(neo4j_settings: Settings, kb: str) -> None:

@@ -19,8 +19,8 @@ from driftrag.ingestion.incremental import LayerChange, can_update_incrementally
 from driftrag.ingestion.requests import no_progress
 from driftrag.store.graph import GraphStore
 from tests.fakes.harbor_corpus import CORPUS, DescriptiveChatModel
-from tests.integration.ingestion.conftest import Ingestor, texts_of
-from tests.integration.search.test_graph_search_markers import assert_markers_true
+from tests.support.ingestion import Ingestor, texts_of
+from tests.support.markers import assert_markers_true
 
 # The scripted extraction takes capitalised spans of two or more words, so "The Lantern" gives the
 # one-word key "lantern" (a leading article is dropped), which folds into "Amber Lantern"; "The Reef"

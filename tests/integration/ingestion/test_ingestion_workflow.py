@@ -22,7 +22,7 @@ from driftrag.ingestion.merge import needs_summary
 from driftrag.ingestion.requests import TextInput, no_progress
 from driftrag.workflows.ingestion import CHUNK_VECTORS_STAGE
 from tests.fakes.harbor_corpus import CORPUS, MONASTERY, DescriptiveChatModel
-from tests.integration.ingestion.conftest import Ingestor, texts_of
+from tests.support.ingestion import Ingestor, texts_of
 
 ROOT = Path(__file__).resolve().parents[3]
 STAGE_ORDER = ["documents", "extract", "embed-chunk", "summarize", "reports", "embed-entity", "embed-community"]

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -20,20 +18,15 @@ from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.cypher import locks as cy
 from driftrag.store.locks import KbLock
+from tests.support.cli import CLI, cli_env
 
-CLI = Path(sys.executable).parent / "driftrag"
 SAMPLE = sorted((DATA_DIR / "sample").glob("*.md"))
-
-
-def _env(uri: str, home: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "DRIFTRAG_"))}
-    return env | {"NEO4J_URI": uri, "DRIFTRAG_HOME": str(home), "DRIFTRAG_CONNECT_RETRIES": "2"}
 
 
 def _cli(uri: str, home: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [str(CLI), *args, "--json"],
-        env=_env(uri, home),
+        env=cli_env(uri, home),
         cwd=home,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

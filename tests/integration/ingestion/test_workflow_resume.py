@@ -19,7 +19,7 @@ from driftrag.ingestion.requests import IngestionResult, IngestRequest
 from driftrag.settings import Settings
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.harbor_corpus import DescriptiveChatModel
-from tests.integration.ingestion.conftest import Ingestor, texts_of
+from tests.support.ingestion import Ingestor, texts_of
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
 pytestmark = pytest.mark.slow

@@ -25,7 +25,7 @@ from driftrag.interop.graphrag import GraphRAGExportError, GraphRAGInputError, e
 from driftrag.settings import Settings
 from driftrag.store.vector_spaces import space_for
 from driftrag.views import render_mermaid
-from tests.integration.test_cli_demo import run_cli
+from tests.support.cli import run_cli
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "graphrag_sample" / "output"
 FIXTURE_2X = FIXTURE.parents[1] / "graphrag_sample_2x" / "output"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
 
 from driftrag.local_neo4j import LocalNeo4j, cached_runtime
 from driftrag.settings import Settings
+from tests.support.ports import free_port
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
 pytestmark = pytest.mark.slow
@@ -34,12 +34,6 @@ def private_home(tmp_path: Path, neo4j_uri: str) -> Path:
     return tmp_path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _archives(home: Path) -> list[Path]:
     return sorted(home.glob("neo4j/runtime/*/cds/*"))
 
@@ -48,7 +42,7 @@ def test_the_first_start_records_the_archive_the_next_uses_it_and_a_damaged_one_
     private_home: Path,
 ) -> None:
     # One test for the archive's life: recording it is the slow part (a JVM dumping the classes at exit).
-    server = LocalNeo4j(Settings(_env_file=None, home=private_home), port=_free_port())
+    server = LocalNeo4j(Settings(_env_file=None, home=private_home), port=free_port())
     try:
         server.start()
         recording = [path.suffix for path in _archives(private_home)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 from driftrag.local_neo4j import LocalNeo4j, cached_runtime
 from driftrag.local_neo4j.resolver import maven_repository_dir, runtime_root
 from driftrag.settings import Settings
+from tests.support.ports import free_port
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
 pytestmark = pytest.mark.slow
@@ -42,12 +42,6 @@ def _spawn(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
         text=True,
         env=env,
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.skipif(shutil.which("mvn") is None, reason="needs Maven on PATH")
@@ -92,7 +86,7 @@ def _hand_over(m2: Path, session_m2: Path) -> None:
 def test_two_starts_on_one_port_start_one_server_and_both_report_it(neo4j_uri: str) -> None:
     if "NEO4J_URI" in os.environ:
         pytest.skip("an external server: the launcher is not in charge")
-    port = _free_port()
+    port = free_port()
     env = _environment()
     server = LocalNeo4j(Settings(), port=port)
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,8 +10,8 @@ from driftrag.providers import Providers, build_providers
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
-from tests.fakes.harbor_corpus import DescriptiveChatModel
-from tests.integration.ingestion.conftest import SMALL_CHUNKS, Ingestor
+from tests.support.ingestion import SMALL_CHUNKS
+from tests.support.search import ingested_kb
 
 
 @pytest.fixture(scope="session")
@@ -30,13 +29,6 @@ async def module_store(neo4j_settings: Settings) -> AsyncIterator[Neo4jStore]:
     async with Neo4jStore.from_settings(neo4j_settings) as connected:
         await connected.connect()
         yield connected
-
-
-async def ingested_kb(store: Neo4jStore, settings: Settings, providers: Providers) -> str:
-    kb = f"test-search-{uuid.uuid4().hex[:10]}"
-    run = await Ingestor(settings=settings, store=store, providers=providers).run(kb, DescriptiveChatModel())
-    assert run.result.failed_chunks == [] and run.result.counts.reports > 0
-    return kb
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from driftrag.models.graph import MergedEntity
 from driftrag.store import Neo4jStore
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.search import SearchStore
-from tests.integration.search.test_graph_search import entity, relate, write_graph
+from tests.support.graphs import entity, relate, write_graph
 
 # The hub's neighbours, weights with ties (ties must fall by relationship id).
 WEIGHTS = [9.0, 7.0, 7.0, 7.0, 5.0, 4.0, 3.0, 3.0, 2.0, 1.0, 1.0, 0.5]

@@ -23,6 +23,7 @@ from driftrag.store.neo4j_store import Neo4jStore
 from driftrag.store.protocols import Stores
 from driftrag.workflows.drift import DriftProgressEvent, DriftStart, DriftWorkflow
 from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
+from tests.support.search import all_ids
 
 QUESTION = "What did Captain Mirela Voss tell Jonas Pell about the Grey Reef?"
 
@@ -60,16 +61,12 @@ async def test_each_follow_up_is_an_event_to_the_local_search_step_and_the_conte
     assert {f["id"] for f in state["round"]} <= {a.id for a in follow_ups}
 
 
-def graph_id_set(graph_ids: dict[str, set[str]]) -> set[str]:
-    return set().union(*graph_ids.values())
-
-
 async def test_drift_answer_and_every_step_cite_sources_that_exist_in_the_graph(
     search_settings, module_store, search_providers, graph_kb, graph_ids
 ) -> None:
     deps, chat = drift_deps(search_settings, module_store, search_providers)
     result, _ = await run_drift(deps, graph_kb)
-    known = graph_id_set(graph_ids)
+    known = all_ids(graph_ids)
     assert result.answer.strip() and not result.extractive
     assert result.source_ids and set(result.source_ids) <= {s.id for s in result.sources} <= known
     assert result.communities and {c.id for c in result.communities} <= graph_ids["community"]

@@ -25,7 +25,7 @@ from driftrag.workflows.query import run_query
 from tests.fakes.harbor_corpus import CORPUS
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.scripted_llm import ScriptedResponder
-from tests.integration.search.test_query_modes import make_deps
+from tests.support.search import ingested_kb, make_deps
 
 QUESTION = "What are the main themes of Harbor Town, its ships and its people?"
 
@@ -145,8 +145,6 @@ async def test_offline_global_search_is_extractive_and_says_so(
 
 
 async def test_global_search_refuses_a_disabled_graph(search_settings, module_store, search_providers) -> None:
-    from tests.integration.search.conftest import ingested_kb
-
     kb = await ingested_kb(module_store, search_settings, search_providers)
     deps, chat = make_deps(search_settings, module_store, search_providers)
     try:

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import neo4j
@@ -22,72 +17,16 @@ from driftrag.errors import (
     InvalidQueryError,
     KnowledgeBaseNotFoundError,
 )
-from driftrag.models.graph import Chunk, MergedEntity, MergedRelationship, SourceDocument, stable_hash
+from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.documents import DocumentWriter
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
-from tests.fakes.flaky_neo4j import FlakyDriver
-
-CLI = Path(sys.executable).parent / "driftrag"
-# Two documents: tests delete the second one, or disable single chunks.
-DOCUMENTS = {"document-one": ["chunk-1a", "chunk-1b"], "document-two": ["chunk-2a"]}
-
-
-def entity(name: str, *sources: str, descriptions: Sequence[str] = ("a description",)) -> MergedEntity:
-    return MergedEntity(
-        id=f"entity-{stable_hash(name)}",
-        name=name,
-        normalised_name=name.lower(),
-        type="THING",
-        descriptions=list(descriptions),
-        source_chunk_ids=list(sources or ["chunk-1a"]),
-    )
-
-
-def relate(source: MergedEntity, target: MergedEntity, *sources: str, weight: float = 1.0) -> MergedRelationship:
-    return MergedRelationship(
-        id=f"relationship-{stable_hash(source.id, target.id)}",
-        source_id=source.id,
-        target_id=target.id,
-        descriptions=[f"{source.name} knows {target.name}"],
-        weight=weight,
-        source_chunk_ids=list(sources or ["chunk-1a"]),
-    )
-
-
-async def write_graph(
-    store: Neo4jStore, kb: str, entities: Sequence[MergedEntity], relationships: Sequence[MergedRelationship] = ()
-) -> None:
-    """The kb node, two documents with their chunks, then the entity layer (batched by GraphStore)."""
-    writer = DocumentWriter(store)
-    for document_id, chunk_ids in DOCUMENTS.items():
-        document = SourceDocument(id=document_id, kb=kb, title=document_id, text="x", content_hash=document_id)
-        chunks = [
-            Chunk(id=chunk_id, document_id=document_id, index=i, text=chunk_id, n_tokens=1, start_char=0, end_char=1)
-            for i, chunk_id in enumerate(chunk_ids)
-        ]
-        await writer.upsert_document(document, chunks)
-    await GraphStore(store).replace_entity_layer(kb, entities, relationships, total_chunks=0)
-
-
-@pytest.fixture
-async def schema(store: Neo4jStore) -> None:
-    # The (kb, id) constraints back the source-validity lookups.
-    await store.ensure_schema()
-
-
-def names(response: GraphSearchResponse, *, seeds: bool | None = None) -> list[str]:
-    return [e.name for e in response.entities if seeds is None or e.is_seed == seeds]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
+from tests.support.cli import run_cli_fail_fast
+from tests.support.graphs import entity, names, relate, write_graph
+from tests.support.ports import free_port
 
 # --- seeds ------------------------------------------------------------------------------------------
 
@@ -253,15 +192,6 @@ async def test_a_neighbour_of_several_seeds_in_several_parts_comes_once_at_its_f
     assert [r.target_name for r in response.relationships] == [
         {e.id: e.name for e in response.entities}[target] for target in neighbour_ids
     ]
-
-
-@pytest.fixture
-async def flaky_store(neo4j_settings: Settings) -> AsyncIterator[tuple[Neo4jStore, FlakyDriver]]:
-    flaky = FlakyDriver(Neo4jStore.from_settings(neo4j_settings).driver)
-    store = Neo4jStore(neo4j_settings, flaky)
-    await store.connect()
-    yield store, flaky
-    await store.close()
 
 
 async def test_a_search_lost_after_its_first_part_raises_and_is_not_answered_half(
@@ -430,7 +360,7 @@ async def test_unicode_and_literal_regex_characters_match(
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t", "x" * 16_385])
 async def test_blank_or_huge_queries_fail_validation_before_any_query(query: str, tmp_path: Path) -> None:
-    settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{free_port()}", home=tmp_path)
     async with Neo4jStore.from_settings(settings) as unreachable:
         with pytest.raises(InvalidQueryError, match="query: "):
             await graph_search(GraphSearchStore(unreachable), settings, "kb", query)
@@ -492,7 +422,7 @@ async def test_empty_result_unknown_kb_and_disabled_graph_are_distinct(
 
 
 async def test_unreachable_neo4j_raises_instead_of_answering_empty(tmp_path: Path) -> None:
-    settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{free_port()}", home=tmp_path)
     # The driver's managed transactions retry for 30 s by default; no retry keeps the test fast.
     driver = neo4j.AsyncGraphDatabase.driver(settings.bolt_uri, auth=("neo4j", "x"), max_transaction_retry_time=0)
     async with Neo4jStore(settings, driver) as unreachable:
@@ -503,49 +433,42 @@ async def test_unreachable_neo4j_raises_instead_of_answering_empty(tmp_path: Pat
 # --- CLI ---------------------------------------------------------------------------------------------
 
 
-def run_cli(*args: str, uri: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NEO4J_URI": uri,
-        "DRIFTRAG_HOME": str(home),
-        "DRIFTRAG_CONNECT_RETRIES": "1",
-        "DRIFTRAG_CONNECT_RETRY_DELAY_S": "0",
-    }
-    return subprocess.run([str(CLI), *args], env=env, cwd=home, capture_output=True, text=True, timeout=120)
-
-
 async def test_cli_prints_json_and_switches_chunks(
     store: Neo4jStore, kb: str, neo4j_uri: str, tmp_path: Path, schema: None
 ) -> None:
     cat, alice = entity("Cheshire Cat", "chunk-1b"), entity("Alice", "chunk-1a")
     await write_graph(store, kb, [cat, alice], [relate(alice, cat, "chunk-1a")])
 
-    found = run_cli("graph-search", "Cat", "--kb", kb, "--max-rows", "5", uri=neo4j_uri, home=tmp_path)
+    found = run_cli_fail_fast("graph-search", "Cat", "--kb", kb, "--max-rows", "5", uri=neo4j_uri, home=tmp_path)
     assert found.returncode == 0, found.stderr
     response = GraphSearchResponse.model_validate(json.loads(found.stdout))
     assert names(response) == ["Cheshire Cat", "Alice"] and response.truncation.rows_returned == 1
 
-    disabled = run_cli("chunk", "disable", "chunk-1b", "chunk-9z", "--kb", kb, "--json", uri=neo4j_uri, home=tmp_path)
+    disabled = run_cli_fail_fast(
+        "chunk", "disable", "chunk-1b", "chunk-9z", "--kb", kb, "--json", uri=neo4j_uri, home=tmp_path
+    )
     assert disabled.returncode == 0, disabled.stderr
     assert json.loads(disabled.stdout) == {"kb": kb, "enabled": False, "requested": 2, "matched": 1}
-    hidden = run_cli("graph-search", "Cat", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    hidden = run_cli_fail_fast("graph-search", "Cat", "--kb", kb, uri=neo4j_uri, home=tmp_path)
     assert json.loads(hidden.stdout)["entities"] == []
-    enabled = run_cli("chunk", "enable", "chunk-1b", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    enabled = run_cli_fail_fast("chunk", "enable", "chunk-1b", "--kb", kb, uri=neo4j_uri, home=tmp_path)
     assert enabled.returncode == 0 and "enabled 1 chunk in" in enabled.stdout
 
-    graph_off = run_cli("graph-disable", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    graph_off = run_cli_fail_fast("graph-disable", "--kb", kb, uri=neo4j_uri, home=tmp_path)
     assert graph_off.returncode == 0, graph_off.stderr
-    refused = run_cli("graph-search", "Cat", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    refused = run_cli_fail_fast("graph-search", "Cat", "--kb", kb, uri=neo4j_uri, home=tmp_path)
     assert refused.returncode == 3 and "graph-enable" in refused.stderr
-    assert run_cli("graph-enable", "--kb", kb, uri=neo4j_uri, home=tmp_path).returncode == 0
+    assert run_cli_fail_fast("graph-enable", "--kb", kb, uri=neo4j_uri, home=tmp_path).returncode == 0
 
-    blank = run_cli("graph-search", "  ", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    blank = run_cli_fail_fast("graph-search", "  ", "--kb", kb, uri=neo4j_uri, home=tmp_path)
     assert blank.returncode == 2 and "non-whitespace" in blank.stderr
-    unknown = run_cli("graph-search", "Cat", "--kb", f"{kb}-absent", uri=neo4j_uri, home=tmp_path)
+    unknown = run_cli_fail_fast("graph-search", "Cat", "--kb", f"{kb}-absent", uri=neo4j_uri, home=tmp_path)
     assert unknown.returncode == 1 and "does not exist" in unknown.stderr
 
 
 def test_cli_exits_3_when_neo4j_is_unreachable(tmp_path: Path) -> None:
-    result = run_cli("graph-search", "Alice", "--kb", "kb", uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    result = run_cli_fail_fast(
+        "graph-search", "Alice", "--kb", "kb", uri=f"bolt://127.0.0.1:{free_port()}", home=tmp_path
+    )
     assert result.returncode == 3
     assert "unreachable" in result.stderr and result.stdout == ""

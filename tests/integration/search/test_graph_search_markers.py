@@ -19,31 +19,9 @@ from driftrag.store.documents import DocumentWriter
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.markers import migrate_search_markers
-from tests.integration.search.test_graph_search import DOCUMENTS, entity, names, relate, write_graph
+from tests.support.graphs import DOCUMENTS, entity, names, relate, write_graph
+from tests.support.markers import assert_markers_true
 
-# The definition of the markers, recomputed from the chunks: rows where the stored marker disagrees.
-_WRONG_ENTITY_MARKERS = """
-MATCH (e:__Entity__ {kb: $kb})
-WITH e, any(cid IN coalesce(e.source_chunk_ids, [])
-            WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }) AS valid,
-     size(e.source_chunk_ids) > 0 AND all(cid IN e.source_chunk_ids
-            WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }) AS clean
-WHERE e.valid IS NULL OR e.valid <> valid OR e.sources_all_valid <> clean OR e.name_len <> size(e.name)
-   OR e.source_count <> size(e.source_chunk_ids) OR e.source_head <> e.source_chunk_ids[0..64]
-RETURN e.name AS name
-"""
-_WRONG_RELATIONSHIP_MARKERS = """
-MATCH (s:__Entity__ {kb: $kb})-[r:RELATED]->(t:__Entity__)
-WITH s, r, t, any(cid IN coalesce(r.source_chunk_ids, [])
-                  WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }) AS sourced,
-     size(r.source_chunk_ids) > 0 AND all(cid IN r.source_chunk_ids
-            WHERE EXISTS { MATCH (c:__Chunk__ {kb: $kb, id: cid}) WHERE coalesce(c.enabled, true) }) AS clean
-WITH s, r, t, sourced, clean, sourced AND s.valid AND t.valid AS valid
-WHERE r.valid IS NULL OR r.valid <> valid OR r.sourced <> sourced OR r.sources_all_valid <> clean
-   OR r.out_id <> s.id OR r.in_id <> t.id
-   OR r.rank_weight <> -r.weight OR r.source_count <> size(r.source_chunk_ids)
-RETURN r.id AS id
-"""
 # What a kb written before the markers existed looks like.
 _STRIP_MARKERS = (
     "MATCH (e:__Entity__ {kb: $kb}) REMOVE e.valid, e.sources_all_valid, e.name_len, e.source_count, e.source_head",
@@ -52,16 +30,6 @@ _STRIP_MARKERS = (
     "MATCH (k:__KnowledgeBase__ {kb: $kb}) REMOVE k.search_markers",
 )
 _MARKERS_VERSION = "MATCH (k:__KnowledgeBase__ {kb: $kb}) RETURN k.search_markers AS version"
-
-
-@pytest.fixture
-async def schema(store: Neo4jStore) -> None:
-    await store.ensure_schema()
-
-
-async def assert_markers_true(store: Neo4jStore, kb: str) -> None:
-    assert await store.read(_WRONG_ENTITY_MARKERS, kb=kb) == []
-    assert await store.read(_WRONG_RELATIONSHIP_MARKERS, kb=kb) == []
 
 
 async def search_names(store: Neo4jStore, settings: Settings, kb: str, query: str) -> list[str]:

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
@@ -34,6 +33,7 @@ from tests.fakes.harbor_corpus import CORPUS
 from tests.fakes.hashing_embedding import HashingEmbedding
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.scripted_llm import ScriptedResponder
+from tests.support.sse import events_of
 
 DIMENSION = 384  # the offline embedder's, so the shared vector indexes stay as they are
 QUESTION = "What did Captain Mirela Voss tell Jonas Pell about the Grey Reef?"
@@ -168,16 +168,10 @@ def test_the_http_stream_carries_the_models_tokens(served, neo4j_settings: Setti
     rag = DriftRAG(_settings(neo4j_settings, tmp_path), llm=llm, embed_model=embed)
     before = server.streamed_requests
     with BackgroundServer(create_app(rag, ApiKeys.insecure_no_auth())) as api:
-        events = []
         body = {"question": QUESTION, "mode": "local"}
         with httpx.stream("POST", f"{api.url}/api/v1/knowledge-bases/{kb}/query/stream", json=body, timeout=120) as r:
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-            name = None
-            for line in r.iter_lines():
-                if line.startswith("event: "):
-                    name = line.removeprefix("event: ")
-                elif line.startswith("data: "):
-                    events.append((name, json.loads(line.removeprefix("data: "))))
+            events = list(events_of(r.iter_lines()))
     assert server.streamed_requests == before + 1
     names = [name for name, _ in events]
     assert names[0] == "progress" and names[-1] == "result" and "error" not in names

@@ -8,37 +8,25 @@ import uuid
 
 import pytest
 
-from driftrag.composition import query_deps
 from driftrag.errors import InvalidIdentifierError, InvalidQueryError, ModelError
-from driftrag.providers import Providers
 from driftrag.search import question_chunks
 from driftrag.search.budget import BudgetExhausted, QueryBudget
 from driftrag.search.deps import QueryDeps
 from driftrag.search.local import build_local_context
 from driftrag.search.models import SearchResult
 from driftrag.search.modes import get_mode, start_run
-from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
-from driftrag.store.protocols import Stores
 from driftrag.store.search import SearchStore
 from driftrag.workflows.search import SearchProgress, SearchStart, SearchWorkflow
 from tests.fakes.harbor_corpus import DescriptiveChatModel
 from tests.fakes.scripted_llm import ScriptedChatModel
-from tests.integration.ingestion.conftest import Ingestor
-from tests.integration.search.conftest import ingested_kb
+from tests.support.ingestion import Ingestor
+from tests.support.search import ingested_kb, make_deps
 
 MODES = ("basic", "local", "entity")
 MONASTERY_QUESTION = "Where does Brother Anselm Hale keep the tide tables of the Glass Monastery?"
-
-
-def make_deps(
-    settings: Settings, store: Neo4jStore, providers: Providers, chat=None, **overrides
-) -> tuple[QueryDeps, ScriptedChatModel]:
-    chat = chat if chat is not None else ScriptedChatModel()
-    deps = query_deps(settings.model_copy(update=overrides), Stores.neo4j(store), providers, chat)
-    return deps, chat
 
 
 async def run_mode(
@@ -55,10 +43,6 @@ async def run_workflow(deps: QueryDeps, mode: str, kb: str, question: str) -> tu
     handler = SearchWorkflow(deps).run(start_event=SearchStart(mode=mode, kb=kb, question=question))
     events = [event async for event in handler.stream_events() if isinstance(event, SearchProgress)]
     return await handler, events
-
-
-def all_ids(graph_ids: dict[str, set[str]]) -> set[str]:
-    return set().union(*graph_ids.values())
 
 
 def assert_grounded(result: SearchResult, graph_ids: dict[str, set[str]]) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -27,13 +26,13 @@ from driftrag.facade import DriftRAG
 from driftrag.local_neo4j import LocalNeo4j
 from driftrag.settings import Settings
 from tests.conftest import TEST_NEO4J_PORT
-from tests.integration.api.conftest import CORPUS
+from tests.support.api import CORPUS
+from tests.support.cli import CLI
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
 pytestmark = pytest.mark.slow
 
 PORT = TEST_NEO4J_PORT + 20
-CLI = Path(sys.executable).parent / "driftrag"
 GENEROUS_S = 20.0
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,16 +15,6 @@ from driftrag.store import Neo4jStore
 from driftrag.store.cypher import documents as documents_cy
 from driftrag.store.cypher import graph as graph_cy
 from driftrag.store.cypher import schema as schema_cy
-from tests.fakes.flaky_neo4j import FlakyDriver
-
-
-@pytest.fixture
-async def flaky_store(neo4j_settings: Settings) -> AsyncIterator[tuple[Neo4jStore, FlakyDriver]]:
-    flaky = FlakyDriver(Neo4jStore.from_settings(neo4j_settings).driver)
-    store = Neo4jStore(neo4j_settings, flaky)
-    await store.connect()
-    yield store, flaky
-    await store.close()
 
 
 @pytest.mark.parametrize("transient", [False, True], ids=["dropped connection", "transient error"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -18,15 +17,10 @@ from driftrag.store.cypher import search as search_cy
 from driftrag.store.documents import DocumentWriter
 from driftrag.store.vector_spaces import SHARED, space_for
 from tests.fakes.hashing_embedding import HashingEmbedding
+from tests.support.ports import free_port
 
 OFFLINE_DIMENSION = 384
 HOSTILE_KB_IDS = ["kb'", 'kb"', "kb`", "}) DETACH DELETE n //", "", "a b", "kb\n", "x" * 65, "../etc"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def test_schema_creates_only_what_is_missing(store: Neo4jStore, monkeypatch) -> None:
@@ -180,7 +174,7 @@ async def test_a_kb_written_before_vector_spaces_adopts_the_shared_indexes(store
 
 async def test_connection_retries_end_with_a_clear_error(tmp_path) -> None:
     settings = Settings(
-        neo4j_uri=f"bolt://127.0.0.1:{_free_port()}",
+        neo4j_uri=f"bolt://127.0.0.1:{free_port()}",
         home=tmp_path,
         connect_retries=3,
         connect_retry_delay_s=0.2,
@@ -199,7 +193,7 @@ async def test_connection_retries_end_with_a_clear_error(tmp_path) -> None:
 async def test_hostile_kb_ids_are_rejected_before_any_query(hostile: str, tmp_path) -> None:
     # A store whose server does not exist: any query that ran would fail with BackendUnavailableError,
     # so getting InvalidIdentifierError proves validation came first.
-    settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    settings = Settings(neo4j_uri=f"bolt://127.0.0.1:{free_port()}", home=tmp_path)
     async with Neo4jStore.from_settings(settings) as unreachable:
         with pytest.raises(InvalidIdentifierError):
             await unreachable.query_vector_index("chunk", hostile, [0.0] * 4, k=1)

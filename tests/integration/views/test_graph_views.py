@@ -1,142 +1,27 @@
 """Graph views read from the real Neo4j: kb and community scopes, the node cap, disabled sources, the CLI.
 
-The graph, written through the store APIs (three chunks, all enabled unless a test disables one; no
-relationship stores a PMI unless a test says so, as on graphs written before relationships had one):
-
-    Alice   chunk-1a 1b 2a     Alice -> Rabbit  KNOWS       1a 1b   weight 16
-    Rabbit  chunk-1a 1b        Alice -> Cat     KNOWS       1b      weight 4
-    Cat     chunk-1b           Alice -> Queen   KNOWS       2a      weight 3
-    Queen   chunk-2a           Rabbit -> Cat    KNOWS       1b 2a   weight 12
-    Hatter  chunk-2a           Queen -- Hatter  RELATED_TO  2a      weight 5
-    Lonely  chunk-1a           Alice -> Ghost   KNOWS       1a      (Ghost has no valid source)
-    Ghost   chunk-gone         Cat -> Hatter    KNOWS       gone    (no valid source)
-
-Communities: community-0-0 {Alice, Rabbit, Cat, Lonely} with child community-1-0 {Rabbit, Cat};
-community-0-1 {Queen, Hatter, Ghost}.
+The graph, `write_graph` of tests/support/view_graph.py, is drawn in that module's docstring.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import socket
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from driftrag.errors import CommunityNotFoundError, InvalidIdentifierError, KnowledgeBaseNotFoundError
-from driftrag.models.graph import (
-    Chunk,
-    Community,
-    CommunityReport,
-    MergedEntity,
-    MergedRelationship,
-    SourceDocument,
-    stable_hash,
-)
 from driftrag.store import Neo4jStore
-from driftrag.store.documents import DocumentWriter
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.views import GraphView, GraphViewStore
 from driftrag.views import render_mermaid
-
-CLI = Path(sys.executable).parent / "driftrag"
-DOCUMENTS = {"document-one": ["chunk-1a", "chunk-1b"], "document-two": ["chunk-2a"]}
-SOURCES = {
-    "Alice": ["chunk-1a", "chunk-1b", "chunk-2a"],
-    "Rabbit": ["chunk-1a", "chunk-1b"],
-    "Cat": ["chunk-1b"],
-    "Queen": ["chunk-2a"],
-    "Hatter": ["chunk-2a"],
-    "Lonely": ["chunk-1a"],
-    "Ghost": ["chunk-gone"],
-}
-
-
-def eid(name: str) -> str:
-    return f"entity-{stable_hash(name)}"
-
-
-def rid(source: str, target: str) -> str:
-    return f"relationship-{stable_hash(source, target)}"
-
-
-def relationship(
-    source: str, target: str, sources: Sequence[str], weight: float, type_: str = "KNOWS", **extra
-) -> MergedRelationship:
-    return MergedRelationship(
-        id=rid(source, target),
-        source_id=eid(source),
-        target_id=eid(target),
-        type=type_,
-        descriptions=[f"{source} and {target}"],
-        weight=weight,
-        source_chunk_ids=list(sources),
-        **extra,
-    )
-
-
-def relationships(**extra_by_pair) -> list[MergedRelationship]:
-    rows = [
-        ("Alice", "Rabbit", ["chunk-1a", "chunk-1b"], 16, "KNOWS"),
-        ("Alice", "Cat", ["chunk-1b"], 4, "KNOWS"),
-        ("Alice", "Queen", ["chunk-2a"], 3, "KNOWS"),
-        ("Rabbit", "Cat", ["chunk-1b", "chunk-2a"], 12, "KNOWS"),
-        ("Queen", "Hatter", ["chunk-2a"], 5, "RELATED_TO"),
-        ("Alice", "Ghost", ["chunk-1a"], 5, "KNOWS"),
-        ("Cat", "Hatter", ["chunk-gone"], 5, "KNOWS"),
-    ]
-    return [
-        relationship(s, t, sources, weight, type_, **extra_by_pair.get(f"{s}-{t}", {}))
-        for s, t, sources, weight, type_ in rows
-    ]
-
-
-async def write_graph(
-    store: Neo4jStore, kb: str, rels: Sequence[MergedRelationship] | None = None, *, total_chunks: int = 0
-) -> None:
-    """The test graph; `total_chunks` 0 writes it as a graph that keeps no N (its PMIs are estimated)."""
-    writer = DocumentWriter(store)
-    for document_id, chunk_ids in DOCUMENTS.items():
-        document = SourceDocument(id=document_id, kb=kb, title=document_id, text="x", content_hash=document_id)
-        chunks = [
-            Chunk(id=chunk_id, document_id=document_id, index=i, text=chunk_id, n_tokens=1, start_char=0, end_char=1)
-            for i, chunk_id in enumerate(chunk_ids)
-        ]
-        await writer.upsert_document(document, chunks)
-    entities = [
-        MergedEntity(id=eid(name), name=name, normalised_name=name.lower(), type="CHARACTER", source_chunk_ids=sources)
-        for name, sources in SOURCES.items()
-    ]
-    graph = GraphStore(store)
-    await graph.replace_entity_layer(kb, entities, relationships() if rels is None else rels, total_chunks=total_chunks)
-    communities = [
-        Community(
-            id="community-0-0",
-            level=0,
-            child_ids=["community-1-0"],
-            entity_ids=[eid(n) for n in ("Alice", "Rabbit", "Cat", "Lonely")],
-        ),
-        Community(id="community-1-0", level=1, parent_id="community-0-0", entity_ids=[eid("Rabbit"), eid("Cat")]),
-        Community(id="community-0-1", level=0, entity_ids=[eid(n) for n in ("Queen", "Hatter", "Ghost")]),
-    ]
-    report = CommunityReport(community_id="community-0-0", level=0, title="Alice and the Rabbit", summary="", rating=5)
-    finest = {eid(n): "community-0-0" for n in ("Alice", "Lonely")}
-    finest |= {eid(n): "community-1-0" for n in ("Rabbit", "Cat")}
-    finest |= {eid(n): "community-0-1" for n in ("Queen", "Hatter")}
-    await graph.replace_communities(kb, communities, {"community-0-0": report}, {}, finest)
-
-
-@pytest.fixture
-async def schema(store: Neo4jStore) -> None:
-    await store.ensure_schema()  # the (kb, id) constraints back the source lookups
+from tests.support.cli import run_cli_fail_fast
+from tests.support.ports import free_port
+from tests.support.view_graph import rid, write_graph
 
 
 @pytest.fixture
@@ -304,26 +189,9 @@ async def test_unknown_or_malformed_ids_are_refused(store: Neo4jStore, graph_kb:
 # --- CLI ---------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def run_cli(*args: str, uri: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NEO4J_URI": uri,
-        "DRIFTRAG_HOME": str(home),
-        "DRIFTRAG_CONNECT_RETRIES": "1",
-        "DRIFTRAG_CONNECT_RETRY_DELAY_S": "0",
-    }
-    return subprocess.run([str(CLI), *args], env=env, cwd=home, capture_output=True, text=True, timeout=120)
-
-
 async def test_cli_prints_mermaid_and_writes_html_and_graphml(graph_kb: str, neo4j_uri: str, tmp_path: Path) -> None:
     kb = graph_kb
-    mermaid = run_cli("graph", "--kb", kb, uri=neo4j_uri, home=tmp_path)
+    mermaid = run_cli_fail_fast("graph", "--kb", kb, uri=neo4j_uri, home=tmp_path)
     assert mermaid.returncode == 0, mermaid.stderr
     assert mermaid.stdout.startswith("graph TD\n")
     for name in ("Alice", "Rabbit", "Cat", "Queen", "Hatter", "Lonely"):
@@ -331,26 +199,30 @@ async def test_cli_prints_mermaid_and_writes_html_and_graphml(graph_kb: str, neo
     [alice_node] = re.findall(r'(n\d+)\["Alice"\]', mermaid.stdout)
     assert mermaid.stdout.endswith(f"  class {alice_node} hub\n")  # the only entity of degree >= 3
 
-    cut = run_cli("graph", "--kb", kb, "--community", "community-0-0", "--max-nodes", "1", uri=neo4j_uri, home=tmp_path)
+    cut = run_cli_fail_fast(
+        "graph", "--kb", kb, "--community", "community-0-0", "--max-nodes", "1", uri=neo4j_uri, home=tmp_path
+    )
     assert cut.returncode == 0, cut.stderr
     assert '["Alice"]' in cut.stdout and '["Rabbit"]' not in cut.stdout
     assert "%% cut:" in cut.stdout and "note:" in cut.stderr
 
     page = tmp_path / "graph.html"
-    html = run_cli("graph", "--kb", kb, "--html", str(page), uri=neo4j_uri, home=tmp_path)
+    html = run_cli_fail_fast("graph", "--kb", kb, "--html", str(page), uri=neo4j_uri, home=tmp_path)
     assert html.returncode == 0, html.stderr
     text = page.read_text(encoding="utf-8")
     assert "http://" not in text and "https://" not in text and "<script" not in text
     assert all(f">{name}</text>" in text for name in ("Alice", "Rabbit", "Lonely"))
 
     export = tmp_path / "graph.graphml"
-    graphml = run_cli("graph", "--kb", kb, "--graphml", str(export), uri=neo4j_uri, home=tmp_path)
+    graphml = run_cli_fail_fast("graph", "--kb", kb, "--graphml", str(export), uri=neo4j_uri, home=tmp_path)
     assert graphml.returncode == 0, graphml.stderr
     ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
     root = ET.parse(export).getroot()
     assert len(root.findall("g:graph/g:node", ns)) == 6 and len(root.findall("g:graph/g:edge", ns)) == 5
 
-    as_json = run_cli("graph", "--kb", kb, "--community", "community-1-0", "--json", uri=neo4j_uri, home=tmp_path)
+    as_json = run_cli_fail_fast(
+        "graph", "--kb", kb, "--community", "community-1-0", "--json", uri=neo4j_uri, home=tmp_path
+    )
     assert as_json.returncode == 0, as_json.stderr
     report = json.loads(as_json.stdout)
     assert sorted(e["name"] for e in report["view"]["entities"]) == ["Cat", "Rabbit"]
@@ -359,9 +231,11 @@ async def test_cli_prints_mermaid_and_writes_html_and_graphml(graph_kb: str, neo
 
 
 async def test_cli_errors_have_meaningful_exit_codes(graph_kb: str, neo4j_uri: str, tmp_path: Path) -> None:
-    unknown_kb = run_cli("graph", "--kb", f"{graph_kb}-absent", uri=neo4j_uri, home=tmp_path)
+    unknown_kb = run_cli_fail_fast("graph", "--kb", f"{graph_kb}-absent", uri=neo4j_uri, home=tmp_path)
     assert unknown_kb.returncode == 1 and "does not exist" in unknown_kb.stderr
-    unknown_community = run_cli("graph", "--kb", graph_kb, "--community", "community-9-9", uri=neo4j_uri, home=tmp_path)
+    unknown_community = run_cli_fail_fast(
+        "graph", "--kb", graph_kb, "--community", "community-9-9", uri=neo4j_uri, home=tmp_path
+    )
     assert unknown_community.returncode == 1 and "community-9-9" in unknown_community.stderr
     assert "Traceback" not in unknown_kb.stderr + unknown_community.stderr
 
@@ -371,8 +245,8 @@ async def test_cli_errors_have_meaningful_exit_codes(graph_kb: str, neo4j_uri: s
         ["--kb", graph_kb, "--html", "a.html", "--graphml", "b.graphml"],
         ["--kb", graph_kb, "--html", str(tmp_path / "missing" / "a.html")],
     ):
-        result = run_cli("graph", *usage, uri=neo4j_uri, home=tmp_path)
+        result = run_cli_fail_fast("graph", *usage, uri=neo4j_uri, home=tmp_path)
         assert result.returncode == 2, (usage, result.stderr)
 
-    unreachable = run_cli("graph", "--kb", graph_kb, uri=f"bolt://127.0.0.1:{_free_port()}", home=tmp_path)
+    unreachable = run_cli_fail_fast("graph", "--kb", graph_kb, uri=f"bolt://127.0.0.1:{free_port()}", home=tmp_path)
     assert unreachable.returncode == 3 and unreachable.stdout == ""

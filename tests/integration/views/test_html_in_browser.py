@@ -17,8 +17,8 @@ from driftrag.store import Neo4jStore
 from driftrag.store.views import GraphViewStore
 from driftrag.views.html import render_html
 from driftrag.views.measures import measure
-from tests.integration.views.test_graph_views import write_graph
 from tests.support.browser import Chromium
+from tests.support.view_graph import write_graph
 
 # Slow end to end (own servers, subprocesses, a browser or the whole book): `-m "not slow"` skips it.
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ RENDERED = """(() => {
 
 @pytest.fixture
 async def page(store: Neo4jStore, kb: str, tmp_path: Path):
-    """The page of the test graph (see test_graph_views.py), as `driftrag graph --html` writes it."""
+    """The page of the test graph (see tests/support/view_graph.py), as `driftrag graph --html` writes it."""
     await store.ensure_schema()
     await write_graph(store, kb)
     view = await GraphViewStore(store).read_view(kb)

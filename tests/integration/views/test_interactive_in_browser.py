@@ -23,8 +23,8 @@ from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
 from driftrag.views.interactive import NO_COMMUNITY_COLOUR
-from tests.integration.views.test_graph_views import write_graph
 from tests.support.browser import Chromium
+from tests.support.view_graph import write_graph
 
 ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -41,7 +41,7 @@ DRAWN = """(() => ({
 
 @pytest.fixture
 async def rag(neo4j_settings: Settings, store: Neo4jStore, kb: str) -> AsyncIterator[DriftRAG]:
-    """The facade over the test graph (see test_graph_views.py: two level-0 communities, one below)."""
+    """The facade over the test graph (see tests/support/view_graph.py: two level-0 communities, one below)."""
     await store.ensure_schema()
     await write_graph(store, kb)
     async with DriftRAG(neo4j_settings) as engine:

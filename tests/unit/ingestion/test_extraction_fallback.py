@@ -10,7 +10,7 @@ from driftrag.models.graph import Chunk, ExtractConfig
 from driftrag.offline.ingestion.extractor import OfflineGraphExtractor
 from driftrag.offline.nlp import LanguageResources
 from driftrag.prompts.registry import PromptRegistry
-from tests.unit.search.test_weak_answers import WeakChat
+from tests.fakes.weak_model import WeakChat
 
 CHUNK = Chunk(
     id="chunk-1",

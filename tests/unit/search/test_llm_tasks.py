@@ -5,16 +5,15 @@ from __future__ import annotations
 import pytest
 
 from driftrag.errors import ModelError
-from driftrag.models.search import Source
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
 from driftrag.providers.handles import Handles
 from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.search.budget import BudgetedChat, BudgetExhausted, QueryBudget
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.llm_tasks import delimit, llm_query_tasks, parse_answer
-from driftrag.search.models import SearchContext
 from driftrag.settings import Settings
 from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
+from tests.support.search_context import SOURCES, context_of
 
 QUERY_TEMPLATES = (
     "query_entities",
@@ -25,31 +24,6 @@ QUERY_TEMPLATES = (
     "global_map",
     "global_reduce",
 )
-SOURCES = [
-    Source(
-        id="chunk-aaa1",
-        kind="chunk",
-        title="voyage.txt",
-        text="Captain Mirela Voss sailed the Amber Lantern out of Harbor Town before dawn. The tide turned.",
-    ),
-    Source(
-        id="entity-bbb2",
-        kind="entity",
-        title="Jonas Pell",
-        text="Jonas Pell: the first mate, who kept the charts dry beneath an oilskin near the Grey Reef.",
-    ),
-    Source(
-        id="community-0-1",
-        kind="community",
-        title="Glass Monastery",
-        text="# Glass Monastery\n\nBrother Anselm Hale keeps a library of tide tables at the Glass Monastery.",
-    ),
-]
-
-
-def context_of(sources: list[Source]) -> SearchContext:
-    text = "\n\n".join(f"[{s.id}] {s.title}\n{s.text}" for s in sources)
-    return SearchContext(text=text, n_tokens=100, budget_tokens=1000, sources=sources)
 
 
 def tasks_for(chat, settings: Settings | None = None):

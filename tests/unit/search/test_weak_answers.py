@@ -16,22 +16,10 @@ from driftrag.search.global_search.models import GlobalPoint, ReportBatch
 from driftrag.search.grounding import ungrounded
 from driftrag.search.llm_tasks import llm_query_tasks, parse_answer, parse_map, parse_reduced, prose_answer
 from driftrag.settings import Settings
-from tests.fakes.scripted_llm import ScriptedChatResult
-from tests.fakes.weak_model import WRONG_OBJECT, WeakModelResponder
-from tests.unit.search.test_llm_tasks import SOURCES, context_of
+from tests.fakes.weak_model import WRONG_OBJECT, WeakChat
+from tests.support.search_context import SOURCES, context_of
 
 CITABLE = {"chunk-aaa1", "entity-bbb2"}
-
-
-class WeakChat:
-    """A `ChatModel` answering as the test server's weak model would."""
-
-    def __init__(self, behaviours: dict[str, str]) -> None:
-        self.responder = WeakModelResponder(behaviours)
-
-    async def chat(self, messages, *, json_mode=False, max_tokens=None, temperature=None) -> ScriptedChatResult:
-        text = self.responder({"messages": messages})
-        return ScriptedChatResult(text=text, prompt_tokens=10, completion_tokens=10)
 
 
 def weak_tasks(behaviours: dict[str, str], *, fallback: bool = True, chat=None):
