@@ -21,7 +21,7 @@ _MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _HTML_IMAGE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 # What remains of `[![alt](img)](link)` once the inner image is removed.
 _EMPTY_LINK = re.compile(r"\[\s*\]\([^)]*\)")
-# The whitespace a cut may sit beside: ASCII only (in UTF-8 each is one byte, never part of another char).
+# The whitespace a cut may sit beside: ASCII only (a Unicode space is not a clean cut).
 _WHITESPACE = frozenset(" \t\n\r\f\v")
 
 

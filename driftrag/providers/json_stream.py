@@ -62,7 +62,7 @@ class JsonFieldStream:
                 out.append(_ESCAPES.get(code, code))
                 i += 2
                 continue
-            # \uXXXX, and a surrogate pair as two of them.
+            # A \u escape of four hex digits, and a surrogate pair as two of them.
             unit = text[i : i + 6]
             if len(unit) < 6:
                 self._pending = text[i:]
