@@ -46,10 +46,10 @@ from driftrag.models.graph import (
     SourceDocument,
     stable_hash,
 )
+from driftrag.models.vector_spaces import space_for
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import Neo4jStore
 from driftrag.store.protocols import Stores
-from driftrag.store.vector_spaces import space_for
 
 DIMENSION = 384
 CHUNKS_PER_DOCUMENT = 50

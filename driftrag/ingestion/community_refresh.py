@@ -34,8 +34,7 @@ from driftrag.ingestion.incremental import LayerChange
 from driftrag.ingestion.reports import DEFAULT_EXCERPT_SHARE, build_report_context, report_levels
 from driftrag.ingestion.requests import ProgressCallback
 from driftrag.ingestion.task_adapters import ReusingReporter
-from driftrag.models.graph import Community, CommunityReport, StoredState
-from driftrag.store.graph import community_structure_hash
+from driftrag.models.graph import Community, CommunityReport, StoredState, community_structure_hash
 
 log = logging.getLogger(__name__)
 

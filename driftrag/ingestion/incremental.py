@@ -57,8 +57,8 @@ from driftrag.models.graph import (
     MergedRelationship,
     MergeResult,
     StoredEntityKey,
+    descriptions_hash,
 )
-from driftrag.store.graph import descriptions_hash
 
 log = logging.getLogger(__name__)
 

@@ -46,11 +46,11 @@ from driftrag.models.graph import (
     ExtractConfig,
     MergeResult,
     SourceDocument,
+    descriptions_hash,
 )
+from driftrag.models.identifiers import validate_kb_id
 from driftrag.providers.tokens import get_encoding
 from driftrag.settings import Settings
-from driftrag.store.graph import descriptions_hash
-from driftrag.store.identifiers import validate_kb_id
 
 log = logging.getLogger(__name__)
 A = TypeVar("A")

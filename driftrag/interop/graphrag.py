@@ -59,9 +59,9 @@ from driftrag.models.graph import (
     SourceDocument,
     stable_hash,
 )
-from driftrag.store.identifiers import validate_kb_id
+from driftrag.models.identifiers import validate_kb_id
+from driftrag.models.vector_spaces import space_for
 from driftrag.store.interop import StoredKb, kb_exists, read_kb
-from driftrag.store.vector_spaces import space_for
 
 if TYPE_CHECKING:
     import pyarrow as pa

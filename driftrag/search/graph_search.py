@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from driftrag.collector import collector_paused
 from driftrag.errors import InvalidQueryError
+from driftrag.models.identifiers import validate_kb_id
 from driftrag.models.search import OneHopCounts, OneHopEntity, OneHopPart, OneHopRelationship
 from driftrag.settings import Settings
-from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.protocols import GraphSearchStorage
 
 log = logging.getLogger(__name__)

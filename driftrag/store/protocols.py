@@ -46,11 +46,11 @@ from driftrag.models.search import (
 )
 
 if TYPE_CHECKING:
+    from driftrag.models.seen_rows import SeenRows
+    from driftrag.models.vector_spaces import VectorSpace
+    from driftrag.models.views import GraphView
     from driftrag.store.jobs import ClaimedJob, JobKey, SavedJob
     from driftrag.store.neo4j_store import Neo4jStore, ServerInfo, VectorIndexInfo
-    from driftrag.store.search import SeenRows
-    from driftrag.store.vector_spaces import VectorSpace
-    from driftrag.store.views import GraphView
 
 NodeKind = Literal["chunk", "entity", "community"]
 

@@ -36,9 +36,9 @@ from driftrag.ingestion import indexing
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, IngestRequest, Progress
 from driftrag.models.graph import ExtractConfig, MergeResult
+from driftrag.models.identifiers import validate_kb_id
+from driftrag.models.vector_spaces import space_for
 from driftrag.providers.usage import Usage
-from driftrag.store.identifiers import validate_kb_id
-from driftrag.store.vector_spaces import space_for
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 CHUNK_VECTORS_STAGE = "chunk embeddings (in the background)"
