@@ -1,7 +1,7 @@
 """Reads of a whole kb for the Microsoft GraphRAG interchange, as typed rows (`driftrag.interop.graphrag`).
 
-Functions over a `Neo4jStore`, like markers.py: the interchange is one more reader of the stored
-graph, not a store role the query modes depend on.
+The interchange role (`InterchangeStorage`): one more reader of the stored graph, which the query modes
+never use.
 """
 
 from __future__ import annotations
@@ -22,6 +22,19 @@ from driftrag.store.cypher import interop as cy
 
 if TYPE_CHECKING:
     from driftrag.store.neo4j_store import Neo4jStore
+
+
+class InterchangeReader:
+    """The interchange role of the Neo4j store."""
+
+    def __init__(self, store: Neo4jStore) -> None:
+        self._store = store
+
+    async def kb_exists(self, kb: str) -> bool:
+        return await kb_exists(self._store, kb)
+
+    async def read_kb(self, kb: str, *, vectors: bool = True) -> StoredKb:
+        return await read_kb(self._store, kb, vectors=vectors)
 
 
 async def kb_exists(store: Neo4jStore, kb: str) -> bool:
