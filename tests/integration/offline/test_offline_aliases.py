@@ -79,7 +79,7 @@ async def ingest(deps: IngestionDeps, kb: str, *texts: TextInput) -> IngestionRe
 
 
 async def entities(deps: IngestionDeps, kb: str) -> dict[str, dict]:
-    return {row["name"]: row for row in await deps.listing.entities(kb)}
+    return {row["name"]: row for row in await deps.stores.listing.entities(kb)}
 
 
 async def test_the_one_word_name_joins_its_multi_word_name_and_address_is_no_entity(
