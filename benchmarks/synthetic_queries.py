@@ -310,7 +310,7 @@ async def drift_queries(
 async def stats(stores: Stores, kb: str, runs: int) -> Rows:
     """`stats` of the kb, and the kb list (every kb of the server with its counts, this one among them)."""
     rows: Rows = []
-    for name, call in (("stats", lambda: stores.kbs.counts(kb)), ("kb list", stores.graph.list_kbs)):
+    for name, call in (("stats", lambda: stores.kbs.counts(kb)), ("kb list", stores.kbs.list_kbs)):
         await call()
         times = []
         for _ in range(runs):
