@@ -47,7 +47,7 @@ from driftrag.providers.factory import build_providers
 from driftrag.settings import Settings
 from driftrag.store.graph import GraphStore
 from driftrag.store.neo4j_store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.openai_server import FakeOpenAIServer, message_text
 from tests.fakes.scripted_llm import ScriptedChatModel
@@ -180,7 +180,7 @@ async def run(args: argparse.Namespace) -> RunFigures:
         async with Neo4jStore.from_settings(settings) as store:
             await store.connect()
             await GraphStore(store).delete_kb(KB)
-            deps = ingestion_deps(settings, Stores.neo4j(store), providers)
+            deps = ingestion_deps(settings, neo4j_roles(store), providers)
             try:
                 profiler = Profiler(async_mode="enabled", interval=0.002) if args.profile else None
                 if profiler:

@@ -31,10 +31,10 @@ from pathlib import Path
 
 from driftrag.local_neo4j import LocalNeo4j
 from driftrag.models.graph import Chunk, SourceDocument
+from driftrag.models.vector_spaces import space_for
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.documents import DocumentWriter
-from driftrag.store.vector_spaces import space_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.record
 

@@ -63,13 +63,13 @@ class EngineClock:
 
 async def embedded_texts(rag: DriftRAG) -> dict[str, list[str]]:
     """The texts each vector of the kb was made from (as `driftrag.ingestion.indexing` builds them)."""
-    graph = rag.stores.graph
-    layer = await graph.entity_layer(KB)
+    stores = rag.stores
+    layer = await stores.entity_layer.entity_layer(KB)
     entities = [f"{e.name}: {e.summary or (e.descriptions[0] if e.descriptions else '')}" for e in layer.entities]
-    state = await graph.community_state(KB)
+    state = await stores.communities.community_state(KB)
     reports = [community_text(CommunityReport.model_validate_json(s.output)) for s in state.values() if s.output]
-    chunk_ids = sorted(chunk["id"] for chunk in await graph.chunks(KB))
-    chunks = list((await graph.chunk_texts(KB, chunk_ids)).values())
+    chunk_ids = sorted(chunk["id"] for chunk in await stores.listing.chunks(KB))
+    chunks = list((await stores.extractions.chunk_texts(KB, chunk_ids)).values())
     return {"chunk": chunks, "entity": entities, "community": reports}
 
 

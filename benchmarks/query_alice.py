@@ -35,6 +35,7 @@ from benchmarks.record import add_record_option, record
 from driftrag.composition import ingestion_deps, query_deps
 from driftrag.corpora import corpus_file
 from driftrag.ingestion.requests import IngestRequest
+from driftrag.models.storage import GraphSearchStorage
 from driftrag.providers.factory import build_providers
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftResult
@@ -43,7 +44,7 @@ from driftrag.search.graph_search import graph_search
 from driftrag.settings import Settings
 from driftrag.store.graph import GraphStore
 from driftrag.store.neo4j_store import Neo4jStore
-from driftrag.store.protocols import GraphSearchStorage, Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.drift import DriftStart, DriftWorkflow
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from driftrag.workflows.query import run_query
@@ -78,13 +79,13 @@ async def run(args: argparse.Namespace) -> None:
             await store.connect()
             await GraphStore(store).delete_kb(KB)
             try:
-                ingest = ingestion_deps(settings, Stores.neo4j(store), providers)
+                ingest = ingestion_deps(settings, neo4j_roles(store), providers)
                 started = time.monotonic()
                 await IngestionWorkflow(ingest).run(
                     start_event=IngestStart(request=IngestRequest(kb=KB, paths=[alice]))
                 )
                 print(f"Alice ingested in {time.monotonic() - started:.1f} s; {await GraphStore(store).counts(KB)}")
-                deps = query_deps(settings, Stores.neo4j(store), providers)
+                deps = query_deps(settings, neo4j_roles(store), providers)
                 query = one_query if args.mode == "drift" else one_global_query
                 profiler = Profiler(async_mode="enabled", interval=0.002) if args.profile else None
                 if profiler:
@@ -93,9 +94,7 @@ async def run(args: argparse.Namespace) -> None:
                 if profiler:
                     profiler.stop()
                     print(profiler.output_text(unicode=True, show_all=False, timeline=False))
-                latencies = await graph_search_latencies(
-                    Stores.neo4j(store).graph_search, settings, args.graph_searches
-                )
+                latencies = await graph_search_latencies(neo4j_roles(store).graph_search, settings, args.graph_searches)
             finally:
                 await GraphStore(store).delete_kb(KB)
     report(args, rows, latencies, settings)

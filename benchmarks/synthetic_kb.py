@@ -46,10 +46,10 @@ from driftrag.models.graph import (
     SourceDocument,
     stable_hash,
 )
+from driftrag.models.vector_spaces import space_for
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import Neo4jStore
-from driftrag.store.protocols import Stores
-from driftrag.store.vector_spaces import space_for
+from driftrag.store.roles import neo4j_roles
 
 DIMENSION = 384
 CHUNKS_PER_DOCUMENT = 50
@@ -285,12 +285,12 @@ async def load(args: argparse.Namespace) -> None:
         from driftrag.local_neo4j import LocalNeo4j
 
         LocalNeo4j(settings).start()
-    stores = Stores.neo4j(Neo4jStore.from_settings(settings))
+    stores = neo4j_roles(Neo4jStore.from_settings(settings))
     kb, stage, total_started = args.kb, Stage(), time.monotonic()
     try:
         await stores.database.connect()
         await stores.database.ensure_schema()
-        await stores.graph.delete_kb(kb)
+        await stores.kbs.delete_kb(kb)
         # Its vectors are random, searched by the benchmark's several embedders: a space of its own, with
         # no embedder name recorded (any embedder of its dimension may query it).
         space = space_for("synthetic", DIMENSION).model_copy(update={"embedder": None})
@@ -308,15 +308,15 @@ async def load(args: argparse.Namespace) -> None:
         stage("generate", started)
 
         started = time.monotonic()
-        await stores.graph.mark_stale(kb, True)
+        await stores.kbs.mark_stale(kb, True)
         for document, chunks, outcomes in documents(graph, kb):
             await stores.documents.upsert_document(document, chunks)
-            await stores.graph.save_extractions(kb, outcomes)
+            await stores.extractions.save_extractions(kb, outcomes)
         stage("documents, chunks and extraction checkpoints", started)
 
         started = time.monotonic()
         for start in range(0, graph.n_entities, WRITE_SLICE):
-            await stores.graph.upsert_entities(
+            await stores.entity_layer.upsert_entities(
                 kb, merged_entities(graph, start, min(start + WRITE_SLICE, graph.n_entities))
             )
         stage("entities and mentions", started)
@@ -324,16 +324,16 @@ async def load(args: argparse.Namespace) -> None:
         started = time.monotonic()
         rel_ids = graph.relationship_ids()
         for start in range(0, args.relationships, WRITE_SLICE):
-            await stores.graph.upsert_relationships(
+            await stores.entity_layer.upsert_relationships(
                 kb, merged_relationships(graph, rel_ids, start, min(start + WRITE_SLICE, args.relationships))
             )
             if start and start % 200_000 == 0:
                 print(f"    {start:,} relationships", flush=True)
-        await stores.graph.set_pmi_chunks(kb, graph.n_chunks)  # every chunk's checkpoint is an extraction
+        await stores.entity_layer.set_pmi_chunks(kb, graph.n_chunks)  # every chunk's checkpoint is an extraction
         stage("relationships", started)
 
         started = time.monotonic()
-        community_graph = await read_community_graph(stores.graph, kb)
+        community_graph = await read_community_graph(stores.communities, kb)
         communities = detect_graph_communities(
             community_graph, max_cluster_size=settings.max_cluster_size, seed=settings.leiden_seed
         )
@@ -347,7 +347,7 @@ async def load(args: argparse.Namespace) -> None:
         for community in communities:  # sorted by level: the deepest listing wins
             for entity in community.entity_ids:
                 finest[entity] = community.id
-        await stores.graph.replace_communities(kb, communities, reports, {}, finest)
+        await stores.communities.replace_communities(kb, communities, reports, {}, finest)
         stage("communities and reports", started)
 
         started = time.monotonic()
@@ -358,10 +358,10 @@ async def load(args: argparse.Namespace) -> None:
                 await stores.documents.set_embeddings(
                     kind, kb, list(zip(part, unit_vectors(graph.rng, len(part)), strict=True))
                 )
-        await stores.graph.mark_stale(kb, False)
+        await stores.kbs.mark_stale(kb, False)
         stage("vectors", started)
         total = time.monotonic() - total_started
-        counts = await stores.graph.counts(kb)
+        counts = await stores.kbs.counts(kb)
         print(f"loaded in {total:.0f} s; {counts}")
     finally:
         await stores.database.close()

@@ -67,13 +67,14 @@ from driftrag.ingestion.communities import detect_graph_communities, read_commun
 from driftrag.ingestion.requests import no_progress
 from driftrag.local_neo4j import LocalNeo4j
 from driftrag.models.search import Source
+from driftrag.models.storage import Stores
 from driftrag.providers.factory import Providers
 from driftrag.providers.usage import UsageTracker
 from driftrag.search.graph_search import graph_search
 from driftrag.search.local import build_local_context
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.drift import DriftStart, DriftWorkflow
 from tests.fakes.hashing_embedding import HashingEmbedding
 from tests.fakes.scripted_llm import ScriptedChatModel
@@ -309,7 +310,7 @@ async def drift_queries(
 async def stats(stores: Stores, kb: str, runs: int) -> Rows:
     """`stats` of the kb, and the kb list (every kb of the server with its counts, this one among them)."""
     rows: Rows = []
-    for name, call in (("stats", lambda: stores.graph.counts(kb)), ("kb list", stores.graph.list_kbs)):
+    for name, call in (("stats", lambda: stores.kbs.counts(kb)), ("kb list", stores.kbs.list_kbs)):
         await call()
         times = []
         for _ in range(runs):
@@ -331,7 +332,7 @@ async def leiden(stores: Stores, settings: Settings, kb: str) -> None:
     communities_log.addHandler(handler)
     communities_log.setLevel(logging.DEBUG)
     started = time.perf_counter()
-    community_graph = await read_community_graph(stores.graph, kb)
+    community_graph = await read_community_graph(stores.communities, kb)
     read = time.perf_counter() - started
     communities = detect_graph_communities(
         community_graph, max_cluster_size=settings.max_cluster_size, seed=settings.leiden_seed
@@ -380,9 +381,9 @@ async def delete_documents(stores: Stores, settings: Settings, kb: str, runs: in
         logging.getLogger(name).setLevel(logging.INFO)
     seconds = []
     for _ in range(runs):
-        documents = await stores.graph.documents(kb)
+        documents = await stores.extractions.documents(kb)
         document = documents[len(documents) // 2]
-        stale = await stores.graph.is_stale(kb)
+        stale = await stores.kbs.is_stale(kb)
         started = time.perf_counter()
         await indexing.delete_document(deps, kb, document["id"], no_progress)
         seconds.append(time.perf_counter() - started)
@@ -392,7 +393,7 @@ async def delete_documents(stores: Stores, settings: Settings, kb: str, runs: in
             f"refresh: {seconds[-1]:.1f} s, RSS now {current:.0f} MiB, peak so far {peak:.0f} MiB, "
             f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
         )
-        print(f"  {await stores.graph.counts(kb)}")
+        print(f"  {await stores.kbs.counts(kb)}")
     print(
         f"delete one document: p50 {statistics.median(seconds):.1f} s, p95 {pct(seconds, 95):.1f} s "
         f"over {len(seconds)}; peak RSS {_rss_mib()[1]:.0f} MiB"
@@ -410,7 +411,7 @@ async def delete_documents(stores: Stores, settings: Settings, kb: str, runs: in
 async def run(args: argparse.Namespace) -> None:
     if args.only == "leiden-child":
         settings = Settings(neo4j_uri=args.neo4j_uri) if args.neo4j_uri else Settings()
-        stores = Stores.neo4j(Neo4jStore.from_settings(settings))
+        stores = neo4j_roles(Neo4jStore.from_settings(settings))
         try:
             await stores.database.connect()
             await leiden(stores, settings, args.kb)
@@ -428,7 +429,7 @@ async def run(args: argparse.Namespace) -> None:
 async def run_operations(args: argparse.Namespace) -> dict[str, Rows]:
     """Run the operations `--only` selects; the rows of each group that ran."""
     settings = Settings(neo4j_uri=args.neo4j_uri) if args.neo4j_uri else Settings()
-    stores = Stores.neo4j(Neo4jStore.from_settings(settings))
+    stores = neo4j_roles(Neo4jStore.from_settings(settings))
     tables: dict[str, Rows] = {}
     try:
         await stores.database.connect()

@@ -1,6 +1,6 @@
 """The composition root: decides LLM vs offline and builds the deps of ingestion and queries.
 
-    stores = Stores.neo4j(Neo4jStore.from_settings(settings))
+    stores = neo4j_roles(Neo4jStore.from_settings(settings))
     providers = build_providers(settings)
     ingestion = ingestion_deps(settings, stores, providers)     # LLM tasks with a model, else offline
     queries = query_deps(settings, stores, providers)
@@ -21,11 +21,12 @@ from driftrag.errors import ConfigurationError
 from driftrag.ingestion.config_draft import LLMConfigDrafter
 from driftrag.ingestion.deps import IngestionDeps, IngestionTasks
 from driftrag.models.graph import KbProfile
+from driftrag.models.storage import Stores
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.search.deps import QueryDeps
 from driftrag.settings import Settings
 from driftrag.store.neo4j_store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 
 # The model side is imported by the functions that build on it, so that wiring the stores alone (an
 # engine that only reads the graph) loads no model library.
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 def neo4j_stores(settings: Settings) -> Stores:
     """The Neo4j store roles for `settings` (no I/O until used)."""
-    return Stores.neo4j(Neo4jStore.from_settings(settings))
+    return neo4j_roles(Neo4jStore.from_settings(settings))
 
 
 def _model(providers: Providers, chat: ChatModel | None) -> ChatModel | None:

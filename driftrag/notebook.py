@@ -18,9 +18,9 @@ from html import escape
 from typing import Any, Protocol
 
 from driftrag.models.search import Source
+from driftrag.models.views import GraphView
 from driftrag.search.drift.models import DriftProgress, DriftResult, FollowUp
 from driftrag.search.models import QueryResult
-from driftrag.store.views import GraphView
 from driftrag.views.interactive import InteractiveGraph, membership
 from driftrag.views.mermaid import escape_label
 

@@ -55,10 +55,10 @@ from driftrag.collector import freeze_startup_objects
 from driftrag.errors import InvalidIdentifierError, KnowledgeBaseDeletingError
 from driftrag.facade import DriftRAG
 from driftrag.ingestion.loading import InputError
+from driftrag.models.identifiers import validate_job_id, validate_node_id
 from driftrag.search.graph_search import GraphSearchResponse
 from driftrag.search.modes import DEFAULT_MODE, MODE_NAMES, ModeName
 from driftrag.search.question import check_question
-from driftrag.store.identifiers import validate_job_id, validate_node_id
 
 log = logging.getLogger("driftrag.api")
 

@@ -30,7 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from driftrag.errors import ConfigurationError
-from driftrag.store.identifiers import validate_kb_id
+from driftrag.models.identifiers import validate_kb_id
 
 log = logging.getLogger("driftrag.api")
 

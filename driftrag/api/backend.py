@@ -11,7 +11,7 @@ from driftrag.api.errors import RETRY_AFTER_UNAVAILABLE_S
 from driftrag.api.jobs import IngestJobs
 from driftrag.errors import BackendUnavailableError, UnsupportedServerError
 from driftrag.facade import DriftRAG
-from driftrag.store.neo4j_store import ServerInfo, check_server_version
+from driftrag.models.server import ServerInfo, check_server_version
 
 log = logging.getLogger("driftrag.api")
 

@@ -50,12 +50,12 @@ from driftrag.api.openai_models import (
 )
 from driftrag.api.sse import event_stream, opened, stream_error
 from driftrag.errors import KnowledgeBaseNotFoundError
+from driftrag.models.identifiers import KB_ID_PATTERN
 from driftrag.models.search import Source
 from driftrag.search.models import QueryResult
 from driftrag.search.modes import DEFAULT_MODE, MODE_NAMES, MODES
 from driftrag.search.question import check_question
 from driftrag.search.streaming import AnswerDelta, AnswerReset, QueryFinished, StreamEvent
-from driftrag.store.identifiers import KB_ID_PATTERN
 
 MODE_SEPARATOR = ":"
 

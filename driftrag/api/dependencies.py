@@ -13,7 +13,7 @@ from driftrag.api.auth import ApiKeys, Principal, Scope
 from driftrag.api.backend import Backend
 from driftrag.api.errors import ApiError
 from driftrag.api.limits import QUERY_KEY_PARAM
-from driftrag.store.identifiers import KB_ID_PATTERN, validate_kb_id
+from driftrag.models.identifiers import KB_ID_PATTERN, validate_kb_id
 
 _bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <key>`")
 _api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="`X-API-Key: <key>`")

@@ -47,10 +47,9 @@ from driftrag.facade import DriftRAG
 from driftrag.ingestion.loading import InputError
 from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, Progress, TextInput
 from driftrag.models.graph import FailedChunk, KbCounts
+from driftrag.models.identifiers import JOB_ID_PATTERN, lock_owner
+from driftrag.models.jobs import JobKey, JobText
 from driftrag.providers.usage import Usage
-from driftrag.store.identifiers import JOB_ID_PATTERN
-from driftrag.store.jobs import JobKey, JobText
-from driftrag.store.locks import lock_owner
 
 log = logging.getLogger("driftrag.api")
 

@@ -155,7 +155,7 @@ def _emit(model: BaseModel, as_json: bool, text: str) -> None:
 
 def _valid_kb(kb: str) -> str:
     """Refuse a bad kb id before anything connects."""
-    from driftrag.store import validate_kb_id
+    from driftrag.models.identifiers import validate_kb_id
 
     try:
         return validate_kb_id(kb)

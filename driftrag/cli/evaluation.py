@@ -110,7 +110,7 @@ def eval_run(
 
     async def action():
         async with DriftRAG(load_settings()) as rag:
-            await ensure_kb_has_chunks(rag.stores.graph, kb)
+            await ensure_kb_has_chunks(rag.stores.kbs, kb)
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 return await run_eval(
                     rag.query_deps(),
@@ -236,7 +236,7 @@ def eval_generate(
         try:
             if kb is not None:
                 await rag.connect()
-                text = await kb_description(rag.stores.graph, kb, settings.local_context_tokens)
+                text = await kb_description(rag.stores.listing, kb, settings.local_context_tokens)
         finally:
             await rag.close()
         return await generate_questions(

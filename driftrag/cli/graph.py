@@ -124,7 +124,7 @@ _VIEW_DEFAULT_MAX_NODES = 100
 
 def _valid_community(community: str | None) -> str | None:
     """Refuse a malformed community id before anything connects."""
-    from driftrag.store import validate_node_id
+    from driftrag.models.identifiers import validate_node_id
 
     if community is None:
         return None

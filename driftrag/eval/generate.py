@@ -18,11 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from driftrag.errors import ConfigurationError
 from driftrag.eval.questions import QuestionItem, QuestionType, normalise
+from driftrag.models.storage import GraphListing
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel
 from driftrag.providers.json_answer import InvalidModelOutput, ask_json, json_example
 from driftrag.providers.tokens import tokenizer
-from driftrag.store.protocols import GraphStorage
 
 
 class Persona(BaseModel):
@@ -88,7 +88,7 @@ def _parser(model: type[BaseModel]):
     return parse
 
 
-async def kb_description(graph: GraphStorage, kb: str, max_tokens: int) -> str:
+async def kb_description(graph: GraphListing, kb: str, max_tokens: int) -> str:
     """The kb's community reports, highest-rated (then broadest) first, as 'title: summary' lines."""
     communities = await graph.communities(kb)
     reports = [c for c in communities if c.get("title")]

@@ -35,8 +35,8 @@ from driftrag.eval.records import (
     write_json,
 )
 from driftrag.eval.summary import RunSummary, summarize
+from driftrag.models.storage import KbStorage
 from driftrag.search.deps import QueryDeps
-from driftrag.store.protocols import GraphStorage
 
 MethodRunner = Callable[[QueryDeps, str, Method, str], Awaitable[MethodOutput]]
 
@@ -169,9 +169,9 @@ def _write_summary(out_dir: Path, manifest: RunManifest, questions: Sequence[Que
     return summary
 
 
-async def ensure_kb_has_chunks(graph: GraphStorage, kb: str) -> None:
+async def ensure_kb_has_chunks(kbs: KbStorage, kb: str) -> None:
     """Refuse to start a run on an empty or unknown kb: every row would record the same failure."""
-    counts = await graph.counts(kb)
+    counts = await kbs.counts(kb)
     if counts.chunks == 0:
         raise KnowledgeBaseNotFoundError(f"kb {kb} holds no chunks: ingest the corpus first (`driftrag ingest`)")
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from driftrag.collector import collector_paused
 from driftrag.models.graph import Community, MergedEntity, MergedRelationship, stable_hash
-from driftrag.store.protocols import GraphStorage
+from driftrag.models.storage import CommunityStorage
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def detect_communities(
     return detect_graph_communities(graph, max_cluster_size=max_cluster_size, seed=seed, resolution=resolution)
 
 
-async def read_community_graph(graph: GraphStorage, kb: str, *, page_size: int = 50_000) -> CommunityGraph:
+async def read_community_graph(graph: CommunityStorage, kb: str, *, page_size: int = 50_000) -> CommunityGraph:
     """The kb's graph as stored, read in keyset pages of columns (a large kb is never one query
     result); edges are built as `community_edges` builds them from merged relationships."""
     entity_ids: list[str] = []

@@ -34,8 +34,7 @@ from driftrag.ingestion.incremental import LayerChange
 from driftrag.ingestion.reports import DEFAULT_EXCERPT_SHARE, build_report_context, report_levels
 from driftrag.ingestion.requests import ProgressCallback
 from driftrag.ingestion.task_adapters import ReusingReporter
-from driftrag.models.graph import Community, CommunityReport, StoredState
-from driftrag.store.graph import community_structure_hash
+from driftrag.models.graph import Community, CommunityReport, StoredState, community_structure_hash
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +100,9 @@ async def _excerpt_texts(deps: IngestionDeps, kb: str, batch: Sequence[Community
     found = dict.fromkeys(pending, 0)
     while pending:
         wanted = {community_id: ids[:limit] for community_id, ids in pending.items()}
-        texts |= await deps.graph.chunk_texts(kb, sorted({i for ids in wanted.values() for i in ids} - texts.keys()))
+        texts |= await deps.extractions.chunk_texts(
+            kb, sorted({i for ids in wanted.values() for i in ids} - texts.keys())
+        )
         next_pending = {}
         for community_id, ids in pending.items():
             found[community_id] += sum(1 for i in wanted[community_id] if i in texts)
@@ -124,7 +125,7 @@ async def refresh_communities(
     """Steps 1-4 of the module docstring; `keep_unchanged=False` reports every community again."""
     settings = deps.settings
     started = time.perf_counter()
-    community_graph = await read_community_graph(deps.graph, kb)
+    community_graph = await read_community_graph(deps.communities, kb)
     communities = await asyncio.to_thread(
         detect_graph_communities,
         community_graph,
@@ -133,7 +134,7 @@ async def refresh_communities(
     )
     del community_graph
     detected = time.perf_counter()
-    stored = await deps.graph.community_structures(kb) if keep_unchanged else {}
+    stored = await deps.communities.community_structures(kb) if keep_unchanged else {}
     affected = affected_communities(communities, stored, change)
     del stored
     by_id = {c.id: c for c in communities}
@@ -161,13 +162,13 @@ async def refresh_communities(
         for batch in _batches(level, batch_members):
             ids = [c.id for c in batch]
             entity_rows, relationship_rows, chunks, sub_reports, state = await asyncio.gather(
-                deps.graph.entities_by_id(kb, sorted({e for c in batch for e in c.entity_ids}), sources=False),
-                deps.graph.relationships_by_id(
+                deps.entity_layer.entities_by_id(kb, sorted({e for c in batch for e in c.entity_ids}), sources=False),
+                deps.entity_layer.relationships_by_id(
                     kb, sorted({r for c in batch for r in c.relationship_ids}), sources=False
                 ),
                 _excerpt_texts(deps, kb, batch, settings.report_context_tokens),
-                deps.graph.community_reports(kb, [k for c in batch for k in c.child_ids]),
-                deps.graph.community_state_of(kb, ids),
+                deps.communities.community_reports(kb, [k for c in batch for k in c.child_ids]),
+                deps.communities.community_state_of(kb, ids),
             )
             known.clear()
             known.update(state)
@@ -177,12 +178,12 @@ async def refresh_communities(
             del parts
             by_community = {r.community_id: r for r in reports}
             hashes = {i: reporter.context_hashes.pop(i) for i in ids}
-            await deps.graph.upsert_communities(kb, batch, by_community, hashes)
+            await deps.communities.upsert_communities(kb, batch, by_community, hashes)
             texts = {r.community_id: community_text(r) for r in reports}
             done, missed = await embed_changed(deps, kb, "community", texts, state, progress)
             embedded, failed = embedded + done, failed + missed
     reported = time.perf_counter()
-    await deps.graph.replace_community_links(kb, communities, finest_community_by_entity(communities))
+    await deps.communities.replace_community_links(kb, communities, finest_community_by_entity(communities))
     log.info(
         "communities of %s: Leiden on the stored graph %.1f s, %d of %d communities reported again "
         "(%d generated) and written %.1f s, links %.1f s",

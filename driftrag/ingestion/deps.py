@@ -8,9 +8,16 @@ from typing import TYPE_CHECKING
 
 from driftrag.ingestion.tasks import CommunityReporter, DescriptionSummarizer, GraphExtractor, GraphRefiner
 from driftrag.models.graph import KbProfile, SourceDocument
+from driftrag.models.storage import (
+    CommunityStorage,
+    DocumentStorage,
+    EntityLayerStorage,
+    ExtractionStorage,
+    KbStorage,
+    Stores,
+)
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
-from driftrag.store.protocols import DocumentStorage, GraphStorage, Stores
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -58,8 +65,20 @@ class IngestionDeps:
         return size, overlap
 
     @property
-    def graph(self) -> GraphStorage:
-        return self.stores.graph
+    def kbs(self) -> KbStorage:
+        return self.stores.kbs
+
+    @property
+    def extractions(self) -> ExtractionStorage:
+        return self.stores.extractions
+
+    @property
+    def entity_layer(self) -> EntityLayerStorage:
+        return self.stores.entity_layer
+
+    @property
+    def communities(self) -> CommunityStorage:
+        return self.stores.communities
 
     @property
     def documents(self) -> DocumentStorage:

@@ -41,7 +41,7 @@ async def embed_changed(
     embedded = await embed_rows(deps, kb, kind, rows, progress, nodes_written=nodes_written)
     if nodes_written is not None:
         await nodes_written.wait()  # also when nothing was stale: the hashes go on written nodes
-    await deps.graph.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in embedded})
+    await deps.extractions.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in embedded})
     return len(embedded), len(stale) - len(embedded)
 
 

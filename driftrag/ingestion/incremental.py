@@ -57,8 +57,8 @@ from driftrag.models.graph import (
     MergedRelationship,
     MergeResult,
     StoredEntityKey,
+    descriptions_hash,
 )
-from driftrag.store.graph import descriptions_hash
 
 log = logging.getLogger(__name__)
 
@@ -171,23 +171,24 @@ async def update_after_delete(
     """Update the stored entity layer for chunks already deleted (`deleted`: their checkpoints and the
     entity keys stored before); returns what was written and deleted. Marks the entity layer current."""
     started = time.perf_counter()
-    graph = deps.graph
     removed, stored = deleted.removed, deleted.stored
     removed_chunks = {outcome.chunk_id for outcome in removed}
     holder = _stored_plan(stored)
     affected_keys = widen_to_alias_groups(extracted_keys(removed), stored, holder)
     old_entities = {entity_id(holder[key]) for key in affected_keys if key in holder}
-    previous_sources = {e.id: e.source_chunk_ids for e in await graph.entities_by_id(kb, sorted(old_entities))}
+    previous_sources = {
+        e.id: e.source_chunk_ids for e in await deps.entity_layer.entities_by_id(kb, sorted(old_entities))
+    }
     chunks = {c for ids in previous_sources.values() for c in ids} - removed_chunks
     # Read in batches and cut down at once: a hub's chunks are most of the kb's, and their whole
     # checkpoints (every name they list) would be millions of models.
     outcomes = []
     ordered = sorted(chunks)
     for start in range(0, len(ordered), _EXTRACTION_BATCH):
-        batch = await graph.chunk_extractions(kb, ordered[start : start + _EXTRACTION_BATCH])
+        batch = await deps.extractions.chunk_extractions(kb, ordered[start : start + _EXTRACTION_BATCH])
         outcomes += [_restricted(outcome, affected_keys) for outcome in batch]
         del batch
-    total_chunks = await graph.extracted_chunk_count(kb)
+    total_chunks = await deps.extractions.extracted_chunk_count(kb)
     read_done = time.perf_counter()
 
     partial = merge_by_name(outcomes)
@@ -203,7 +204,7 @@ async def update_after_delete(
     entities = [entity for entity in folded.entities if entity.id in new_ids]
     written = {entity.id for entity in entities}
     derived = [r for r in folded.relationships if r.source_id in written or r.target_id in written]
-    old_relationships = await graph.relationships_of(kb, sorted(old_entities))
+    old_relationships = await deps.entity_layer.relationships_of(kb, sorted(old_entities))
     touched = _touched_relationships(removed, holder) | _regrouped_relationships(derived, entities, stored)
     # The other relationships of the re-merged entities (a hub's thousands) have the same chunks,
     # descriptions and weight as stored; only their PMI changes, and it is read from the counts (step 5).
@@ -215,7 +216,7 @@ async def update_after_delete(
     merged, generated = await _summarise(deps, kb, merged, names, progress)
     removed_entities = old_entities - written
     removed_relationships = old_relationships - {r.id for r in derived}
-    await graph.update_entity_layer(
+    await deps.entity_layer.update_entity_layer(
         kb,
         merged.entities,
         merged.relationships,
@@ -224,8 +225,8 @@ async def update_after_delete(
         previous_sources,
     )
     write_done = time.perf_counter()
-    await graph.set_pmi_chunks(kb, total_chunks)
-    await graph.mark_entity_layer_current(kb)
+    await deps.entity_layer.set_pmi_chunks(kb, total_chunks)
+    await deps.kbs.mark_entity_layer_current(kb)
     log.info(
         "incremental entity layer: %d keys re-merged from %d chunks (read %.1f s, merge %.1f s, "
         "summaries and write %.1f s: %d entities, %d relationships), N of the PMIs %d %.1f s",
@@ -293,8 +294,8 @@ async def _summarise(
     """As the full rebuild: reuse a stored summary whose descriptions are unchanged, else summarise.
     Relationship items are named `source -> target` with the stored names of ends not re-merged."""
     known = {
-        **await deps.graph.entity_state_of(kb, [e.id for e in merged.entities]),
-        **await deps.graph.relationship_state_of(kb, [r.id for r in merged.relationships]),
+        **await deps.entity_layer.entity_state_of(kb, [e.id for e in merged.entities]),
+        **await deps.entity_layer.relationship_state_of(kb, [r.id for r in merged.relationships]),
     }
     items = [(e.id, e.name, e.descriptions) for e in merged.entities]
     items += [

@@ -46,11 +46,11 @@ from driftrag.models.graph import (
     ExtractConfig,
     MergeResult,
     SourceDocument,
+    descriptions_hash,
 )
+from driftrag.models.identifiers import validate_kb_id
 from driftrag.providers.tokens import get_encoding
 from driftrag.settings import Settings
-from driftrag.store.graph import descriptions_hash
-from driftrag.store.identifiers import validate_kb_id
 
 log = logging.getLogger(__name__)
 A = TypeVar("A")
@@ -96,10 +96,10 @@ async def store_documents(
     """Write new documents with their chunks; drop older versions of the same source."""
     outcomes = []
     for done, document in enumerate(documents, start=1):
-        existing = await deps.graph.documents_by_source(kb, _source(document))
+        existing = await deps.extractions.documents_by_source(kb, _source(document))
         older = sorted(row["id"] for row in existing if row["id"] != document.id)
         for old_id in older:
-            await deps.graph.delete_document(kb, old_id)
+            await deps.extractions.delete_document(kb, old_id)
         chunk_size, chunk_overlap = deps.chunking()
         unchanged = any(row["id"] == document.id for row in existing)
         # Cut as they are written, a batch at a time: a large file's chunks are never all held.
@@ -134,8 +134,8 @@ async def extract_pending(
     extracted and nothing checkpointed: the chunks stay pending, for the first run with both on."""
     if not (deps.settings.graph_extraction and config.enabled):
         return 0
-    pending = [chunk for doc_id in document_ids for chunk in await deps.graph.chunks_to_extract(kb, doc_id)]
-    extractor = CheckpointingExtractor(deps.tasks.extractor, deps.graph, kb, len(pending), progress)
+    pending = [chunk for doc_id in document_ids for chunk in await deps.extractions.chunks_to_extract(kb, doc_id)]
+    extractor = CheckpointingExtractor(deps.tasks.extractor, deps.extractions, kb, len(pending), progress)
     try:
         await extract_all(pending, config, extractor, concurrency=deps.settings.llm_concurrency)
     finally:
@@ -149,15 +149,15 @@ async def retry_failed_chunks(
     """(retried, recovered): every chunk of the kb whose extraction failed is extracted once more, with the
     extractor's usual bounded re-asks and the model client's retries and backoff; each outcome is
     checkpointed as it comes (a chunk that fails again stays failed, for the next run or repair)."""
-    failed = await deps.graph.failed_chunks_to_extract(kb)
+    failed = await deps.extractions.failed_chunks_to_extract(kb)
     if not failed:
         return 0, 0
-    extractor = CheckpointingExtractor(deps.tasks.extractor, deps.graph, kb, len(failed), progress)
+    extractor = CheckpointingExtractor(deps.tasks.extractor, deps.extractions, kb, len(failed), progress)
     try:
         outcomes = await extract_all(failed, config, extractor, concurrency=deps.settings.llm_concurrency)
     finally:
         await extractor.flush()
-    await deps.graph.save_extractions(kb, [outcome for outcome in outcomes if outcome.skipped_reason])
+    await deps.extractions.save_extractions(kb, [outcome for outcome in outcomes if outcome.skipped_reason])
     recovered = sum(not outcome.failed for outcome in outcomes)
     log.info("kb %s: %d failed chunks extracted again, %d of them now extracted", kb, len(failed), recovered)
     return len(failed), recovered
@@ -166,9 +166,9 @@ async def retry_failed_chunks(
 async def needs_rebuild(deps: IngestionDeps, kb: str) -> bool:
     """Whether the kb-wide layers are to be rebuilt: the kb is stale (its chunks changed), or holds
     placeholders of summaries or reports the model failed on, which the rebuild asks for again."""
-    if await deps.graph.is_stale(kb):
+    if await deps.kbs.is_stale(kb):
         return True
-    counts = await deps.graph.counts(kb)
+    counts = await deps.kbs.counts(kb)
     return bool(counts.placeholder_summaries or counts.placeholder_reports)
 
 
@@ -176,7 +176,7 @@ async def derive_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCa
     """Merge all checkpointed extractions of the kb, refine, summarise what changed; nothing is written
     (`write_entity_layer` does, or `rebuild_communities` beside the reports)."""
     outcomes, entity_state, relationship_state = await asyncio.gather(
-        deps.graph.extractions(kb), deps.graph.entity_state(kb), deps.graph.relationship_state(kb)
+        deps.extractions.extractions(kb), deps.entity_layer.entity_state(kb), deps.entity_layer.relationship_state(kb)
     )
     merged = merge_extractions(outcomes)
     if deps.tasks.refiner is not None:
@@ -198,7 +198,9 @@ async def derive_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCa
 
 
 async def write_entity_layer(deps: IngestionDeps, kb: str, merged: MergeResult) -> None:
-    await deps.graph.replace_entity_layer(kb, merged.entities, merged.relationships, total_chunks=merged.total_chunks)
+    await deps.entity_layer.replace_entity_layer(
+        kb, merged.entities, merged.relationships, total_chunks=merged.total_chunks
+    )
 
 
 async def rebuild_communities(
@@ -227,7 +229,9 @@ async def rebuild_communities(
         seed=settings.leiden_seed,
     )
     chunk_ids = sorted({chunk for c in communities for chunk in c.chunk_ids})
-    chunks, known = await asyncio.gather(deps.graph.chunk_texts(kb, chunk_ids), deps.graph.community_state(kb))
+    chunks, known = await asyncio.gather(
+        deps.extractions.chunk_texts(kb, chunk_ids), deps.communities.community_state(kb)
+    )
     reporter = ReusingReporter(deps.tasks.reporter, known, len(communities), progress)
     reporting = generate_reports(
         communities,
@@ -249,7 +253,7 @@ async def rebuild_communities(
     written = asyncio.Event()
 
     async def communities_written() -> None:
-        await deps.graph.replace_communities(
+        await deps.communities.replace_communities(
             kb,
             communities,
             {report.community_id: report for report in reports},
@@ -284,7 +288,7 @@ async def embed_missing(
     """Embed chunks without a vector, and entities/communities whose embedded text changed."""
 
     async def communities() -> tuple[int, int]:
-        state = await deps.graph.community_state(kb)
+        state = await deps.communities.community_state(kb)
         texts = {
             community_id: community_text(CommunityReport.model_validate_json(item.output))
             for community_id, item in state.items()
@@ -315,7 +319,7 @@ async def embed_chunks(
     """(embedded, failed) chunks that had no vector, of the kb or of `document_ids`. A chunk's vector
     depends on its text alone, so the workflow runs this in the background of the other stages (each
     batch written under `write_lock`); what fails is embedded again by `embed_missing`."""
-    rows = await deps.graph.chunks_without_embedding(kb, document_ids)
+    rows = await deps.extractions.chunks_without_embedding(kb, document_ids)
     embedded = await embed_rows(deps, kb, "chunk", rows, progress, write_lock=write_lock)
     return len(embedded), len(rows) - len(embedded)
 
@@ -329,9 +333,9 @@ async def embed_entities(
         e.id: f"{e.name}: {e.summary or (e.descriptions[0] if e.descriptions else '')}" for e in merged.entities
     }
     state = (
-        await deps.graph.entity_state(kb)
+        await deps.entity_layer.entity_state(kb)
         if all_entities
-        else await deps.graph.entity_state_of(kb, sorted(entity_texts))
+        else await deps.entity_layer.entity_state_of(kb, sorted(entity_texts))
     )
     return await embed_changed(deps, kb, "entity", entity_texts, state, progress)
 
@@ -344,7 +348,7 @@ async def refresh_derived_layers(
     `deleted`: what a delete read before removing its chunks, when that is the only change. Where that
     equals a full rebuild, the entity layer is then updated for what they touched and the kb-wide
     steps after it page through the store (`community_refresh`), never holding the whole layer."""
-    await deps.graph.mark_stale(kb, True)
+    await deps.kbs.mark_stale(kb, True)
     started = time.perf_counter()
     if deleted is not None and can_update_incrementally(deps):
         change = await update_after_delete(deps, kb, deleted, progress)
@@ -361,7 +365,7 @@ async def refresh_derived_layers(
         failed = (await embed_missing(deps, kb, merged, progress))["failed"]
         mode = "full rebuild"
     if not failed:
-        await deps.graph.mark_stale(kb, False)
+        await deps.kbs.mark_stale(kb, False)
     log.info(
         "derived layers of %s: entity layer (%s) %.1f s, communities and reports %.1f s, embeddings %.1f s",
         kb,
@@ -384,21 +388,21 @@ async def embed_after_update(deps: IngestionDeps, kb: str, change: LayerChange, 
 
 async def delete_document(deps: IngestionDeps, kb: str, document_id: str, progress: ProgressCallback) -> None:
     """Remove a document's chunks; entities and relationships left without sources go with them."""
-    if not any(row["id"] == document_id for row in await deps.graph.documents(validate_kb_id(kb))):
+    if not any(row["id"] == document_id for row in await deps.extractions.documents(validate_kb_id(kb))):
         raise InputError(f"document {document_id!r} not found in knowledge base {kb!r}; nothing deleted")
     # Stale before the delete: a run killed in between still rebuilds the derived layers next time
     # (fully: the deleted checkpoints an incremental update needs are gone with the chunks).
     # An incremental update starts from an entity layer derived from every checkpoint: not from a kb
     # whose entity layer is stale (a kb stale only for its communities is fine).
     deleted = None
-    if can_update_incrementally(deps) and not await deps.graph.is_entity_layer_stale(kb):
-        removed = await deps.graph.document_extractions(kb, document_id)
+    if can_update_incrementally(deps) and not await deps.kbs.is_entity_layer_stale(kb):
+        removed = await deps.extractions.document_extractions(kb, document_id)
         deleted = DeletedChunks(
             removed=removed,
-            stored=await deps.graph.entity_keys(kb),
-            communities_current=not await deps.graph.is_stale(kb),
+            stored=await deps.entity_layer.entity_keys(kb),
+            communities_current=not await deps.kbs.is_stale(kb),
         )
-    await deps.graph.mark_stale(kb, True)
+    await deps.kbs.mark_stale(kb, True)
     listing = listing_removed_chunks(deleted.removed, deleted.stored) if deleted is not None else None
-    await deps.graph.delete_document(kb, document_id, listing)
+    await deps.extractions.delete_document(kb, document_id, listing)
     await refresh_derived_layers(deps, kb, progress, deleted)

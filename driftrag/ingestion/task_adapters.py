@@ -21,7 +21,7 @@ from driftrag.models.graph import (
     StoredState,
     stable_hash,
 )
-from driftrag.store.protocols import GraphStorage
+from driftrag.models.storage import ExtractionStorage
 
 
 class CheckpointingExtractor:
@@ -33,7 +33,7 @@ class CheckpointingExtractor:
     """
 
     def __init__(
-        self, extractor: GraphExtractor, graph: GraphStorage, kb: str, total: int, progress: ProgressCallback
+        self, extractor: GraphExtractor, graph: ExtractionStorage, kb: str, total: int, progress: ProgressCallback
     ) -> None:
         self._extractor, self._graph, self._kb = extractor, graph, kb
         self._total, self._progress, self._done = total, progress, 0

@@ -59,9 +59,9 @@ from driftrag.models.graph import (
     SourceDocument,
     stable_hash,
 )
-from driftrag.store.identifiers import validate_kb_id
-from driftrag.store.interop import StoredKb, kb_exists, read_kb
-from driftrag.store.vector_spaces import space_for
+from driftrag.models.identifiers import validate_kb_id
+from driftrag.models.interchange import StoredKb
+from driftrag.models.vector_spaces import space_for
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -601,10 +601,10 @@ async def import_graphrag(
     warnings = list(plan.warnings)
     embedder = deps.profile.embedder
     keep = _vectors_to_keep(plan, embeddings, deps.embedding_dimension, embedder, warnings)
-    store: Any = rag.stores.database
+    store = rag.stores.database
     failed: BaseException | None = None
     async with rag.kb_lock(kb, on_wait=on_lock_wait):
-        if await kb_exists(store, kb):
+        if await rag.stores.interchange.kb_exists(kb):
             raise GraphRAGInputError(
                 f"knowledge base {kb!r} exists: import into a new kb id, or delete it first "
                 f"(driftrag delete --kb {kb} --yes); nothing was written"
@@ -614,7 +614,7 @@ async def import_graphrag(
         except BaseException as exc:
             failed = exc
             space = await asyncio.shield(store.vector_space(kb))
-            await asyncio.shield(deps.graph.delete_kb(kb))  # all or nothing: the kb did not exist before
+            await asyncio.shield(deps.kbs.delete_kb(kb))  # all or nothing: the kb did not exist before
     if failed is not None:
         # What `DriftRAG.delete_kb` removes after the nodes, once the lock is released: the lock node,
         # and the embedder's indexes if this kb was the first to claim them.
@@ -625,7 +625,7 @@ async def import_graphrag(
         kb=kb,
         folder=index.folder,
         tables={name: len(getattr(index, name)) for name in TABLES},
-        counts=await deps.graph.counts(kb),
+        counts=await deps.kbs.counts(kb),
         vectors=vectors,
         embedder=f"{embedder}, {deps.embedding_dimension} dimensions",
         warnings=warnings,
@@ -640,13 +640,15 @@ async def _write_plan(
     # As the ingestion workflow starts: the schema, then the embedder's vector space claimed for the kb.
     await deps.stores.database.ensure_schema()
     await deps.stores.database.claim_vector_space(kb, space_for(deps.profile.embedder, deps.embedding_dimension))
-    await deps.graph.mark_stale(kb, True)
+    await deps.kbs.mark_stale(kb, True)
     for document, chunks in plan.documents:
         await deps.documents.upsert_document(document, chunks)
-    await deps.graph.save_extractions(kb, plan.outcomes)
+    await deps.extractions.save_extractions(kb, plan.outcomes)
     merged = plan.merged
-    await deps.graph.replace_entity_layer(kb, merged.entities, merged.relationships, total_chunks=merged.total_chunks)
-    await deps.graph.replace_communities(
+    await deps.entity_layer.replace_entity_layer(
+        kb, merged.entities, merged.relationships, total_chunks=merged.total_chunks
+    )
+    await deps.communities.replace_communities(
         kb, plan.communities, plan.reports, {}, finest_community_by_entity(plan.communities)
     )
     entity_texts = {e.id: _entity_text(e.name, e.summary, e.descriptions) for e in merged.entities}
@@ -657,22 +659,22 @@ async def _write_plan(
         await deps.documents.set_embeddings(kind, kb, kept)
         if kind != "chunk":
             hashes = {node_id: stable_hash(texts[kind][node_id], length=32) for node_id, _ in kept}
-            await deps.graph.set_embedding_hashes(kind, kb, hashes)
+            await deps.extractions.set_embedding_hashes(kind, kb, hashes)
         keep[kind] = dict(kept)
     chunk = await embed_chunks(deps, kb, no_progress)
     entity = await embed_entities(deps, kb, merged, no_progress)
     community = await embed_changed(
-        deps, kb, "community", community_texts, await deps.graph.community_state(kb), no_progress
+        deps, kb, "community", community_texts, await deps.communities.community_state(kb), no_progress
     )
     failed = chunk[1] + entity[1] + community[1]
     if failed:
         raise GraphRAGImportError(
             f"{failed} vectors could not be made (the embedder failed after its retries); nothing was imported"
         )
-    await deps.graph.set_profile(
+    await deps.kbs.set_profile(
         kb, KbProfile(mode="graphrag", embedder=deps.profile.embedder, embedding_dimension=deps.embedding_dimension)
     )
-    await deps.graph.mark_stale(kb, False)
+    await deps.kbs.mark_stale(kb, False)
     return {
         kind: VectorCounts(kept=len(keep.get(kind, {})), computed=done[0])
         for kind, done in (("chunk", chunk), ("entity", entity), ("community", community))
@@ -963,7 +965,7 @@ async def export_graphrag(
     present = await asyncio.to_thread(_export_target, out, overwrite)
     await rag.connect()
     await rag.graph_enabled(kb)  # an unknown kb is KnowledgeBaseNotFoundError, not an empty export
-    stored = await read_kb(rag.stores.database, kb, vectors=vectors)  # type: ignore[arg-type]
+    stored = await rag.stores.interchange.read_kb(kb, vectors=vectors)
     rows = export_rows(stored, period=datetime.now(UTC).date().isoformat())
     schemas = _schemas(pa)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -485,3 +486,13 @@ def pmi(pair_chunks: int, source_chunks: int, target_chunks: int, total_chunks: 
     if min(pair_chunks, source_chunks, target_chunks, total_chunks) <= 0:
         return None
     return math.log2(pair_chunks * total_chunks / (source_chunks * target_chunks))
+
+
+def descriptions_hash(descriptions: Sequence[str]) -> str:
+    """A digest of an entity's or relationship's descriptions: the input of its stored summary."""
+    return stable_hash(*descriptions, length=32)
+
+
+def community_structure_hash(community: Community) -> str:
+    """A digest of everything a community is besides its report: equal digests, equal nodes."""
+    return stable_hash(community.model_dump_json(), length=32)

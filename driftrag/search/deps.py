@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from driftrag.models.storage import Stores
 from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
-from driftrag.store.protocols import Stores
 
 # Named in annotations only (the budget loads the tokenizer module): an engine that never queries skips them.
 if TYPE_CHECKING:

@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from driftrag.collector import collector_paused
 from driftrag.errors import InvalidQueryError
+from driftrag.models.identifiers import validate_kb_id
 from driftrag.models.search import OneHopCounts, OneHopEntity, OneHopPart, OneHopRelationship
+from driftrag.models.storage import GraphSearchStorage
 from driftrag.settings import Settings
-from driftrag.store.identifiers import validate_kb_id
-from driftrag.store.protocols import GraphSearchStorage
 
 log = logging.getLogger(__name__)
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from driftrag.models.identifiers import validate_kb_id
+from driftrag.models.seen_rows import SeenRows
 from driftrag.search.context import local_context
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext
 from driftrag.search.question_chunks import search_question_chunks
 from driftrag.search.run import QueryRun
-from driftrag.store.identifiers import validate_kb_id
-from driftrag.store.search import SeenRows
 
 # Candidates read per kind: more than any budget of a few thousand tokens can hold, bounded anyway.
 MAX_CANDIDATE_CHUNKS = 50

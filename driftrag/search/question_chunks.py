@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from driftrag.models.search import Source
+from driftrag.models.seen_rows import SeenRows
+from driftrag.models.storage import SearchStorage
 from driftrag.search.context import unique_sources
 from driftrag.search.ranking import QUESTION_DEPTH, QUESTION_WEIGHT, QUESTION_WORDS_WEIGHT, Ranking
 from driftrag.settings import Settings
-from driftrag.store.protocols import SearchStorage
-from driftrag.store.search import SeenRows
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, GraphDisabledError, ModelError
+from driftrag.models.identifiers import validate_kb_id
 from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import BudgetExhausted, QueryBudget
@@ -32,7 +33,6 @@ from driftrag.search.models import SearchContext, SearchResult
 from driftrag.search.question import check_question
 from driftrag.search.streaming import AnswerStream
 from driftrag.settings import Settings
-from driftrag.store.identifiers import validate_kb_id
 
 T = TypeVar("T")
 RETRY_DELAY_S = 0.5

@@ -6,10 +6,10 @@ import itertools
 from collections.abc import Iterable, Sequence
 
 from driftrag.models.graph import Chunk, SourceDocument
+from driftrag.models.identifiers import validate_kb_id
+from driftrag.models.storage import NodeKind
 from driftrag.store.cypher import documents as cy
-from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
-from driftrag.store.protocols import NodeKind
 
 _SET_EMBEDDINGS = {
     "chunk": cy.SET_CHUNK_EMBEDDINGS,

@@ -28,10 +28,11 @@ from driftrag.models.graph import (
     RelationshipEdgePage,
     StoredEntityKey,
     StoredState,
-    stable_hash,
+    community_structure_hash,
+    descriptions_hash,
 )
+from driftrag.models.identifiers import validate_kb_id
 from driftrag.store.cypher import graph as cy
-from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.markers import document_chunk_ids, refresh_markers_of, refresh_search_markers
 from driftrag.store.neo4j_store import Neo4jStore
 
@@ -40,10 +41,6 @@ from driftrag.store.neo4j_store import Neo4jStore
 _BATCH = 2000
 # What a checkpoint that was neither failed nor skipped holds (see `cy.COUNT_EXTRACTED_CHUNKS`).
 _NOT_SKIPPED = '"skipped_reason":null'
-
-
-def descriptions_hash(descriptions: Sequence[str]) -> str:
-    return stable_hash(*descriptions, length=32)
 
 
 class GraphStore:
@@ -645,11 +642,6 @@ class GraphStore:
             rest = {field: row[field] for field in KbSummary.model_fields if field != "counts"}
             summaries.append(KbSummary(**rest, counts=counts))
         return summaries
-
-
-def community_structure_hash(community: Community) -> str:
-    """A digest of everything a community is besides its report: equal digests, equal nodes."""
-    return stable_hash(community.model_dump_json(), length=32)
 
 
 def render_report(report: CommunityReport) -> str:

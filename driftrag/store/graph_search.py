@@ -19,10 +19,10 @@ from driftrag.errors import (
     KnowledgeBaseNotFoundError,
 )
 from driftrag.models.graph import KbStatus
+from driftrag.models.identifiers import validate_kb_id, validate_node_id
 from driftrag.models.search import OneHopCounts, OneHopEntity, OneHopPart, OneHopRelationship
 from driftrag.store.cypher import graph_search as cy
 from driftrag.store.cypher.markers import SEARCH_MARKERS_VERSION
-from driftrag.store.identifiers import validate_kb_id, validate_node_id
 from driftrag.store.markers import refresh_search_markers
 from driftrag.store.neo4j_store import Neo4jStore
 

@@ -1,7 +1,7 @@
 """Reads of a whole kb for the Microsoft GraphRAG interchange, as typed rows (`driftrag.interop.graphrag`).
 
-Functions over a `Neo4jStore`, like markers.py: the interchange is one more reader of the stored
-graph, not a store role the query modes depend on.
+The interchange role (`InterchangeStorage`): one more reader of the stored graph, which the query modes
+never use.
 """
 
 from __future__ import annotations
@@ -9,82 +9,32 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from driftrag.models.graph import Finding
+from driftrag.models.identifiers import validate_kb_id
+from driftrag.models.interchange import (
+    StoredChunk,
+    StoredCommunity,
+    StoredDocument,
+    StoredEntity,
+    StoredKb,
+    StoredRelationship,
+)
 from driftrag.store.cypher import interop as cy
-from driftrag.store.identifiers import validate_kb_id
 
 if TYPE_CHECKING:
     from driftrag.store.neo4j_store import Neo4jStore
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class InterchangeReader:
+    """The interchange role of the Neo4j store."""
 
+    def __init__(self, store: Neo4jStore) -> None:
+        self._store = store
 
-class StoredDocument(_Row):
-    id: str
-    title: str
-    path: str | None = None
-    updated_at: str | None = None
+    async def kb_exists(self, kb: str) -> bool:
+        return await kb_exists(self._store, kb)
 
-
-class StoredChunk(_Row):
-    id: str
-    document_id: str
-    index: int
-    text: str
-    n_tokens: int
-    embedding: list[float] | None = None
-
-
-class StoredEntity(_Row):
-    id: str
-    name: str
-    type: str
-    description: str
-    source_chunk_ids: list[str]
-    degree: int
-    embedding: list[float] | None = None
-
-
-class StoredRelationship(_Row):
-    id: str
-    source_id: str
-    target_id: str
-    type: str
-    description: str
-    weight: float
-    source_chunk_ids: list[str]
-
-
-class StoredCommunity(_Row):
-    id: str
-    level: int
-    parent_id: str | None = None
-    child_ids: list[str]
-    entity_ids: list[str]
-    relationship_ids: list[str]
-    chunk_ids: list[str]
-    title: str | None = None
-    summary: str | None = None
-    rating: float | None = None
-    rating_explanation: str | None = None
-    findings: list[Finding] = Field(default_factory=list)
-    full_content: str | None = None
-    embedding: list[float] | None = None
-
-
-class StoredKb(_Row):
-    """Every layer of one kb, as an export writes it."""
-
-    kb: str
-    documents: list[StoredDocument]
-    chunks: list[StoredChunk]
-    entities: list[StoredEntity]
-    relationships: list[StoredRelationship]
-    communities: list[StoredCommunity]
+    async def read_kb(self, kb: str, *, vectors: bool = True) -> StoredKb:
+        return await read_kb(self._store, kb, vectors=vectors)
 
 
 async def kb_exists(store: Neo4jStore, kb: str) -> bool:

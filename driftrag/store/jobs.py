@@ -9,38 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
-from pydantic import BaseModel
-
+from driftrag.models.identifiers import validate_job_id, validate_kb_id
+from driftrag.models.jobs import ClaimedJob, JobKey, JobText, SavedJob
 from driftrag.store.cypher import jobs as cy
-from driftrag.store.identifiers import validate_job_id, validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
-
-# A submitted text, or a file read already: its text with its pages or sections (`TextInput`, as JSON).
-JobText = str | dict[str, Any]
-
-
-class JobKey(BaseModel):
-    kb: str
-    id: str
-
-
-class SavedJob(BaseModel):
-    """What a save found: `owned` False when another server took the job over; `texts_missing` when the
-    record was made anew (its kb was deleted meanwhile) and has no texts to resume from."""
-
-    owned: bool
-    texts_missing: bool
-
-
-class ClaimedJob(BaseModel):
-    """An unfinished job this server now owns: its last record, and its texts if they were kept."""
-
-    kb: str
-    id: str
-    record: str
-    texts: dict[str, JobText] | None
 
 
 class JobStore:

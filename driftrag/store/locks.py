@@ -28,25 +28,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
-import uuid
 from collections.abc import Callable
 from types import TracebackType
 
 from driftrag.errors import BackendUnavailableError
+from driftrag.models.identifiers import lock_owner, validate_kb_id
 from driftrag.store.cypher import locks as cy
-from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
 
 log = logging.getLogger(__name__)
 
 DEFAULT_POLL_S = 1.0
-
-
-def lock_owner() -> str:
-    """Who holds a lock: host, process and a random part (one process may hold locks of several kbs)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class KbLock:

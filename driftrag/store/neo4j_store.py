@@ -26,7 +26,6 @@ from neo4j.exceptions import (
     SessionExpired,
     TransientError,
 )
-from pydantic import BaseModel, ConfigDict
 
 from driftrag.errors import (
     BackendUnavailableError,
@@ -34,13 +33,14 @@ from driftrag.errors import (
     EmbeddingDimensionMismatchError,
     UnsupportedServerError,
 )
+from driftrag.models.identifiers import validate_kb_id
+from driftrag.models.seen_rows import CheckedRows
+from driftrag.models.server import ServerInfo, VectorIndexInfo, check_server_version
+from driftrag.models.vector_spaces import KINDS, SHARED, SHARED_KEY, VectorKind, VectorSpace
 from driftrag.settings import Settings
-from driftrag.store.checked_rows import CheckedRows
 from driftrag.store.cypher import schema as cy
 from driftrag.store.health import BackendHealth
-from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.markers import migrate_search_markers
-from driftrag.store.vector_spaces import KINDS, SHARED, SHARED_KEY, VectorKind, VectorSpace
 from driftrag.wording import plural
 
 log = logging.getLogger(__name__)
@@ -90,24 +90,6 @@ def _unformatted(params: Mapping[str, Any]) -> dict[str, Any]:
     return {name: _Rows(value) if isinstance(value, list) else value for name, value in params.items()}
 
 
-class ServerInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    version: str
-    edition: str
-
-
-class VectorIndexInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    state: str
-    labels: list[str]
-    properties: list[str]
-    dimensions: int
-    similarity: str
-
-
 def _space_of(row: Mapping[str, Any]) -> VectorSpace:
     """A kb's space from its record (no key: written before spaces existed, so the shared indexes)."""
     if row["key"] in (None, SHARED_KEY):
@@ -125,20 +107,6 @@ def _mismatch(kb: str, current: VectorSpace, wanted: VectorSpace) -> EmbeddingDi
         f"dimensions, index {current.index('chunk')}); this engine embeds with {wanted.embedder} "
         f"({wanted.dimension}). Use the kb's embedder, or drop its vectors with "
         f"`driftrag schema reset-vectors --kb {kb}` and ingest again to embed them anew."
-    )
-
-
-def check_server_version(version: str) -> None:
-    """Accept Neo4j 5.26+ and the calendar-versioned 2025.x and later; refuse anything older."""
-    try:
-        major, minor = (int(part) for part in version.split(".")[:2])
-    except ValueError as exc:
-        raise UnsupportedServerError(f"cannot read the Neo4j version {version!r}") from exc
-    if major >= 2025 or (major == 5 and minor >= 26):
-        return
-    raise UnsupportedServerError(
-        f"Neo4j {version} is not supported: driftrag needs 5.26 LTS or newer (2025.x); "
-        "upgrade the server or unset NEO4J_URI to use the project's local Neo4j"
     )
 
 
@@ -311,7 +279,7 @@ class Neo4jStore:
         rows = await self.read(cy.SHOW_DRIFTRAG_CONSTRAINTS) + await self.read(cy.SHOW_DRIFTRAG_INDEXES)
         return sorted(rows, key=lambda row: row["name"])
 
-    # --- vector spaces (`driftrag.store.vector_spaces`) ------------------------------------------
+    # --- vector spaces (`driftrag.models.vector_spaces`) ------------------------------------------
 
     async def vector_space(self, kb: str) -> VectorSpace:
         """The space `kb`'s embeddings live in: the one recorded on it; for a kb written before spaces
@@ -435,7 +403,7 @@ class Neo4jStore:
         none was kept) while fewer than k remain and a wider lookup can bring more, up to
         `_MAX_VECTOR_FETCH` candidates: the one over-fetch loop of every vector search. `checked` holds
         the `details` rows of ids already read, or being read, by the searches of the same query with the
-        same statement and parameters (`driftrag.store.checked_rows`); it is filled in.
+        same statement and parameters (`driftrag.models.seen_rows`); it is filled in.
         """
         if kind not in KINDS:
             raise ConfigurationError(f"unknown vector kind {kind!r}")

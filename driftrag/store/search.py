@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, LiteralString
 
+from driftrag.models.identifiers import validate_kb_id
 from driftrag.models.search import (
     POSITION_FIELDS,
     ChunkRow,
@@ -24,11 +25,10 @@ from driftrag.models.search import (
     Source,
     community_source,
 )
-from driftrag.store.checked_rows import CheckedRows
+from driftrag.models.seen_rows import SeenRows
+from driftrag.models.vector_spaces import VectorKind
 from driftrag.store.cypher import search as cy
-from driftrag.store.identifiers import validate_kb_id
 from driftrag.store.neo4j_store import Neo4jStore
-from driftrag.store.vector_spaces import VectorKind
 
 # The graph reads around given entities read at most this many of one entity's relationships or
 # mentioning chunks (the first the store yields), so a hub of tens of thousands costs as much as a
@@ -63,25 +63,6 @@ def lucene_words_query(kb: str, text: str) -> str | None:
     if not words:
         return None
     return f'+kb:"{validate_kb_id(kb)}" +({" ".join(words[:_MAX_TERMS])})'
-
-
-class SeenRows:
-    """The rows of vector-search candidates read so far by one query, per statement and parameters.
-
-    A DRIFT query runs a dozen vector searches over the same kb, and they keep finding the same few
-    chunks and entities: each one's details (text, title, validity) are read once per query, not once
-    per search, also by searches that run at the same time (`driftrag.store.checked_rows`). A query
-    takes seconds; what it reads then is its view of the kb.
-    """
-
-    def __init__(self) -> None:
-        self._rows: dict[tuple[str, str, tuple[tuple[str, Any], ...]], CheckedRows] = {}
-
-    def of(self, kb: str, statement: str, params: dict[str, Any]) -> CheckedRows:
-        key = (kb, statement, tuple(sorted(params.items())))
-        if key not in self._rows:
-            self._rows[key] = CheckedRows()
-        return self._rows[key]
 
 
 class SearchStore:

@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from driftrag.store.views import GraphView
+from driftrag.models.views import GraphView
 from driftrag.views.measures import ViewMeasures, measure
 
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"

@@ -17,7 +17,7 @@ import math
 from html import escape
 from pathlib import Path
 
-from driftrag.store.views import GraphView
+from driftrag.models.views import GraphView
 from driftrag.views.measures import ViewMeasures, measure
 
 _SEED = 7

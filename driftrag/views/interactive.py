@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from driftrag.errors import OptionalDependencyError
-from driftrag.store.views import GraphView
+from driftrag.models.views import GraphView
 from driftrag.views.html import layout
 from driftrag.views.measures import ViewMeasures, measure
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.models.graph import GENERIC_RELATIONSHIP_TYPE
-from driftrag.store.views import GraphView, ViewEntity, ViewRelationship
+from driftrag.models.views import GraphView, ViewEntity, ViewRelationship
 
 PMI_SHARE = 0.6
 STRENGTH_SHARE = 0.4

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from driftrag.store.views import GraphView, ViewRelationship
+from driftrag.models.views import GraphView, ViewRelationship
 from driftrag.views.measures import ViewMeasures, measure
 
 MAX_LABEL_CHARS = 60

@@ -36,9 +36,9 @@ from driftrag.ingestion import indexing
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, IngestRequest, Progress
 from driftrag.models.graph import ExtractConfig, MergeResult
+from driftrag.models.identifiers import validate_kb_id
+from driftrag.models.vector_spaces import space_for
 from driftrag.providers.usage import Usage
-from driftrag.store.identifiers import validate_kb_id
-from driftrag.store.vector_spaces import space_for
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 CHUNK_VECTORS_STAGE = "chunk embeddings (in the background)"
@@ -155,13 +155,13 @@ class IngestionWorkflow(Workflow):
                 await self._deps.stores.database.ensure_schema()
                 await self._claim_vector_space(kb)
                 if ev.extract_config is not None:
-                    await self._deps.graph.set_extract_config(kb, ev.extract_config)
+                    await self._deps.kbs.set_extract_config(kb, ev.extract_config)
             finally:
                 await tokenizer
             outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
             if any(outcome.status != "unchanged" for outcome in outcomes):
-                await self._deps.graph.mark_stale(kb, True)
-                await self._deps.graph.set_profile(kb, self._deps.profile)  # the mode and embedder of what changed
+                await self._deps.kbs.mark_stale(kb, True)
+                await self._deps.kbs.set_profile(kb, self._deps.profile)  # the mode and embedder of what changed
         return DocumentsStored(kb=kb, documents=outcomes, rebuild=ev.rebuild)
 
     @step
@@ -185,7 +185,7 @@ class IngestionWorkflow(Workflow):
             return embedded
 
         async with self._stage(ctx, "extract"):
-            config = await self._deps.graph.extract_config(ev.kb) or ExtractConfig()
+            config = await self._deps.kbs.extract_config(ev.kb) or ExtractConfig()
             background = asyncio.ensure_future(chunk_vectors())
             async with ctx.store.edit_state() as state:
                 state.chunk_vectors, state.chunk_writes = background, chunk_writes
@@ -197,7 +197,7 @@ class IngestionWorkflow(Workflow):
                         self._deps, ev.kb, config, self._progress(ctx)
                     )
                 if extracted or recovered:
-                    await self._deps.graph.mark_stale(ev.kb, True)
+                    await self._deps.kbs.mark_stale(ev.kb, True)
             except BaseException:
                 background.cancel()
                 raise
@@ -256,15 +256,14 @@ class IngestionWorkflow(Workflow):
                 embedded["entity"] += ev.entities_embedded
                 embedded["community"] += ev.communities_embedded
                 if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
-                    await self._deps.graph.mark_stale(ev.kb, False)
+                    await self._deps.kbs.mark_stale(ev.kb, False)
             elif not ev.rebuild:  # the per-document half: its chunk vectors (made in the background); retry what failed
                 retried, failed = (
                     await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids) if ids else (0, 0)
                 )
                 embedded = {"chunk": chunks_embedded + retried, "failed": failed}
-        graph = self._deps.graph
         counts, failed_chunks, stale = await asyncio.gather(
-            graph.counts(ev.kb), graph.failed_chunks(ev.kb), graph.is_stale(ev.kb)
+            self._deps.kbs.counts(ev.kb), self._deps.extractions.failed_chunks(ev.kb), self._deps.kbs.is_stale(ev.kb)
         )
         state = await ctx.store.get_state()
         result = IngestionResult(

@@ -18,7 +18,7 @@ from driftrag.ingestion.requests import IngestRequest, TextInput
 from driftrag.providers import build_providers
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.harbor_corpus import CORPUS, SlowChatModel
 
@@ -36,7 +36,7 @@ async def main(kb: str, home: str, delay_s: float) -> None:
     chat = SlowChatModel(delay_s=delay_s)
     async with Neo4jStore.from_settings(settings) as store:
         await store.connect()
-        deps = ingestion_deps(settings, Stores.neo4j(store), providers, chat)
+        deps = ingestion_deps(settings, neo4j_roles(store), providers, chat)
         request = IngestRequest(kb=kb, texts=[TextInput(title=t, text=x) for t, x in CORPUS.items()])
         print("started", flush=True)
         await IngestionWorkflow(deps).run(start_event=IngestStart(request=request))

@@ -18,7 +18,7 @@ from driftrag.providers import Providers
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress, IngestStart
 from tests.fakes.harbor_corpus import CORPUS, DescriptiveChatModel
 from tests.fakes.scripted_llm import ScriptedChatModel
@@ -51,7 +51,7 @@ class Ingestor:
 
     def deps(self, chat: ScriptedChatModel, settings: Settings | None = None) -> IngestionDeps:
         settings = settings or self.settings
-        return ingestion_deps(settings, Stores.neo4j(self.store), self.providers, chat)
+        return ingestion_deps(settings, neo4j_roles(self.store), self.providers, chat)
 
     async def run(
         self,

@@ -21,7 +21,7 @@ from driftrag.composition import ingestion_deps
 from driftrag.providers import build_providers
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.ingestion import IngestionWorkflow
 from tests.fakes.harbor_corpus import DescriptiveChatModel
 from tests.support.ingestion import SMALL_CHUNKS
@@ -31,7 +31,7 @@ async def main(saved: dict, home: Path) -> str:
     settings = Settings(neo4j_uri=os.environ["NEO4J_URI"], home=home, llm_provider="offline", **SMALL_CHUNKS)
     async with Neo4jStore.from_settings(settings) as store:
         await store.connect()
-        deps = ingestion_deps(settings, Stores.neo4j(store), build_providers(settings), DescriptiveChatModel())
+        deps = ingestion_deps(settings, neo4j_roles(store), build_providers(settings), DescriptiveChatModel())
         workflow = IngestionWorkflow(deps)
         result = await workflow.run(ctx=Context.from_dict(workflow, saved))
     return result.model_dump_json()

@@ -9,7 +9,7 @@ from driftrag.providers import Providers
 from driftrag.search.deps import QueryDeps
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from tests.fakes.harbor_corpus import DescriptiveChatModel
 from tests.fakes.scripted_llm import ScriptedChatModel
 from tests.support.ingestion import Ingestor
@@ -28,7 +28,7 @@ def make_deps(
 ) -> tuple[QueryDeps, ScriptedChatModel]:
     """Query deps over the test Neo4j with `overrides` on the settings, and the chat double they answer with."""
     chat = chat if chat is not None else ScriptedChatModel()
-    deps = query_deps(settings.model_copy(update=overrides), Stores.neo4j(store), providers, chat)
+    deps = query_deps(settings.model_copy(update=overrides), neo4j_roles(store), providers, chat)
     return deps, chat
 
 

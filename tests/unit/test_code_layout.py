@@ -143,7 +143,8 @@ def test_only_the_composition_root_imports_the_offline_mode() -> None:
 
 def test_store_classes_are_built_only_in_the_store_and_the_composition_root() -> None:
     construction = re.compile(
-        r"\b(Neo4jStore\.from_settings|Neo4jStore|DocumentWriter|GraphStore|SearchStore|GraphSearchStore|GraphViewStore)\("
+        r"\b(Neo4jStore\.from_settings|Neo4jStore|DocumentWriter|GraphStore|SearchStore|GraphSearchStore|GraphViewStore"
+        r"|KbLocks|JobStore|InterchangeReader|neo4j_roles)\("
     )
     offenders = sorted(
         str(path.relative_to(ROOT))
@@ -165,3 +166,99 @@ def test_the_front_runs_every_mode_from_the_registry() -> None:
         if path.relative_to(ROOT / "driftrag").parts[0] in front and direct.search(path.read_text())
     )
     assert offenders == []
+
+
+# --- the storage seam -------------------------------------------------------------------------------------
+
+STORE = "driftrag.store"
+# The one module outside the store that names it: it builds the Neo4j roles (`driftrag.store.roles`).
+COMPOSITION_ROOT = "driftrag/composition.py"
+SEAM = ROOT / "driftrag" / "models" / "storage.py"
+MAX_ROLE_METHODS = 15
+
+
+def _names_a_store_module(source: str, package: str) -> list[str]:
+    """The import statements that name `driftrag.store` or a module of it."""
+    return [
+        f"{node.lineno}: {ast.unparse(node)}"
+        for node, names in _import_statements(source, package)
+        if any(name == STORE or name.startswith(f"{STORE}.") for name in names)
+    ]
+
+
+def test_only_the_store_and_the_composition_root_import_a_store_module() -> None:
+    # Everything else reaches storage through the roles of driftrag/models/storage.py and the models
+    # that cross them, so a second backend needs no change outside store/ but the composition root.
+    offenders = [
+        f"{path.relative_to(ROOT)}:{statement}"
+        for path in sorted((ROOT / "driftrag").rglob("*.py"))
+        if path.relative_to(ROOT / "driftrag").parts[0] != "store" and str(path.relative_to(ROOT)) != COMPOSITION_ROOT
+        for statement in _names_a_store_module(path.read_text(), ".".join(path.parent.relative_to(ROOT).parts))
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from driftrag.store.views import GraphViewStore",
+        "import driftrag.store.graph",
+        "import driftrag.store as storage",
+        "from driftrag.store import Neo4jStore",
+        "from driftrag import store",
+        "from ..store.search import SearchStore",
+        "from .. import store",
+    ],
+)
+def test_the_store_check_sees_every_way_to_import_a_store_module(statement: str) -> None:
+    source = f"def helper():\n    {statement}\n"  # a function-level (lazy) import counts too
+    assert _names_a_store_module(source, "driftrag.search") == [f"2: {statement}"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "from driftrag.models.storage import Stores",
+        "from driftrag.models.views import GraphView",
+        "from driftrag import models",
+        "from ..models.seen_rows import SeenRows",
+        "import driftrag.storefront",
+    ],
+)
+def test_the_store_check_lets_the_seam_through(statement: str) -> None:
+    assert _names_a_store_module(statement, "driftrag.search") == []
+
+
+def _role_methods() -> dict[str, list[str]]:
+    """Each protocol class of the seam module with the methods it declares."""
+    return {
+        node.name: [item.name for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
+        for node in ast.parse(SEAM.read_text()).body
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(base) == "Protocol" for base in node.bases)
+    }
+
+
+def test_every_storage_role_is_narrow() -> None:
+    roles = _role_methods()
+    assert len(roles) >= 10, "the roles are found"
+    wide = {name: len(methods) for name, methods in roles.items() if len(methods) > MAX_ROLE_METHODS}
+    assert wide == {}
+
+
+def test_the_seam_names_no_driver_or_store_type() -> None:
+    names = [
+        name
+        for _, found in _import_statements(SEAM.read_text(), "driftrag.models")
+        for name in found
+        if name.split(".")[0] == "neo4j" or name == STORE or name.startswith(f"{STORE}.")
+    ]
+    assert names == []
+    # The models the roles exchange are driftrag's own: no module of the kernel imports the driver.
+    driver = sorted(
+        f"{path.relative_to(ROOT)}:{statement}"
+        for path in (ROOT / "driftrag" / "models").rglob("*.py")
+        for node, found in _import_statements(path.read_text(), "driftrag.models")
+        if any(name.split(".")[0] == "neo4j" for name in found)
+        for statement in [f"{node.lineno}: {ast.unparse(node)}"]
+    )
+    assert driver == []

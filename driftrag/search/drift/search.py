@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from driftrag.errors import BackendUnavailableError, ModelError
 from driftrag.models.search import Source
+from driftrag.models.seen_rows import SeenRows
 from driftrag.providers.embeddings import aembed_queries
 from driftrag.search.budget import BudgetExhausted
 from driftrag.search.context import entity_source, unique_sources
@@ -32,7 +33,6 @@ from driftrag.search.modes import start_run
 from driftrag.search.question_chunks import search_question_chunks
 from driftrag.search.ranking import CITED_WEIGHT, FOLLOW_UP_WEIGHT, Ranking, relevance_order
 from driftrag.search.streaming import AnswerStream
-from driftrag.store.search import SeenRows
 
 T = TypeVar("T")
 ProgressSink = Callable[[DriftProgress], Awaitable[None]]

@@ -30,7 +30,7 @@ MERGE (c)-[:PART_OF]->(d)
 """
 
 # Labels cannot be parameters, so each node kind has its own statement; the property is the kb's
-# vector space's (`driftrag.store.vector_spaces`).
+# vector space's (`driftrag.models.vector_spaces`).
 SET_CHUNK_EMBEDDINGS = """
 UNWIND $rows AS row
 MATCH (n:__Chunk__ {kb: $kb, id: row.id})

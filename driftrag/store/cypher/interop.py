@@ -4,7 +4,7 @@ An import writes through the ingestion's own statements (documents.py, graph.py)
 a kb id is free and the reads of an export are here. Each export read returns a kb's whole layer as
 rows in id order: the interchange tables are written in one piece, so a kb is read once per layer.
 `$vectors` false leaves the embeddings out (an export without them reads a tenth of the bytes);
-`$vector_property` is the property of the kb's vector space (`driftrag.store.vector_spaces`).
+`$vector_property` is the property of the kb's vector space (`driftrag.models.vector_spaces`).
 """
 
 KB_EXISTS = """

@@ -1,8 +1,11 @@
 """Schema statements: constraints, indexes, server checks."""
 
+from driftrag.models.vector_spaces import VectorKind, checked_name
 from driftrag.store.cypher.jobs import CREATE_INGEST_JOB_CONSTRAINT, CREATE_INGEST_JOB_STATE_INDEX
 from driftrag.store.cypher.locks import CREATE_KB_LOCK_CONSTRAINT
-from driftrag.store.vector_spaces import LABELS, VectorKind, checked_name
+
+# The node label of each kind of vector.
+LABELS: dict[VectorKind, str] = {"chunk": "__Chunk__", "entity": "__Entity__", "community": "__Community__"}
 
 CHUNK_TEXT_INDEX = "driftrag_chunk_text"
 RELATED_KEY = "driftrag_related_key"
@@ -103,7 +106,7 @@ CALL () {
 RETURN count(n) > 0 AS found
 """
 
-# The vector space a kb's embeddings live in (`driftrag.store.vector_spaces`), with the embedder its
+# The vector space a kb's embeddings live in (`driftrag.models.vector_spaces`), with the embedder its
 # profile names; no row for an unknown kb, a null key for a kb written before spaces existed.
 MATCH_KB_VECTOR_SPACE = """
 MATCH (k:__KnowledgeBase__ {kb: $kb})

@@ -133,7 +133,7 @@ async def test_an_interrupted_delete_is_listed_refused_to_readers_and_finished_b
     async with DriftRAG(api_settings) as rag:
         await rag.ingest(kb, texts=CORPUS)
         # A delete killed after its first write: the mark is set, nothing is deleted yet.
-        assert await rag.stores.graph.mark_deleting(kb)
+        assert await rag.stores.kbs.mark_deleting(kb)
         listed = {summary.kb: summary for summary in await rag.knowledge_bases()}
         assert listed[kb].deleting
     admin = make_client(server, keys.manage_all)

@@ -42,7 +42,7 @@ def test_a_key_sees_only_its_kbs(reader: httpx.Client, make_client, server, keys
 
 async def _configure_only(settings: Settings, kb: str) -> None:
     async with DriftRAG(settings) as rag:
-        await rag.stores.graph.set_extract_config(kb, ExtractConfig())
+        await rag.stores.kbs.set_extract_config(kb, ExtractConfig())
 
 
 def test_a_kb_without_a_recorded_profile_is_listed_with_none(api_settings: Settings, admin: httpx.Client) -> None:

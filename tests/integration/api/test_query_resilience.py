@@ -15,7 +15,7 @@ from driftrag.facade import DriftRAG
 from driftrag.search.modes import MODE_NAMES
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from tests.fakes.flaky_neo4j import FlakyDriver
 
 QUESTION = "Who keeps the Glass Lighthouse?"
@@ -23,7 +23,7 @@ QUESTION = "Who keeps the Glass Lighthouse?"
 
 def flaky_server(settings: Settings, api_keys: ApiKeys) -> tuple[BackgroundServer, FlakyDriver]:
     flaky = FlakyDriver(Neo4jStore.from_settings(settings).driver)
-    rag = DriftRAG(settings, stores=Stores.neo4j(Neo4jStore(settings, flaky)))
+    rag = DriftRAG(settings, stores=neo4j_roles(Neo4jStore(settings, flaky)))
     return BackgroundServer(create_app(rag, api_keys)), flaky
 
 

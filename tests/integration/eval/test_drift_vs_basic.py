@@ -18,7 +18,7 @@ from driftrag.providers import build_providers
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,12 +29,12 @@ async def test_every_graph_mode_finds_at_least_what_basic_search_finds_on_the_sa
 ) -> None:
     providers = build_providers(neo4j_settings)
     assert providers.mode == "offline"
-    stores = Stores.neo4j(store)
+    stores = neo4j_roles(store)
     chapters = sorted((ROOT / "data" / "sample").glob("*.md"))
     ingestion = ingestion_deps(neo4j_settings, stores, providers)
     await IngestionWorkflow(ingestion).run(start_event=IngestStart(request=IngestRequest(kb=kb, paths=chapters)))
     try:
-        await ensure_kb_has_chunks(stores.graph, kb)
+        await ensure_kb_has_chunks(stores.kbs, kb)
         deps = query_deps(neo4j_settings, stores, providers)
         questions = ROOT / "data" / "questions" / "sample.jsonl"
         methods = ["drift", "global", "local", "entity", "basic"]

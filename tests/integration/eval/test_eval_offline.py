@@ -22,7 +22,7 @@ from driftrag.providers import build_providers
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,11 +55,11 @@ async def test_offline_eval_of_all_methods_on_the_sample(
     settings = neo4j_settings.model_copy(update=SMALL)
     providers = build_providers(settings)
     assert providers.mode == "offline"
-    stores = Stores.neo4j(store)
+    stores = neo4j_roles(store)
     ingestion = ingestion_deps(settings, stores, providers)
     await IngestionWorkflow(ingestion).run(start_event=IngestStart(request=IngestRequest(kb=kb, paths=CHAPTERS)))
     try:
-        await ensure_kb_has_chunks(stores.graph, kb)
+        await ensure_kb_has_chunks(stores.kbs, kb)
         deps = query_deps(settings, stores, providers)
         questions = write_subset(tmp_path / "subset.jsonl")
         out = tmp_path / "results"
@@ -98,7 +98,7 @@ async def test_offline_eval_of_all_methods_on_the_sample(
         assert len(outcome.plots) == 2 and all(p.is_file() for p in outcome.plots)
 
         # The question generator's corpus description comes from the kb's community reports.
-        description = await kb_description(stores.graph, kb, 300)
+        description = await kb_description(stores.listing, kb, 300)
         assert description.startswith("- ") and len(description.splitlines()) >= 1
     finally:
         await GraphStore(store).delete_kb(kb)

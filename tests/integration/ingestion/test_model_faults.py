@@ -70,9 +70,9 @@ async def test_faults_past_the_retries_are_recorded_and_a_rerun_completes_the_gr
                 rerun = await rag.ingest(kb, texts=CORPUS)
                 # The failed chunks are asked for again, and embeddings a failed request left out are made.
                 assert rerun.retried_chunks == len(faulty.failed_chunks)
-                graph = rag.stores.graph
-                assert not await graph.is_stale(kb)
-                assert await graph.chunks_without_embedding(kb) == []
+                stores = rag.stores
+                assert not await stores.kbs.is_stale(kb)
+                assert await stores.extractions.chunks_without_embedding(kb) == []
                 assert await rag.failed_chunks(kb) == []
                 assert await _graph(rag, kb) == expected
             finally:

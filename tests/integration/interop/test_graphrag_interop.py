@@ -22,8 +22,8 @@ from driftrag.facade import DriftRAG
 from driftrag.ingestion.merge import normalise_name
 from driftrag.interop import graphrag as interop
 from driftrag.interop.graphrag import GraphRAGExportError, GraphRAGInputError, export_graphrag, import_graphrag
+from driftrag.models.vector_spaces import space_for
 from driftrag.settings import Settings
-from driftrag.store.vector_spaces import space_for
 from driftrag.views import render_mermaid
 from tests.support.cli import run_cli
 

@@ -22,7 +22,7 @@ from driftrag.providers import build_providers
 from driftrag.providers.embeddings import AccountedEmbedding
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.hashing_embedding import HashingEmbedding
 
@@ -61,7 +61,7 @@ async def deps(neo4j_settings: Settings, store: Neo4jStore) -> IngestionDeps:
     # Texts this short name each one-word name in a single chunk: keep those names.
     settings = neo4j_settings.model_copy(update={"offline_min_entity_chunks": 1})
     providers = build_providers(settings)
-    deps = ingestion_deps(settings, Stores.neo4j(store), providers)
+    deps = ingestion_deps(settings, neo4j_roles(store), providers)
     embedder = AccountedEmbedding(HashingEmbedding(dimension=providers.embedding_dimension), providers.usage)
     return dataclasses.replace(deps, embedder=embedder)
 
@@ -70,7 +70,7 @@ async def deps(neo4j_settings: Settings, store: Neo4jStore) -> IngestionDeps:
 async def kb(deps: IngestionDeps) -> AsyncIterator[str]:
     name = f"test-aliases-{uuid.uuid4().hex[:8]}"
     yield name
-    await deps.graph.delete_kb(name)
+    await deps.kbs.delete_kb(name)
 
 
 async def ingest(deps: IngestionDeps, kb: str, *texts: TextInput) -> IngestionResult:
@@ -79,7 +79,7 @@ async def ingest(deps: IngestionDeps, kb: str, *texts: TextInput) -> IngestionRe
 
 
 async def entities(deps: IngestionDeps, kb: str) -> dict[str, dict]:
-    return {row["name"]: row for row in await deps.graph.entities(kb)}
+    return {row["name"]: row for row in await deps.stores.listing.entities(kb)}
 
 
 async def test_the_one_word_name_joins_its_multi_word_name_and_address_is_no_entity(

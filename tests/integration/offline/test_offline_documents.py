@@ -72,14 +72,14 @@ async def test_a_mixed_folder_ingests_offline_with_pdf_pages_in_chunks_and_sourc
     providers = dataclasses.replace(providers, embedder=embedder)
     kb = f"test-documents-{uuid.uuid4().hex[:8]}"
     async with DriftRAG(settings, providers=providers) as rag:
-        graph = rag.ingestion_deps().graph
+        stores = rag.stores
         try:
             # A corrupt PDF beside the good folder: one error naming it, nothing written.
             with pytest.raises(InputError) as raised:
                 await rag.ingest(kb, paths=[folder, bad])
             message = str(raised.value)
             assert str(bad) in message and "not a readable PDF" in message and "logbook" not in message
-            assert await graph.chunks(kb) == []
+            assert await stores.listing.chunks(kb) == []
 
             result = await rag.ingest(kb, paths=[folder])
             by_name = {Path(outcome.source).name: outcome for outcome in result.documents}
@@ -112,7 +112,7 @@ async def test_a_mixed_folder_ingests_offline_with_pdf_pages_in_chunks_and_sourc
             assert (crew["sections"], crew["titles"], crew["kind"]) == ([1], ["Harbor report"], "heading")
             assert all(by_title[name]["sections"] is None for name in ("harbor.md", "town.html", "logbook.pdf"))
             pdf_chunk = next(row["id"] for row in rows if row["title"] == "logbook.pdf")
-            names = {row["name"] for row in await graph.entities(kb)}
+            names = {row["name"] for row in await stores.listing.entities(kb)}
             assert {"Captain Mirela Voss", "Pip Rackham", "Amber Lighthouse"} <= names
 
             answer = await rag.query(kb, "Who found the keeper asleep at the Amber Lighthouse?", mode="basic")
@@ -126,4 +126,4 @@ async def test_a_mixed_folder_ingests_offline_with_pdf_pages_in_chunks_and_sourc
             [tale] = [s for s in chapter.retrieved_sources() if s.title == "tales.epub"]
             assert tale.page_label() == "ch. 1 \u201cThe Storm\u201d"
         finally:
-            await graph.delete_kb(kb)
+            await stores.kbs.delete_kb(kb)

@@ -23,7 +23,7 @@ from driftrag.search.drift.models import DriftResult
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.drift import DriftStart, DriftWorkflow
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 
@@ -62,7 +62,7 @@ async def drift_store(neo4j_settings: Settings) -> AsyncIterator[Neo4jStore]:
 
 
 async def ingest(store: Neo4jStore, settings: Settings, providers: Providers, request: IngestRequest) -> None:
-    deps = ingestion_deps(settings, Stores.neo4j(store), providers)
+    deps = ingestion_deps(settings, neo4j_roles(store), providers)
     result = await IngestionWorkflow(deps, timeout=1800).run(start_event=IngestStart(request=request))
     assert result.usage.chat_calls == 0 and result.counts.reports > 0
 
@@ -94,7 +94,7 @@ async def alice_kb(drift_store, offline_settings, offline_providers, alice_chapt
 
 
 async def drift(store, settings, providers, kb: str, question: str) -> DriftResult:
-    deps = query_deps(settings, Stores.neo4j(store), providers)
+    deps = query_deps(settings, neo4j_roles(store), providers)
     assert deps.tasks(deps.budget()).extractive
     return await DriftWorkflow(deps).run(start_event=DriftStart(kb=kb, question=question))
 

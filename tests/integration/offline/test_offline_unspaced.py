@@ -36,7 +36,7 @@ async def test_a_chinese_file_is_refused_with_one_clear_error_and_the_good_file_
     providers = dataclasses.replace(providers, embedder=embedder)
     kb = f"test-unspaced-{uuid.uuid4().hex[:8]}"
     async with DriftRAG(settings, providers=providers) as rag:
-        graph = rag.ingestion_deps().graph
+        stores = rag.stores
         try:
             with pytest.raises(UnextractableTextError) as raised:
                 await rag.ingest(kb, paths=[good, chinese])
@@ -44,11 +44,11 @@ async def test_a_chinese_file_is_refused_with_one_clear_error_and_the_good_file_
             assert str(chinese) in message and "harbor.md" not in message
             assert "the offline mode does not extract entities" in message and "OPENAI_API_KEY" in message
             # Refused before anything was written, as any file that cannot be ingested.
-            assert await graph.chunks(kb) == []
+            assert await stores.listing.chunks(kb) == []
 
             result = await rag.ingest(kb, paths=[good])
-            names = {row["name"] for row in await graph.entities(kb)}
+            names = {row["name"] for row in await stores.listing.entities(kb)}
             assert {"Captain Mirela Voss", "Pip Rackham", "Amber Lighthouse"} <= names
             assert result.counts.documents == 1
         finally:
-            await graph.delete_kb(kb)
+            await stores.kbs.delete_kb(kb)

@@ -20,7 +20,7 @@ from driftrag.store.cypher import search as search_cy
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.neo4j_store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.workflows.drift import DriftProgressEvent, DriftStart, DriftWorkflow
 from tests.fakes.scripted_llm import QUERY_MARKS, ScriptedChatModel
 from tests.support.search import all_ids
@@ -30,7 +30,7 @@ QUESTION = "What did Captain Mirela Voss tell Jonas Pell about the Grey Reef?"
 
 def drift_deps(settings: Settings, store, providers, **overrides) -> tuple[QueryDeps, ScriptedChatModel]:
     chat = ScriptedChatModel()
-    deps = query_deps(settings.model_copy(update=overrides), Stores.neo4j(store), providers, chat)
+    deps = query_deps(settings.model_copy(update=overrides), neo4j_roles(store), providers, chat)
     return deps, chat
 
 
@@ -247,7 +247,7 @@ async def test_the_first_follow_ups_reach_the_neighbours_of_the_top_communities(
     search_settings, module_store, search_providers, graph_kb, graph_ids
 ) -> None:
     # Offline tasks (no model): the extractive primer builds follow-ups from the question's neighbourhood.
-    deps = query_deps(search_settings, Stores.neo4j(module_store), search_providers)
+    deps = query_deps(search_settings, neo4j_roles(module_store), search_providers)
     search = DriftSearch(deps, graph_kb, QUESTION)
     await search.hyde()
     await search.find_communities()
@@ -288,7 +288,7 @@ async def test_a_query_reads_the_details_of_each_vector_candidate_once(
             return await super().read_value(query, **params)
 
     store = RecordingStore(search_settings, module_store.driver)
-    deps = query_deps(search_settings, Stores.neo4j(store), search_providers, ScriptedChatModel())
+    deps = query_deps(search_settings, neo4j_roles(store), search_providers, ScriptedChatModel())
     assert deps.settings.drift_num_workers > 1
     result, _ = await run_drift(deps, graph_kb)
     assert len([a for a in result.intermediate if a.depth >= 1]) >= 3

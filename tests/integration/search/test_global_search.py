@@ -19,7 +19,7 @@ from driftrag.search.global_search.models import GlobalProgress, GlobalResult
 from driftrag.search.modes import QueryOptions
 from driftrag.settings import Settings
 from driftrag.store.graph_search import GraphSearchStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from driftrag.store.search import SearchStore
 from driftrag.workflows.query import run_query
 from tests.fakes.harbor_corpus import CORPUS
@@ -130,7 +130,7 @@ async def test_a_small_budget_picks_a_coarser_level_or_maps_the_nearest_reports(
 async def test_offline_global_search_is_extractive_and_says_so(
     search_settings, module_store, search_providers, graph_kb, graph_ids
 ) -> None:
-    deps = query_deps(search_settings, Stores.neo4j(module_store), search_providers)
+    deps = query_deps(search_settings, neo4j_roles(module_store), search_providers)
     result, events = await _global(deps, graph_kb)
     assert result.extractive and result.llm_calls == 0 and result.usage.chat_calls == 0
     assert result.answer.startswith(GLOBAL_NOTE)

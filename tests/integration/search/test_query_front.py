@@ -14,7 +14,7 @@ from driftrag.providers import Providers
 from driftrag.search.modes import MODE_NAMES
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
-from driftrag.store.protocols import Stores
+from driftrag.store.roles import neo4j_roles
 from tests.fakes.flaky_neo4j import FlakyDriver
 from tests.fakes.scripted_llm import ScriptedChatModel
 
@@ -24,7 +24,7 @@ QUESTION = "What did Captain Mirela Voss tell Jonas Pell about the Grey Reef?"
 async def flaky_rag(settings: Settings, providers: Providers) -> tuple[DriftRAG, FlakyDriver]:
     flaky = FlakyDriver(Neo4jStore.from_settings(settings).driver)
     rag = DriftRAG(
-        settings, stores=Stores.neo4j(Neo4jStore(settings, flaky)), providers=providers, chat=ScriptedChatModel()
+        settings, stores=neo4j_roles(Neo4jStore(settings, flaky)), providers=providers, chat=ScriptedChatModel()
     )
     await rag.connect(start_local=False)
     return rag, flaky

@@ -70,7 +70,7 @@ async def test_ingestion_fills_the_unusable_chunks_offline_and_marks_them(weak: 
     assert 0 < counts.offline_extracted_chunks < counts.chunks
     assert ingested.counts.offline_extracted_chunks == counts.offline_extracted_chunks
     assert counts.entities and counts.reports
-    extractions = await rag.stores.graph.extractions(kb)
+    extractions = await rag.stores.extractions.extractions(kb)
     offline = [o for o in extractions if o.origin == "offline"]
     assert len(offline) == counts.offline_extracted_chunks and all(o.entities for o in offline)
 

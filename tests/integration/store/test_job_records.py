@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from driftrag.errors import InvalidIdentifierError
+from driftrag.models.jobs import JobKey, SavedJob
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
-from driftrag.store.jobs import JobKey, JobStore, SavedJob
+from driftrag.store.jobs import JobStore
 
 TEXTS = {"Harbour log": "Harbourmaster Ilse Varn lit the lamp at Cinder Point."}
 

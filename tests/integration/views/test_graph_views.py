@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from driftrag.errors import CommunityNotFoundError, InvalidIdentifierError, KnowledgeBaseNotFoundError
+from driftrag.models.views import GraphView
 from driftrag.store import Neo4jStore
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
-from driftrag.store.views import GraphView, GraphViewStore
+from driftrag.store.views import GraphViewStore
 from driftrag.views import render_mermaid
 from tests.support.cli import run_cli_fail_fast
 from tests.support.ports import free_port

@@ -12,6 +12,7 @@ import pytest
 
 from driftrag.errors import InvalidQueryError
 from driftrag.models.search import ReportRow, Source
+from driftrag.models.vector_spaces import SHARED, VectorSpace
 from driftrag.offline.nlp import LanguageResources
 from driftrag.offline.query.global_search import GLOBAL_NOTE, POINTS_PER_REPORT
 from driftrag.offline.query.tasks import offline_query_tasks
@@ -25,7 +26,6 @@ from driftrag.search.global_search.models import GlobalPoint
 from driftrag.search.global_search.search import GlobalSearch
 from driftrag.search.llm_tasks import llm_query_tasks, parse_map, render_points
 from driftrag.settings import Settings
-from driftrag.store.vector_spaces import SHARED, VectorSpace
 from tests.fakes.hashing_embedding import HashingEmbedding
 from tests.fakes.scripted_llm import ScriptedChatModel
 

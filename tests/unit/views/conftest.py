@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
-from driftrag.store.views import GraphView, ViewEntity, ViewRelationship
+from driftrag.models.views import GraphView, ViewEntity, ViewRelationship
 
 EXPECTED_WEIGHTS = {"r1": 9.6, "r2": 5.3, "r3": 1.0, "r4": 7.0, "r5": 7.1, "r6": 10.0}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from driftrag.store.views import GraphView
+from driftrag.models.views import GraphView
 from driftrag.views.graphml import render_graphml, to_networkx, write_graphml
 
 NS = {"g": "http://graphml.graphdrawing.org/xmlns"}

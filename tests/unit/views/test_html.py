@@ -6,7 +6,7 @@ import re
 from html import escape
 from pathlib import Path
 
-from driftrag.store.views import GraphView
+from driftrag.models.views import GraphView
 from driftrag.views.html import HtmlView, layout, render_fragment, render_html
 from driftrag.views.measures import measure
 

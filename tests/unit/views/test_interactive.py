@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from driftrag.errors import OptionalDependencyError
-from driftrag.store.views import GraphView
+from driftrag.models.views import GraphView
 from driftrag.views import interactive
 from driftrag.views.interactive import NO_COMMUNITY, PALETTE, InteractiveGraph, legend, membership
 

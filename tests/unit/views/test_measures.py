@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from driftrag.store.views import GraphView
+from driftrag.models.views import GraphView
 from driftrag.views.measures import connected_components, edge_weights, hub_ids, measure
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import re
 
-from driftrag.store.views import GraphView
+from driftrag.models.views import GraphView
 from driftrag.views.mermaid import MermaidView, escape_label, render_mermaid
 
 SAMPLE = """\

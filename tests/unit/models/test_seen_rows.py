@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from driftrag.store.checked_rows import CheckedRows
+from driftrag.models.seen_rows import CheckedRows
 
 VALID = {"a", "b", "c", "d"}  # ids the details statement returns a row for
 

@@ -1,4 +1,5 @@
-"""The detail rows of vector-search candidates one search (or one query's searches) has read, by id.
+"""The detail rows of vector-search candidates one search (or one query's searches) has read, by id:
+`SeenRows`, which a query mode makes once per query and hands to every search it runs.
 
 A vector search keeps only the candidates its details statement returns a row for (enabled chunks,
 valid entities…). Searches that share a `CheckedRows` read each candidate's row once, also when they
@@ -50,3 +51,22 @@ class CheckedRows:
             for i in unread:
                 self._reading.pop(i, None)
             done.set_result(None)
+
+
+class SeenRows:
+    """The rows of vector-search candidates read so far by one query, per statement and parameters.
+
+    A DRIFT query runs a dozen vector searches over the same kb, and they keep finding the same few
+    chunks and entities: each one's details (text, title, validity) are read once per query, not once
+    per search, also by searches that run at the same time (`CheckedRows`). A query
+    takes seconds; what it reads then is its view of the kb.
+    """
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str, tuple[tuple[str, Any], ...]], CheckedRows] = {}
+
+    def of(self, kb: str, statement: str, params: dict[str, Any]) -> CheckedRows:
+        key = (kb, statement, tuple(sorted(params.items())))
+        if key not in self._rows:
+            self._rows[key] = CheckedRows()
+        return self._rows[key]

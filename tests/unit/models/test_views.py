@@ -1,8 +1,8 @@
-"""The pure parts of the graph-view store: the fallback PMI and the view summary."""
+"""The pure parts of the graph view: the mean strength and the view summary."""
 
 from __future__ import annotations
 
-from driftrag.store.views import GraphView, ViewRelationship
+from driftrag.models.views import GraphView, ViewRelationship
 
 
 def test_mean_strength_divides_by_every_listed_source() -> None:

@@ -8,7 +8,7 @@ mix in one):
     space_for("multilingual-e5-small", 384).property   # embedding_multilingual_e5_small_<hash>_384
     space_for("multilingual-e5-small", 384).index("chunk")   # driftrag_chunk_multilingual_e5_small_<hash>_384
 
-A space is created on first use (`Neo4jStore.claim_vector_space`) and recorded on the kb. Kbs written
+A space is created on first use (`Database.claim_vector_space`) and recorded on the kb. Kbs written
 before spaces existed keep the indexes shared by every kb of that time (`driftrag_chunk`, … over the
 property `embedding`): `SHARED`, adopted as theirs on their next ingestion or query.
 """
@@ -25,7 +25,6 @@ from driftrag.models.graph import stable_hash
 
 VectorKind = Literal["chunk", "entity", "community"]
 KINDS: tuple[VectorKind, ...] = ("chunk", "entity", "community")
-LABELS: dict[VectorKind, str] = {"chunk": "__Chunk__", "entity": "__Entity__", "community": "__Community__"}
 SHARED_KEY = "shared"
 # Index and property names are written into schema statements (they cannot be parameters): nothing
 # but this alphabet ever reaches one.

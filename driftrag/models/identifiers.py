@@ -1,4 +1,4 @@
-"""Validation of identifiers before they reach a query.
+"""Validation of identifiers before they reach a query, and the owner id of a lock or job.
 
 Values always travel as Cypher parameters; these checks exist so that hostile ids are refused with a
 clear error before any query runs, and so that ids stay portable (file names, URLs, log lines).
@@ -6,7 +6,10 @@ clear error before any query runs, and so that ids stay portable (file names, UR
 
 from __future__ import annotations
 
+import os
 import re
+import socket
+import uuid
 
 from driftrag.errors import InvalidIdentifierError
 
@@ -52,3 +55,8 @@ def validate_job_id(job_id: str) -> str:
     if not isinstance(job_id, str) or not JOB_ID_PATTERN.fullmatch(job_id):
         raise InvalidIdentifierError("not a job id (job- and 32 hex digits)")
     return job_id
+
+
+def lock_owner() -> str:
+    """Who holds a lock: host, process and a random part (one process may hold locks of several kbs)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from driftrag.errors import InvalidIdentifierError, UnsupportedServerError
-from driftrag.store import check_server_version, validate_kb_id, validate_node_id
+from driftrag.models.identifiers import validate_kb_id, validate_node_id
+from driftrag.models.server import check_server_version
 
 
 @pytest.mark.parametrize("kb", ["alice", "Alice_2", "kb-1", "0", "a" * 64])
