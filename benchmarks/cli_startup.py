@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -140,7 +141,7 @@ def main() -> None:
             + f"{TARGETS_S[name]:>8.1f}  {verdict}"
         )
         cells = [f"{wall:.2f} s (CPU {cpu:.2f} s)" for wall, cpu in zip(walls, cpus, strict=True)]
-        shown = f"`driftrag {' '.join(_shown(name, commands[name]))}`"
+        shown = f"`driftrag {shlex.join(commands[name])}`" + (" over its own time" if name == "query overhead" else "")
         rows.append([shown, *cells, f"≤ {TARGETS_S[name]:.1f} s {verdict}"])
     load = (
         "load average (1, 5, 15 min) before "
@@ -153,16 +154,12 @@ def main() -> None:
         columns = ["command", *(f"{label} wall (CPU)" for label in labels), "target (this checkout)"]
         note = (
             f"Medians of {args.runs} warm runs of each command as a new process, "
-            + ("alternated with the baseline checkout, " if args.baseline is not None else "")
-            + f"offline mode, a kb ingested from `data/sample`; the query row is the wall time over the "
-            f"query's own `seconds`. The {load} while measuring."
+            + ("alternated with the `--baseline` checkout (before), " if args.baseline is not None else "")
+            + "offline mode, a kb ingested from `data/sample`. The query row is the wall time over the "
+            "query's own `seconds` (start-up, connecting, closing); its CPU is the whole process's. "
+            f"The {load} while measuring."
         )
         record("cli-startup", "CLI start-up", columns, rows, note=note)
-
-
-def _shown(name: str, command: tuple[str, ...]) -> tuple[str, ...]:
-    """The command as the table names it: the query's row is its overhead."""
-    return (*command, "(overhead)") if name == "query overhead" else command
 
 
 if __name__ == "__main__":
