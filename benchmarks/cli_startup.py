@@ -9,9 +9,11 @@ it holds no documents.
 
 With `--baseline DIR` (another checkout of the project, e.g. `git archive main | tar -x -C DIR`) the
 runs alternate between that tree and this one, so both see the same machine load, and the table
-shows them side by side.
+shows them side by side. With `--record` the table replaces the "CLI start-up" table of
+docs/benchmarks.md (`benchmarks/record.py`).
 
     .venv/bin/python benchmarks/cli_startup.py [--runs 5] [--port 17766] [--kb cli-startup] [--baseline DIR]
+        [--record]
 """
 
 from __future__ import annotations
@@ -20,12 +22,16 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.record
+
+from benchmarks.record import add_record_option, record
 from driftrag.local_neo4j import LocalNeo4j
 from driftrag.settings import Settings
 
@@ -90,6 +96,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=17766, help="Bolt port of the local Neo4j to find or start")
     parser.add_argument("--kb", default="cli-startup")
     parser.add_argument("--baseline", type=Path, help="another checkout to time alternately with this one")
+    add_record_option(parser)
     args = parser.parse_args()
 
     trees = {"after": TREE} if args.baseline is None else {"before": args.baseline.resolve(), "after": TREE}
@@ -123,6 +130,7 @@ def main() -> None:
         + "".join(f"{label + ' wall':>13}{label + ' cpu':>12}" for label in labels)
         + f"{'target':>8}"
     )
+    rows = []
     for name in commands:
         walls = [statistics.median(wall for wall, _ in times[(label, name)]) for label in labels]
         cpus = [statistics.median(cpu for _, cpu in times[(label, name)]) for label in labels]
@@ -132,13 +140,26 @@ def main() -> None:
             + "".join(f"{wall:>13.2f}{cpu:>12.2f}" for wall, cpu in zip(walls, cpus, strict=True))
             + f"{TARGETS_S[name]:>8.1f}  {verdict}"
         )
-    print(
+        cells = [f"{wall:.2f} s (CPU {cpu:.2f} s)" for wall, cpu in zip(walls, cpus, strict=True)]
+        shown = f"`driftrag {shlex.join(commands[name])}`" + (" over its own time" if name == "query overhead" else "")
+        rows.append([shown, *cells, f"≤ {TARGETS_S[name]:.1f} s {verdict}"])
+    load = (
         "load average (1, 5, 15 min) before "
         + ", ".join(f"{x:.1f}" for x in load_before)
         + "; after "
         + ", ".join(f"{x:.1f}" for x in load_after)
-        + f"; {os.cpu_count()} cores, shared with other work: wall times are noisy"
     )
+    print(load + f"; {os.cpu_count()} cores, shared with other work: wall times are noisy")
+    if args.record:
+        columns = ["command", *(f"{label} wall (CPU)" for label in labels), "target (this checkout)"]
+        note = (
+            f"Medians of {args.runs} warm runs of each command as a new process, "
+            + ("alternated with the `--baseline` checkout (before), " if args.baseline is not None else "")
+            + "offline mode, a kb ingested from `data/sample`. The query row is the wall time over the "
+            "query's own `seconds` (start-up, connecting, closing); its CPU is the whole process's. "
+            f"The {load} while measuring."
+        )
+        record("cli-startup", "CLI start-up", columns, rows, note=note)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from driftrag.errors import ConfigurationError
-from driftrag.ingestion.config_draft import LLMConfigDrafter
 from driftrag.ingestion.deps import IngestionDeps, IngestionTasks
 from driftrag.models.graph import KbProfile
 from driftrag.models.storage import Stores
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms import LLM
 
+    from driftrag.ingestion.config_draft import LLMConfigDrafter
     from driftrag.providers.chat import ChatModel
     from driftrag.providers.factory import Providers
     from driftrag.search.budget import QueryBudget
@@ -76,6 +76,9 @@ def ingestion_tasks(settings: Settings, providers: Providers, chat: ChatModel | 
 
 def config_drafter(settings: Settings, providers: Providers, chat: ChatModel | None = None) -> LLMConfigDrafter | None:
     """The model's drafter of extraction configs; None offline (drafting example text needs a model)."""
+    # Imported here: only a model drafts configs, and the module loads the JSON parsing of model answers.
+    from driftrag.ingestion.config_draft import LLMConfigDrafter
+
     model = _model(providers, chat)
     if model is None:
         return None

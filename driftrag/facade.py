@@ -44,7 +44,8 @@ from driftrag.search.drift.models import DriftProgress, DriftResult
 from driftrag.search.global_search.models import GlobalResult
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.search.models import QueryResult, SearchResult
-from driftrag.search.modes import DEFAULT_MODE, QueryOptions, get_mode
+from driftrag.search.modes import DEFAULT_MODE, get_mode
+from driftrag.search.options import QueryOptions
 from driftrag.search.streaming import AnswerDelta, AnswerReset, ProgressEvent, QueryFinished, StreamEvent
 from driftrag.settings import Settings
 

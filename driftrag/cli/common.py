@@ -7,7 +7,6 @@ Neo4j lacks a prerequisite (java, mvn, or the Maven repository unreachable while
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import re
@@ -113,6 +112,9 @@ def _main(
     ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
 ) -> None:
+    from driftrag.cli import lean_imports
+
+    lean_imports.install()
     ctx.obj = _State()
     ctx.obj.debug = debug
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING)
@@ -143,6 +145,8 @@ def _exit_code(exc: DriftRAGError) -> int:
 
 
 def _arun(ctx: typer.Context, coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    import asyncio
+
     return _run(ctx, lambda: asyncio.run(coroutine()))
 
 

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel
 
 from driftrag.cli.common import (
     DriftTyper,
@@ -60,15 +59,16 @@ def graph_search_command(
     typer.echo(_arun(ctx, action).model_dump_json(indent=2))
 
 
-class ChunkSwitchReport(BaseModel):
-    kb: str
-    enabled: bool
-    requested: int
-    matched: int
-
-
 def _switch_chunks(ctx: typer.Context, kb: str, chunk_ids: list[str], enabled: bool, as_json: bool) -> None:
+    from pydantic import BaseModel
+
     from driftrag.facade import DriftRAG
+
+    class ChunkSwitchReport(BaseModel):
+        kb: str
+        enabled: bool
+        requested: int
+        matched: int
 
     async def action() -> ChunkSwitchReport:
         async with DriftRAG(load_settings()) as rag:

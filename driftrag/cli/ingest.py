@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel
 
 from driftrag.cli.common import (
     JsonOption,
@@ -233,6 +232,8 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
     extractor), what the model failed on (failed chunks, placeholder summaries and reports: the kb is
     incomplete until `driftrag repair` or the next ingestion gets them), whether it is stale (half-built),
     and the chunks whose extraction failed; exit 1 for an unknown kb or one being deleted."""
+    from pydantic import BaseModel
+
     from driftrag.facade import DriftRAG
     from driftrag.models.graph import FailedChunk, KbCounts
 

@@ -116,7 +116,8 @@ def query_command(
     streamed = stream and not as_json
 
     async def action():
-        from driftrag.search.modes import QueryOptions, get_mode
+        from driftrag.search.modes import get_mode
+        from driftrag.search.options import QueryOptions
         from driftrag.search.question import check_question
 
         check_question(question, settings)  # before anything connects

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel
 
 from driftrag.cli.common import (
     DriftTyper,
@@ -102,6 +101,8 @@ def neo4j_status(ctx: typer.Context, port: PortOption = None, as_json: JsonOptio
 def schema_init(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Connect, check the server version, and create constraints and indexes (idempotent); list the
     vector indexes (each embedder's are created with its first kb)."""
+    from pydantic import BaseModel
+
     from driftrag.facade import DriftRAG
 
     class SchemaReport(BaseModel):
@@ -176,6 +177,8 @@ def schema_reset_vectors(
 @app.command("info", examples=["driftrag info --json"])
 def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show the active model mode and where the graph lives (no network call)."""
+    from pydantic import BaseModel
+
     from driftrag.providers.plan import plan_models
 
     class Info(BaseModel):

@@ -11,8 +11,8 @@ A single-pass mode (basic, local, entity) only names its retriever (`QueryRun` â
 `driftrag.workflows.search.SearchWorkflow` runs every such mode with the same steps, and the run's
 answerer answers the context. Multi-step modes (DRIFT, global) have their own workflow.
 
-Per-query options (`QueryOptions`) are declared by the modes that read them; giving one to a mode that
-does not is an error, not a silent no-op.
+Per-query options (`QueryOptions`, in `driftrag.search.options`) are declared by the modes that read
+them; giving one to a mode that does not is an error, not a silent no-op.
 
 Adding a single-pass mode: a module in `driftrag/search/` with its retriever, and one entry below.
 Adding a multi-step mode: its search and result (`driftrag/search/<mode>/`), its workflow
@@ -26,13 +26,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from driftrag.errors import InvalidQueryError
 
 if TYPE_CHECKING:
     from driftrag.search.deps import QueryDeps
     from driftrag.search.models import SearchContext
+    from driftrag.search.options import QueryOptions
     from driftrag.search.run import QueryRun
 
 Retriever = Callable[["QueryRun"], Awaitable["SearchContext"]]
@@ -42,29 +41,6 @@ SEARCH_WORKFLOW = "driftrag.workflows.search:SearchWorkflow"
 def _load(path: str) -> Any:
     module, name = path.split(":")
     return getattr(importlib.import_module(module), name)
-
-
-class QueryOptions(BaseModel):
-    """Options of one query; each is read by the modes that declare it (`Mode.options`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    community_level: int | None = Field(
-        default=None, ge=0, description="Global search: the community level to map over (0 = coarsest)."
-    )
-
-    @classmethod
-    def of(cls, **values: Any) -> QueryOptions:
-        """The options, or InvalidQueryError saying which value is wrong."""
-        try:
-            return cls(**values)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            name = ".".join(str(part) for part in error["loc"]) or "options"
-            raise InvalidQueryError(f"query option {name}: {error['msg']}") from None
-
-    def given(self) -> set[str]:
-        return {name for name, value in self.model_dump().items() if value is not None}
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,7 @@ class Neo4jStore:
             try:
                 # The driver's own timeouts bound each attempt too; this bounds them all together.
                 remaining = max(deadline - time.monotonic(), 0.1)
-                await asyncio.wait_for(self._driver.verify_connectivity(), timeout=remaining)
+                await asyncio.wait_for(self._open_connections(), timeout=remaining)
                 self.health.succeeded()  # a fresh connection beats a known-down state
                 break
             except AuthError as exc:
@@ -211,14 +211,24 @@ class Neo4jStore:
                         "(DRIFTRAG_NEO4J_CONNECT_TIMEOUT_S waits longer)"
                     ) from exc
             await asyncio.sleep(pause)
-        # The pool's first connections are opened together, here: a new connection of the async driver
-        # waits about 40 ms at its HELLO for the server's delayed ACK (its socket has Nagle's algorithm
-        # on: asyncio sets TCP_NODELAY only on sockets made with IPPROTO_TCP, the driver's are made
-        # without it). Opened one by one where a run first needs them, each stall landed on that run's
-        # path (two per ingestion, measured); opened together, they overlap once.
-        info, *_ = await asyncio.gather(self.server_info(), *(self.read(cy.PING) for _ in range(_WARM_CONNECTIONS - 1)))
+        info = await self.server_info()
         check_server_version(info.version)
         return info
+
+    async def _open_connections(self) -> None:
+        """Open the pool's first connections together, or raise why the server cannot be reached.
+
+        A new connection of the async driver waits about 40 ms at its HELLO for the server's delayed ACK
+        (its socket has Nagle's algorithm on: asyncio sets TCP_NODELAY only on sockets made with
+        IPPROTO_TCP, the driver's are made without it). Opened one by one where a run first needs them,
+        each stall landed on that run's path (two per ingestion, measured); opened together, they overlap
+        once, and the server check after them takes no stall of its own."""
+        opened = await asyncio.gather(
+            *(self._driver.verify_connectivity() for _ in range(_WARM_CONNECTIONS)), return_exceptions=True
+        )
+        failure = next((result for result in opened if isinstance(result, BaseException)), None)
+        if failure is not None:
+            raise failure
 
     async def server_info(self) -> ServerInfo:
         rows = await self.read(cy.SERVER_COMPONENTS)

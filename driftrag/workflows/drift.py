@@ -21,7 +21,7 @@ from workflows.events import Event, StartEvent, StopEvent
 from driftrag.search.deps import QueryDeps
 from driftrag.search.drift.models import DriftProgress, FollowUp, IntermediateAnswer
 from driftrag.search.drift.search import DriftSearch
-from driftrag.search.modes import QueryOptions
+from driftrag.search.options import QueryOptions
 from driftrag.workflows.streaming import QueryProgressEvent, answer_stream, live
 
 # Workers of the local-search step: a bound on the step; `drift_num_workers` (at most this many) sets

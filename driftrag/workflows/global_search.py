@@ -14,7 +14,7 @@ from workflows.events import Event, StartEvent, StopEvent
 from driftrag.search.deps import QueryDeps
 from driftrag.search.global_search.models import GlobalProgress
 from driftrag.search.global_search.search import GlobalSearch
-from driftrag.search.modes import QueryOptions
+from driftrag.search.options import QueryOptions
 from driftrag.workflows.streaming import QueryProgressEvent, answer_stream, live
 
 

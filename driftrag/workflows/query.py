@@ -28,7 +28,8 @@ from workflows.handler import WorkflowHandler
 from driftrag.errors import QueryTimeoutError
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import QueryResult
-from driftrag.search.modes import QueryOptions, get_mode
+from driftrag.search.modes import get_mode
+from driftrag.search.options import QueryOptions
 from driftrag.search.streaming import AnswerDelta, QueryFinished, StreamEvent, reconcile
 from driftrag.workflows.streaming import AnswerStreamEvent, QueryProgressEvent
 

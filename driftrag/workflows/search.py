@@ -23,7 +23,8 @@ from workflows.events import Event, StartEvent, StopEvent
 
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import SearchContext, SearchResult
-from driftrag.search.modes import QueryOptions, get_mode, start_run
+from driftrag.search.modes import get_mode, start_run
+from driftrag.search.options import QueryOptions
 from driftrag.search.run import QueryRun
 from driftrag.search.streaming import ProgressEvent
 from driftrag.workflows.streaming import QueryProgressEvent, answer_stream, live

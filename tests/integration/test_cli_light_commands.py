@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 MODEL_SIDE = ("llama_index", "workflows", "openai", "fastapi", "uvicorn", "graspologic_native", "nltk", "tiktoken")
+# What the Neo4j driver imports when installed and a CLI run leaves out (`driftrag.cli.lean_imports`).
+DRIVER_EXTRAS = ("pandas", "pyarrow")
 
 SCRIPT = """
 import json, sys
@@ -25,9 +27,8 @@ print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.m
 def _run(uri: str, home: Path, *args: str) -> dict:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "DRIFTRAG_"))}
     env |= {"NEO4J_URI": uri, "DRIFTRAG_HOME": str(home), "DRIFTRAG_CONNECT_RETRIES": "2"}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT % (MODEL_SIDE,), *args], env=env, capture_output=True, text=True, timeout=300
-    )
+    script = SCRIPT % ((*MODEL_SIDE, *DRIVER_EXTRAS),)
+    done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.splitlines()[-1])
 

@@ -16,7 +16,7 @@ from driftrag.facade import DriftRAG
 from driftrag.offline.query.global_search import GLOBAL_NOTE
 from driftrag.search.global_search.levels import level_reports
 from driftrag.search.global_search.models import GlobalProgress, GlobalResult
-from driftrag.search.modes import QueryOptions
+from driftrag.search.options import QueryOptions
 from driftrag.settings import Settings
 from driftrag.store.graph_search import GraphSearchStore
 from driftrag.store.roles import neo4j_roles

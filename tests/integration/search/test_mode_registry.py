@@ -16,7 +16,8 @@ from driftrag.providers import Providers
 from driftrag.search.basic import retrieve_basic
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import QueryResult, ResultExtras
-from driftrag.search.modes import MODES, Mode, QueryOptions, start_run
+from driftrag.search.modes import MODES, Mode, start_run
+from driftrag.search.options import QueryOptions
 from driftrag.search.run import QueryRun
 from driftrag.search.streaming import AnswerDelta, ProgressEvent, QueryFinished
 from driftrag.settings import Settings

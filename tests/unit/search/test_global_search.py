@@ -297,7 +297,8 @@ async def test_offline_global_search_extracts_report_sentences_and_says_so() -> 
 
 
 def test_global_is_a_registered_multi_step_mode_and_the_only_one_taking_a_level() -> None:
-    from driftrag.search.modes import MODE_NAMES, QueryOptions, get_mode
+    from driftrag.search.modes import MODE_NAMES, get_mode
+    from driftrag.search.options import QueryOptions
     from driftrag.workflows.global_search import GlobalWorkflow
 
     assert "global" in MODE_NAMES and not get_mode("global").single_pass
