@@ -28,6 +28,14 @@ def _say_waiting(message: str) -> None:
     err_console.print(f"[yellow]waiting:[/yellow] {message}", highlight=False, soft_wrap=True)
 
 
+def _say_estimate(estimate) -> None:
+    """What the extraction will cost, on stderr beside the bars (stdout keeps the summary or the JSON)."""
+    err_console.print(estimate.describe(), highlight=False, soft_wrap=True)
+    warning = estimate.warning()
+    if warning is not None:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
+
+
 @app.command(
     "ingest", examples=["driftrag ingest ~/papers --kb papers", "driftrag ingest book.pdf notes.md --kb alice --json"]
 )
@@ -157,10 +165,12 @@ def render_repair(result) -> str:
 
 
 def _bar_updater(bar):
-    """A progress callback drawing one bar per stage."""
+    """A progress callback drawing one bar per stage; an extraction's estimate is printed as a line."""
     tasks: dict[str, int] = {}
 
     def show(progress) -> None:
+        if progress.estimate is not None:
+            _say_estimate(progress.estimate)
         if progress.stage not in tasks:
             tasks[progress.stage] = bar.add_task(progress.stage, total=progress.total)
         bar.update(tasks[progress.stage], completed=progress.done, total=progress.total)
