@@ -78,8 +78,11 @@ def ingest(
     that cannot be read (corrupt, empty, binary, not UTF-8, a zip over the caps) stops the run with one
     error naming it, before anything is written. See docs/ingestion.md.
 
-    Several `ingest` processes may run at once on different documents of one kb: the per-document half
-    runs side by side, the kb-wide half (entities, communities, reports) one at a time."""
+    Before extraction starts, a line on stderr gives the chunks to extract and the model calls it makes
+    (an estimate, with its basis; the time left once a rate is measured; a warning for a large run). Several
+    `ingest` processes may run at once on different documents of one kb: the per-document half runs side by
+    side, the kb-wide half (entities, communities, reports) one at a time; one that waits says for whom and
+    until when."""
     from rich.progress import Progress as Bar
 
     from driftrag.facade import DriftRAG
