@@ -249,7 +249,9 @@ class DriftRAG:
     ) -> IngestionResult:
         """Ingest files or folders (text, markdown, PDF, DOCX, HTML, EPUB) and/or `{title: text}` (a
         `TextInput` value: a file read already, with its pages or sections); `on_progress` gets
-        `Progress` events, `on_lock_wait` a message when this run waits for another writer of the kb.
+        `Progress` events (the extraction's first, before any chunk, carries its `ExtractionEstimate`:
+        chunks, model calls, and later the time left at the measured rate), `on_lock_wait` a message when
+        this run waits for another writer of the kb (the holder, and when its lock expires).
 
         A PDF's chunks keep the page(s) their text came from (`Source.pages` in query results), an EPUB's
         its chapters and a DOCX's its headings (`Source.sections`). A PDF page without a text layer is

@@ -46,6 +46,7 @@ from driftrag.errors import (
 from driftrag.facade import DriftRAG
 from driftrag.ingestion.loading import InputError
 from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, Progress, TextInput
+from driftrag.models.estimate import ExtractionEstimate
 from driftrag.models.graph import FailedChunk, KbCounts
 from driftrag.models.identifiers import JOB_ID_PATTERN, lock_owner
 from driftrag.models.jobs import JobKey, JobText
@@ -120,7 +121,14 @@ class IngestJob(_Model):
     )
     texts: int = Field(description="Texts in the request.")
     waiting_for: str | None = Field(
-        default=None, description="While queued: the job or process that holds the kb's write lock."
+        default=None,
+        description="While it waits for its turn: the job of this server ahead of it (queued), or the process "
+        "holding the kb's write lock in Neo4j, with when that lock expires (running).",
+    )
+    estimate: ExtractionEstimate | None = Field(
+        default=None,
+        description="Once its chunks are stored: the extraction's chunks, model calls and, when measured, time "
+        "left (the latest estimate, with its basis).",
     )
     stage: str | None = Field(default=None, description="The stage the last progress event came from.")
     stages: list[StageProgress] = Field(
@@ -186,7 +194,10 @@ class _Running:
         return JobKey(kb=self.job.kb, id=self.job.id)
 
     def progress(self, progress: Progress) -> None:
-        self.stages[progress.stage] = StageProgress(**progress.model_dump())
+        self.stages[progress.stage] = StageProgress(**progress.model_dump(exclude={"estimate"}))
+        if progress.estimate is not None:
+            self.job.estimate = progress.estimate
+        self.job.waiting_for = None  # work goes on: a wait for the kb's lock is over
         self.job.stage = progress.stage
         self.job.events += 1
         self.dirty = True

@@ -27,6 +27,14 @@ def _say_waiting(message: str) -> None:
     err_console.print(f"[yellow]waiting:[/yellow] {message}", highlight=False, soft_wrap=True)
 
 
+def _say_estimate(estimate) -> None:
+    """What the extraction will cost, on stderr beside the bars (stdout keeps the summary or the JSON)."""
+    err_console.print(estimate.describe(), highlight=False, soft_wrap=True)
+    warning = estimate.warning()
+    if warning is not None:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
+
+
 @app.command(
     "ingest", examples=["driftrag ingest ~/papers --kb papers", "driftrag ingest book.pdf notes.md --kb alice --json"]
 )
@@ -69,8 +77,11 @@ def ingest(
     that cannot be read (corrupt, empty, binary, not UTF-8, a zip over the caps) stops the run with one
     error naming it, before anything is written. See docs/ingestion.md.
 
-    Several `ingest` processes may run at once on different documents of one kb: the per-document half
-    runs side by side, the kb-wide half (entities, communities, reports) one at a time."""
+    Before extraction starts, a line on stderr gives the chunks to extract and the model calls it makes
+    (an estimate, with its basis; the time left once a rate is measured; a warning for a large run). Several
+    `ingest` processes may run at once on different documents of one kb: the per-document half runs side by
+    side, the kb-wide half (entities, communities, reports) one at a time; one that waits says for whom and
+    until when."""
     from rich.progress import Progress as Bar
 
     from driftrag.facade import DriftRAG
@@ -156,10 +167,12 @@ def render_repair(result) -> str:
 
 
 def _bar_updater(bar):
-    """A progress callback drawing one bar per stage."""
+    """A progress callback drawing one bar per stage; an extraction's estimate is printed as a line."""
     tasks: dict[str, int] = {}
 
     def show(progress) -> None:
+        if progress.estimate is not None:
+            _say_estimate(progress.estimate)
         if progress.stage not in tasks:
             tasks[progress.stage] = bar.add_task(progress.stage, total=progress.total)
         bar.update(tasks[progress.stage], completed=progress.done, total=progress.total)

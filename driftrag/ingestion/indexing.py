@@ -21,6 +21,7 @@ from driftrag.ingestion.communities import detect_communities, finest_community_
 from driftrag.ingestion.community_refresh import refresh_communities
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.embedding import community_text, embed_changed, embed_rows
+from driftrag.ingestion.estimate import announced
 from driftrag.ingestion.extraction import extract_all
 from driftrag.ingestion.incremental import (
     DeletedChunks,
@@ -135,12 +136,18 @@ async def extract_pending(
     if not (deps.settings.graph_extraction and config.enabled):
         return 0
     pending = [chunk for doc_id in document_ids for chunk in await deps.extractions.chunks_to_extract(kb, doc_id)]
+    progress = await _announced(deps, len(pending), progress)
     extractor = CheckpointingExtractor(deps.tasks.extractor, deps.extractions, kb, len(pending), progress)
     try:
         await extract_all(pending, config, extractor, concurrency=deps.settings.llm_concurrency)
     finally:
         await extractor.flush()  # also after a failure: what was extracted is kept
     return len(pending)
+
+
+async def _announced(deps: IngestionDeps, chunks: int, progress: ProgressCallback) -> ProgressCallback:
+    """Say what extracting `chunks` chunks will cost before the first one (see `estimate.py`)."""
+    return await announced(progress, chunks=chunks, mode=deps.profile.mode, gleanings=deps.settings.max_gleanings)
 
 
 async def retry_failed_chunks(
@@ -152,6 +159,7 @@ async def retry_failed_chunks(
     failed = await deps.extractions.failed_chunks_to_extract(kb)
     if not failed:
         return 0, 0
+    progress = await _announced(deps, len(failed), progress)
     extractor = CheckpointingExtractor(deps.tasks.extractor, deps.extractions, kb, len(failed), progress)
     try:
         outcomes = await extract_all(failed, config, extractor, concurrency=deps.settings.llm_concurrency)

@@ -8,14 +8,16 @@ chunks, summaries, and the offline mode's corpus-level thresholds (`notes` says 
 
 from __future__ import annotations
 
+import itertools
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from driftrag.ingestion.chunking import chunk_document
+from driftrag.ingestion.chunking import iter_chunks
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.extraction import extract_all
 from driftrag.ingestion.loading import InputError, document_from_text
 from driftrag.ingestion.merge import merge_extractions
-from driftrag.models.graph import ExtractConfig
+from driftrag.models.graph import ExtractConfig, ExtractionOutcome
 
 MAX_PREVIEW_CHARS = 5000
 _PREVIEW_TITLE = "extraction preview"
@@ -67,9 +69,13 @@ async def preview_extraction(
     if deps.tasks.document_check is not None:
         deps.tasks.document_check(document)
     size, overlap = deps.chunking()
-    chunks = chunk_document(document, chunk_size=size, chunk_overlap=overlap)
     on = config.model_copy(update={"enabled": True})
-    outcomes = await extract_all(chunks, on, deps.tasks.extractor, concurrency=deps.settings.llm_concurrency)
+    concurrency = deps.settings.llm_concurrency
+    # Cut as they are extracted, `concurrency` at a time (as many as run at once): counted, never all held.
+    outcomes: list[ExtractionOutcome] = []
+    chunks = iter_chunks(document, chunk_size=size, chunk_overlap=overlap)
+    while batch := list(itertools.islice(chunks, concurrency)):
+        outcomes += await extract_all(batch, on, deps.tasks.extractor, concurrency=concurrency)
     merged = merge_extractions(outcomes)
     names = {entity.id: entity.name for entity in merged.entities}
     notes = list(notes)
@@ -83,7 +89,7 @@ async def preview_extraction(
         notes.append(f"{len(skipped)} chunk(s) not extracted: {', '.join(sorted(set(skipped)))}")
     return ExtractionPreview(
         mode=mode,
-        chunks=len(chunks),
+        chunks=len(outcomes),
         entities=[
             PreviewEntity(name=e.name, type=e.type, descriptions=e.descriptions, aliases=e.aliases)
             for e in merged.entities

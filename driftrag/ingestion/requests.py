@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from driftrag.ingestion.formats import ExtractedText
 from driftrag.ingestion.loading import document_from_text
+from driftrag.models.estimate import ExtractionEstimate
 from driftrag.models.graph import FailedChunk, KbCounts, PageSpan, SectionKind, SectionSpan, SourceDocument
 from driftrag.providers.usage import Usage
 
@@ -65,6 +66,8 @@ class Progress(BaseModel):
     done: int
     total: int
     message: str = ""
+    # On the extraction's first event (done 0, before any chunk) and, once a rate is measured, now and then.
+    estimate: ExtractionEstimate | None = None
 
 
 ProgressCallback = Callable[[Progress], Awaitable[None]]

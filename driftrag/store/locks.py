@@ -28,7 +28,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import re
+import socket
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from types import TracebackType
 
 from driftrag.errors import BackendUnavailableError
@@ -39,6 +44,41 @@ from driftrag.store.neo4j_store import Neo4jStore
 log = logging.getLogger(__name__)
 
 DEFAULT_POLL_S = 1.0
+
+
+# A `lock_owner` id, alone or inside the description of a shared holder or waiter.
+_OWNER = re.compile(r"(?P<host>[^\s:()]+):(?P<pid>\d+):[0-9a-f]{8}\b")
+
+
+def wait_message(kb: str, holder: str, expires_in_ms: int, *, now: float | None = None) -> str:
+    """What a writer that has to wait says at once: who holds the kb (its owner as stored: host, pid and
+    a random part), when that hold expires (seconds left, and the time), and whether it is a process of
+    this host that is not running any more, whose hold nobody renews."""
+    seconds = max(expires_in_ms, 0) / 1000
+    at = datetime.fromtimestamp((time.time() if now is None else now) + seconds, UTC)
+    message = (
+        f"knowledge base {kb!r} is being written by another process ({holder}); waiting for it to finish (its "
+        f"lock expires in {seconds:.0f} s, at {at:%H:%M:%S} UTC, unless renewed)"
+    )
+    dead = _dead_local_pid(holder)
+    if dead is not None:
+        message += f"; process {dead} of this host holding it is not running: the wait ends when it expires"
+    return message
+
+
+def _dead_local_pid(holder: str) -> int | None:
+    """The pid in a `lock_owner` id within `holder` when it is of this host and no such process runs."""
+    found = _OWNER.search(holder)
+    if found is None or found["host"] != socket.gethostname():
+        return None
+    pid = int(found["pid"])
+    try:
+        os.kill(pid, 0)  # signal 0: only whether the process exists
+    except ProcessLookupError:
+        return pid
+    except OSError:  # it exists, of another user
+        return None
+    return None
 
 
 class KbLock:
@@ -80,10 +120,7 @@ class KbLock:
                     break
                 if not self.waited:
                     self.waited = True
-                    self._on_wait(
-                        f"knowledge base {self.kb!r} is being written by another process ({holder}); waiting for "
-                        f"it to finish (its lock expires in {max(expires_in_ms, 0) / 1000:.0f} s unless renewed)"
-                    )
+                    self._on_wait(wait_message(self.kb, holder, expires_in_ms))
                 await asyncio.sleep(self.poll_s)
         except BaseException:
             if self.waited and not self.shared:

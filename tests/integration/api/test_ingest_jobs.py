@@ -20,6 +20,9 @@ from driftrag.api.server import BackgroundServer
 from driftrag.errors import ModelError
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
+from driftrag.store import Neo4jStore
+from driftrag.store.cypher import locks as cy
+from driftrag.store.locks import KbLock
 from tests.fakes.scripted_llm import ScriptedChatModel
 from tests.support.api import TEXTS
 from tests.support.jobs import wait_for
@@ -265,3 +268,40 @@ def test_a_job_that_fails_says_why_without_internals(
     assert job["error"]["code"] == code
     assert "secret" not in job["error"]["detail"] and "/etc/" not in job["error"]["detail"]
     assert job["finished_at"] is not None
+
+
+def _waiting_for(client: httpx.Client, kb: str, job_id: str, timeout_s: float = 60) -> str:
+    """Poll the job until it says what it waits for; return that."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = client.get(f"/knowledge-bases/{kb}/jobs/{job_id}").json()
+        if job["waiting_for"] or job["state"] in {"succeeded", "failed"}:
+            return job["waiting_for"] or ""
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} said nothing within {timeout_s} s")
+
+
+async def test_a_job_names_a_dead_lock_it_waits_for_then_carries_its_extraction_estimate(
+    admin: httpx.Client, store: Neo4jStore, cleanup: list[str]
+) -> None:
+    """A lock left by a killed writer (another host's, never renewed): the job says at once whom it waits
+    for and when that lock expires, then runs; its record carries the estimate of its extraction."""
+    kb = _kb("lease")
+    cleanup.append(kb)
+    holder = "elsewhere-host:4242:0badcafe"
+    await store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
+    assert (await KbLock(store, kb, ttl_s=10, owner=holder).try_acquire())[0]
+    posted = await asyncio.to_thread(admin.post, f"/knowledge-bases/{kb}/documents", json={"texts": TEXTS})
+    accepted = posted.json()
+    message = await asyncio.to_thread(_waiting_for, admin, kb, accepted["id"])
+    assert f"is being written by another process ({holder})" in message
+    assert re.search(r"its lock expires in \d+ s, at \d\d:\d\d:\d\d UTC", message), message
+
+    job = await asyncio.to_thread(wait_for, admin, kb, accepted["id"])
+    assert job["state"] == "succeeded", job["error"]
+    assert job["waiting_for"] is None, "the wait is over"
+    estimate = job["estimate"]
+    stored = sum(document["chunks"] for document in job["result"]["documents"])
+    assert estimate["chunks"] == stored == job["result"]["extracted_chunks"] > 0
+    assert estimate["model_calls"] == 0 and "offline extractive mode" in estimate["calls_basis"]
+    assert estimate["seconds_left"] is None or estimate["done"] > 0, "a duration only from a measured rate"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import socket
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -240,4 +243,33 @@ async def test_the_kb_wide_step_waits_for_ingestion_workers_and_says_so(
         reader.join(timeout=10)
         assert IngestionResult.model_validate_json(stdout).graph_rebuilt
         assert (await rag.stats(kb)).communities > 0
+        await rag.delete_kb(kb)
+
+
+def _ended_process() -> int:
+    """The pid of a process of this host that has ended (as one killed mid-ingest)."""
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(ended.stdout)
+
+
+async def test_a_dead_holders_lock_is_reported_at_once_with_its_expiry_then_the_ingest_goes_on(
+    neo4j_uri: str, store: Neo4jStore, neo4j_settings: Settings, tmp_path: Path
+) -> None:
+    """A kill -9 leaves the lock of a process of this host that no longer runs: the next ingest says who
+    holds it, when it expires and that its holder is gone, before anything else, and runs once it expired."""
+    kb = f"test-lock-dead-{uuid.uuid4().hex[:8]}"
+    pid = await asyncio.to_thread(_ended_process)
+    holder = f"{socket.gethostname()}:{pid}:0badcafe"
+    await store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
+    assert (await KbLock(store, kb, ttl_s=8, owner=holder).try_acquire())[0]  # never renewed nor released
+    process = _ingest_process(neo4j_uri, tmp_path, kb, SAMPLE[0])
+    stdout, stderr = await asyncio.to_thread(process.communicate, timeout=600)
+    assert process.returncode == 0, stderr[-3000:]
+    message = " ".join(stderr.split())  # the console wraps long lines
+    assert message.startswith(f"waiting: knowledge base {kb!r} is being written by another process ({holder})")
+    assert re.search(r"its lock expires in [0-8] s, at \d\d:\d\d:\d\d UTC", message), message
+    assert f"process {pid} of this host holding it is not running" in message
+    assert message.index("waiting:") < message.index("estimate:"), "said before the run's own work"
+    assert IngestionResult.model_validate_json(stdout).counts.documents == 1
+    async with DriftRAG(neo4j_settings) as rag:
         await rag.delete_kb(kb)
