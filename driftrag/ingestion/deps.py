@@ -20,7 +20,7 @@ from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 
 if TYPE_CHECKING:
-    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from driftrag.providers.embeddings import Embedder
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class IngestionDeps:
     settings: Settings
     stores: Stores
     tasks: IngestionTasks
-    embedder: BaseEmbedding
+    embedder: Embedder
     embedding_dimension: int
     usage: UsageTracker
     # Recorded on the kb by every run (`driftrag kb list`): the mode and embedder its graph comes from.

