@@ -65,15 +65,19 @@ async def _build(
     start = apply_summaries(unsummarised, reused)
     entities: dict[str, MergedEntity] = {e.id: e for e in start.entities}
     relationships: dict[str, MergedRelationship] = {r.id: r for r in start.relationships}
-    communities = await asyncio.to_thread(
-        detect_communities,
-        start.entities,
-        start.relationships,
-        max_cluster_size=settings.max_cluster_size,
-        seed=settings.leiden_seed,
+    # A community's chunks are its members' sources: their texts are read while the graph is clustered.
+    chunk_ids = sorted({chunk for entity in start.entities for chunk in entity.source_chunk_ids})
+    communities, chunks, known = await asyncio.gather(
+        asyncio.to_thread(
+            detect_communities,
+            start.entities,
+            start.relationships,
+            max_cluster_size=settings.max_cluster_size,
+            seed=settings.leiden_seed,
+        ),
+        deps.graph.chunk_texts(kb, chunk_ids),
+        deps.graph.community_state(kb),
     )
-    chunk_ids = sorted({chunk for c in communities for chunk in c.chunk_ids})
-    chunks, known = await asyncio.gather(deps.graph.chunk_texts(kb, chunk_ids), deps.graph.community_state(kb))
 
     async def members_ready(community: Community) -> None:
         # The community's members get their summaries in the maps the reports read.
