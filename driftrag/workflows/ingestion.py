@@ -147,10 +147,11 @@ class IngestionWorkflow(Workflow):
             # The tokenizer loads in a thread (up to a second, the first time) while the schema is checked.
             tokenizer = asyncio.ensure_future(indexing.load_tokenizer())
             try:
-                documents = await indexing.load_documents(
-                    ev.request, self._deps.settings, self._deps.tasks.document_check
+                # The schema is no kb's data: it is checked while the inputs are read and validated.
+                documents, _ = await asyncio.gather(
+                    indexing.load_documents(ev.request, self._deps.settings, self._deps.tasks.document_check),
+                    self._deps.stores.database.ensure_schema(),
                 )
-                await self._deps.stores.database.ensure_schema()
                 await self._claim_vector_space(kb)
                 if ev.extract_config is not None:
                     await self._deps.graph.set_extract_config(kb, ev.extract_config)
@@ -158,8 +159,10 @@ class IngestionWorkflow(Workflow):
                 await tokenizer
             outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
             if any(outcome.status != "unchanged" for outcome in outcomes):
-                await self._deps.graph.mark_stale(kb, True)
-                await self._deps.graph.set_profile(kb, self._deps.profile)  # the mode and embedder of what changed
+                await asyncio.gather(
+                    self._deps.graph.mark_stale(kb, True),
+                    self._deps.graph.set_profile(kb, self._deps.profile),  # the mode and embedder of what changed
+                )
         return DocumentsStored(kb=kb, documents=outcomes, rebuild=ev.rebuild)
 
     @step
