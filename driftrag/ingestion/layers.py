@@ -2,10 +2,12 @@
 
 Communities depend on the graph's structure only (ids, weights, sources), never on a summary, so they
 are detected while the summaries are generated, and each community's report starts as soon as the
-summaries of its own members exist, not once every summary of the kb does. The entity layer is
-written (and its vectors made) once the last summary exists, beside the remaining reports; the
-community vectors are requested as soon as the last report exists. The graph, the calls and their
-prompts are those of `indexing.derive_entity_layer` followed by `indexing.rebuild_communities`.
+summaries of its own members exist, not once every summary of the kb does. The entity layer is written
+at once, as far as it is known (the items whose summaries are pending keep their descriptions
+meanwhile), with the vectors of the entities whose text is final; the summarised items are written
+again, and embedded, once their summaries exist. The community vectors are requested as soon as the
+last report exists. The graph, the calls and their prompts are those of
+`indexing.derive_entity_layer` followed by `indexing.rebuild_communities`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from driftrag.ingestion.embedding import community_text, embed_changed
 from driftrag.ingestion.indexing import embed_entities, plan_entity_layer, together, write_entity_layer
 from driftrag.ingestion.merge import apply_summaries, start_summaries, with_summary
 from driftrag.ingestion.reports import generate_reports
-from driftrag.ingestion.requests import ProgressCallback
+from driftrag.ingestion.requests import Progress, ProgressCallback
 from driftrag.ingestion.task_adapters import ProgressSummarizer, ReusingReporter
 from driftrag.models.graph import Community, CommunityReport, MergedEntity, MergedRelationship, MergeResult
 
@@ -95,16 +97,32 @@ async def _build(
     entity_layer_done = asyncio.Event()
 
     async def entity_layer() -> tuple[MergeResult, tuple[int, int]]:
+        # At once, while the summaries are made: the layer as far as it is known (an item whose summary
+        # is pending keeps its descriptions meanwhile), and the vectors of the entities whose text is final.
+        # Written before anything of the communities is (their memberships need the entities).
+        async with chunk_writes or contextlib.nullcontext():
+            await write_entity_layer(deps, kb, start)
+        known_text = start.model_copy(update={"entities": [e for e in start.entities if e.id not in pending]})
+        early = await embed_entities(deps, kb, known_text, progress)
+        # Then the summarised items again, with their summaries, and their vectors.
         if pending:
             await asyncio.wait(pending.values())
         generated = {key: task.result() for key, task in pending.items()}
         merged = apply_summaries(unsummarised, reused | generated, failed)
-        # Written before anything of the communities is (their memberships need the entities).
-        async with chunk_writes or contextlib.nullcontext():
-            await write_entity_layer(deps, kb, merged)
-        embedded = await embed_entities(deps, kb, merged, progress)
+        late = (0, 0)
+        if pending:
+            summarised = merged.model_copy(
+                update={
+                    "entities": [e for e in merged.entities if e.id in pending],
+                    "relationships": [r for r in merged.relationships if r.id in pending],
+                }
+            )
+            async with chunk_writes or contextlib.nullcontext():
+                await deps.graph.upsert_entities(kb, summarised.entities)
+                await deps.graph.upsert_relationships(kb, summarised.relationships)
+            late = await embed_entities(deps, kb, summarised, _counted_after(progress, early[0]))
         entity_layer_done.set()  # the communities' writes never meet the entity vectors' on a node
-        return merged, embedded
+        return merged, (early[0] + late[0], early[1] + late[1])
 
     async def reports_and_communities() -> tuple[list[CommunityReport], tuple[int, int]]:
         reports = await generate_reports(
@@ -147,3 +165,12 @@ async def _build(
         entities_embedded=entities_embedded,
         communities_embedded=communities_embedded,
     )
+
+
+def _counted_after(progress: ProgressCallback, before: int) -> ProgressCallback:
+    """`progress` for a second batch of the same stage: its counts go on from the first batch's `before`."""
+
+    async def report(event: Progress) -> None:
+        await progress(event.model_copy(update={"done": before + event.done, "total": before + event.total}))
+
+    return report
