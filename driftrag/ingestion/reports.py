@@ -270,8 +270,9 @@ async def generate_reports(
     concurrency: int = 8,
     members_ready: Callable[[Community], Awaitable[None]] | None = None,
 ) -> list[CommunityReport]:
-    """Reports of all communities, each started as soon as its children's reports exist (a parent waits
-    for its own children only, not for the whole finer level); sorted by (level, community id).
+    """Reports of all communities, each started as soon as what its context needs exists; sorted by
+    (level, community id). A parent whose own rows exceed the budget waits for its own children's
+    reports (not for the whole finer level); one whose rows fit cannot use them, and starts at once.
 
     `members_ready` (with mappings the caller keeps current): awaited before a community's context is
     built; once it returns, the community's members in `entities` and `relationships` are final (their
@@ -286,10 +287,14 @@ async def generate_reports(
         if members_ready is not None:
             await members_ready(community)
         children = [by_id[k] for k in community.child_ids if k in by_id]
-        child_reports = {child.id: await tasks[child.id] for child in children}
-        context = build_report_context(
-            community, entity_map, relationship_map, chunks, child_reports, max_tokens, children=children
-        )
+        # Sub-community reports replace rows only when the community's own rows exceed the budget (the
+        # context is then cut): otherwise the context is the same without them, and need not wait.
+        context = build_report_context(community, entity_map, relationship_map, chunks, {}, max_tokens)
+        if children and context.truncated:
+            child_reports = {child.id: await tasks[child.id] for child in children}
+            context = build_report_context(
+                community, entity_map, relationship_map, chunks, child_reports, max_tokens, children=children
+            )
         async with limit:
             return await reporter.report(context)
 
