@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from driftrag.ingestion.chunking import iter_chunks
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
@@ -180,9 +180,17 @@ async def needs_rebuild(deps: IngestionDeps, kb: str) -> bool:
     return bool(counts.placeholder_summaries or counts.placeholder_reports)
 
 
-async def derive_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[MergeResult, int]:
-    """Merge all checkpointed extractions of the kb, refine, summarise what changed; nothing is written
-    (`write_entity_layer` does, or `rebuild_communities` beside the reports)."""
+class EntityLayerPlan(NamedTuple):
+    """The kb's checkpoints merged and refined, before any summary is generated."""
+
+    merged: MergeResult
+    reused: dict[str, str]  # stored summaries whose descriptions did not change, by key
+    to_generate: list[tuple[str, str, list[str]]]  # (key, name, descriptions) the model is to summarise
+
+
+async def plan_entity_layer(deps: IngestionDeps, kb: str) -> EntityLayerPlan:
+    """Merge all checkpointed extractions of the kb, refine, and sort the summaries into reused and to
+    generate; nothing is written and no model is called."""
     outcomes, entity_state, relationship_state = await asyncio.gather(
         deps.extractions.extractions(kb), deps.entity_layer.entity_state(kb), deps.entity_layer.relationship_state(kb)
     )
@@ -190,19 +198,26 @@ async def derive_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCa
     if deps.tasks.refiner is not None:
         merged = await deps.tasks.refiner.refine(merged, extracted_chunk_count(outcomes))
     known = {**entity_state, **relationship_state}
-    summaries: dict[str, str] = {}
+    reused: dict[str, str] = {}
     to_generate = []
     for key, name, descriptions in summary_items(merged):
         state = known.get(key)
         if not needs_summary(descriptions):
             continue
         if state is not None and state.input_hash == descriptions_hash(descriptions) and state.output:
-            summaries[key] = state.output
+            reused[key] = state.output
         else:
             to_generate.append((key, name, descriptions))
-    summarizer = ProgressSummarizer(deps.tasks.summarizer, len(to_generate), progress)
-    generated, failed = await summarize_all(to_generate, summarizer, concurrency=deps.settings.llm_concurrency)
-    return apply_summaries(merged, summaries | generated, failed), len(to_generate)
+    return EntityLayerPlan(merged, reused, to_generate)
+
+
+async def derive_entity_layer(deps: IngestionDeps, kb: str, progress: ProgressCallback) -> tuple[MergeResult, int]:
+    """Merge all checkpointed extractions of the kb, refine, summarise what changed; nothing is written
+    (`write_entity_layer` does, or `rebuild_communities` beside the reports)."""
+    plan = await plan_entity_layer(deps, kb)
+    summarizer = ProgressSummarizer(deps.tasks.summarizer, len(plan.to_generate), progress)
+    generated, failed = await summarize_all(plan.to_generate, summarizer, concurrency=deps.settings.llm_concurrency)
+    return apply_summaries(plan.merged, plan.reused | generated, failed), len(plan.to_generate)
 
 
 async def write_entity_layer(deps: IngestionDeps, kb: str, merged: MergeResult) -> None:
@@ -257,7 +272,7 @@ async def rebuild_communities(
             await write_entity_layer(deps, kb, merged)
         return await embed_entities(deps, kb, merged, progress)
 
-    reports, entities_embedded = await _together(reporting, entity_layer())
+    reports, entities_embedded = await together(reporting, entity_layer())
     written = asyncio.Event()
 
     async def communities_written() -> None:
@@ -271,13 +286,13 @@ async def rebuild_communities(
         written.set()
 
     texts = {report.community_id: community_text(report) for report in reports}
-    _, communities_embedded = await _together(
+    _, communities_embedded = await together(
         communities_written(), embed_changed(deps, kb, "community", texts, known, progress, nodes_written=written)
     )
     return reporter.generated, reporter.unknown_citations, entities_embedded, communities_embedded
 
 
-async def _together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+async def together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
     """Both results; when one fails the other is cancelled (it may wait for what the failed one would
     have done) and the error raised."""
     tasks = [asyncio.ensure_future(first), asyncio.ensure_future(second)]

@@ -33,7 +33,8 @@ import logging
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
+from typing import TypeVar
 
 from driftrag.errors import ModelError
 from driftrag.ingestion.aliases import AliasPlan, plan_aliases
@@ -358,13 +359,13 @@ def needs_summary(descriptions: Sequence[str]) -> bool:
     return len({d.strip() for d in descriptions if d.strip()}) >= 2
 
 
-async def summarize_all(
+def start_summaries(
     items: Sequence[tuple[str, str, Sequence[str]]], summarizer: DescriptionSummarizer, *, concurrency: int = 8
-) -> tuple[dict[str, str], set[str]]:
-    """(`{key: summary}`, the keys the model failed on) for `(key, name, descriptions)` items; single
-    descriptions are used as is. A summary the summarizer raised a `ModelError` for (the model failed
-    after its retries) is its distinct descriptions joined, a placeholder: one summary is not worth the
-    run, and the key is returned so the placeholder is marked and asked for again next run."""
+) -> tuple[dict[str, asyncio.Task[str]], set[str]]:
+    """(`{key: task of its summary}`, the keys the model failed on, filled as their tasks end): each
+    summary started at once under the concurrency limit, so a caller can go on with an item as soon as
+    its own summary exists. A summary the summarizer raised a `ModelError` for is its distinct
+    descriptions joined, as in `summarize_all`. The caller awaits or cancels the tasks."""
     limit = asyncio.Semaphore(max(1, concurrency))
     failed: set[str] = set()
 
@@ -381,8 +382,24 @@ async def summarize_all(
                 failed.add(key)
                 return " ".join(distinct)
 
-    summaries = await asyncio.gather(*(one(key, name, descriptions) for key, name, descriptions in items))
-    return {key: summary for (key, _, _), summary in zip(items, summaries, strict=True)}, failed
+    tasks = {key: asyncio.ensure_future(one(key, name, descriptions)) for key, name, descriptions in items}
+    return tasks, failed
+
+
+async def summarize_all(
+    items: Sequence[tuple[str, str, Sequence[str]]], summarizer: DescriptionSummarizer, *, concurrency: int = 8
+) -> tuple[dict[str, str], set[str]]:
+    """(`{key: summary}`, the keys the model failed on) for `(key, name, descriptions)` items; single
+    descriptions are used as is. A summary the summarizer raised a `ModelError` for (the model failed
+    after its retries) is its distinct descriptions joined, a placeholder: one summary is not worth the
+    run, and the key is returned so the placeholder is marked and asked for again next run."""
+    tasks, failed = start_summaries(items, summarizer, concurrency=concurrency)
+    try:
+        summaries = await asyncio.gather(*tasks.values())
+    finally:
+        for task in tasks.values():
+            task.cancel()  # a failure leaves no summary running (a no-op on finished tasks)
+    return dict(zip(tasks, summaries, strict=True)), failed
 
 
 def summary_items(merged: MergeResult) -> list[tuple[str, str, list[str]]]:
@@ -399,13 +416,19 @@ def summary_items(merged: MergeResult) -> list[tuple[str, str, list[str]]]:
 def apply_summaries(merged: MergeResult, summaries: dict[str, str], failed: set[str] | None = None) -> MergeResult:
     """`merged` with these summaries; those of `failed` keys are marked placeholders (`summary_failed`)."""
     failed = failed or set()
-
-    def update(item_id: str, summary: str | None) -> dict[str, object]:
-        return {"summary": summaries.get(item_id, summary), "summary_failed": item_id in failed}
-
     return merged.model_copy(
         update={
-            "entities": [e.model_copy(update=update(e.id, e.summary)) for e in merged.entities],
-            "relationships": [r.model_copy(update=update(r.id, r.summary)) for r in merged.relationships],
+            "entities": [with_summary(e, summaries, failed) for e in merged.entities],
+            "relationships": [with_summary(r, summaries, failed) for r in merged.relationships],
         }
+    )
+
+
+Item = TypeVar("Item", MergedEntity, MergedRelationship)
+
+
+def with_summary(item: Item, summaries: Mapping[str, str], failed: Set[str]) -> Item:
+    """One entity or relationship as `apply_summaries` gives it."""
+    return item.model_copy(
+        update={"summary": summaries.get(item.id, item.summary), "summary_failed": item.id in failed}
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -261,28 +261,40 @@ def parse_report(raw: str, context: CommunityContext) -> CommunityReport:
 
 async def generate_reports(
     communities: Sequence[Community],
-    entities: Sequence[MergedEntity],
-    relationships: Sequence[MergedRelationship],
+    entities: Sequence[MergedEntity] | Mapping[str, MergedEntity],
+    relationships: Sequence[MergedRelationship] | Mapping[str, MergedRelationship],
     chunks: Mapping[str, str],
     reporter: CommunityReporter,
     *,
     max_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
     concurrency: int = 8,
+    members_ready: Callable[[Community], Awaitable[None]] | None = None,
 ) -> list[CommunityReport]:
-    """Reports of all communities, each started as soon as its children's reports exist (a parent waits
-    for its own children only, not for the whole finer level); sorted by (level, community id)."""
+    """Reports of all communities, each started as soon as what its context needs exists; sorted by
+    (level, community id). A parent whose own rows exceed the budget waits for its own children's
+    reports (not for the whole finer level); one whose rows fit cannot use them, and starts at once.
+
+    `members_ready` (with mappings the caller keeps current): awaited before a community's context is
+    built; once it returns, the community's members in `entities` and `relationships` are final (their
+    summaries written), so reports need not wait for every summary of the kb."""
     by_id = {c.id: c for c in communities}
-    entity_map = {e.id: e for e in entities}
-    relationship_map = {r.id: r for r in relationships}
+    entity_map = entities if isinstance(entities, Mapping) else {e.id: e for e in entities}
+    relationship_map = relationships if isinstance(relationships, Mapping) else {r.id: r for r in relationships}
     limit = asyncio.Semaphore(max(1, concurrency))
     tasks: dict[str, asyncio.Task[CommunityReport]] = {}
 
     async def one(community: Community) -> CommunityReport:
+        if members_ready is not None:
+            await members_ready(community)
         children = [by_id[k] for k in community.child_ids if k in by_id]
-        child_reports = {child.id: await tasks[child.id] for child in children}
-        context = build_report_context(
-            community, entity_map, relationship_map, chunks, child_reports, max_tokens, children=children
-        )
+        # Sub-community reports replace rows only when the community's own rows exceed the budget (the
+        # context is then cut): otherwise the context is the same without them, and need not wait.
+        context = build_report_context(community, entity_map, relationship_map, chunks, {}, max_tokens)
+        if children and context.truncated:
+            child_reports = {child.id: await tasks[child.id] for child in children}
+            context = build_report_context(
+                community, entity_map, relationship_map, chunks, child_reports, max_tokens, children=children
+            )
         async with limit:
             return await reporter.report(context)
 

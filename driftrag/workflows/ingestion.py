@@ -7,10 +7,11 @@
     result: IngestionResult = await handler
 
 Stages: load -> store documents -> extract (checkpointed per chunk; chunk vectors beside it; the kb-wide
-half also asks again for the chunks whose extraction failed) -> entity layer (merge, summaries) ->
-communities and reports (the entity layer written and its vectors made beside the reports, the
-community vectors beside the communities' write) -> the embeddings still missing. Progress events
-stream (stage, done, total).
+half also asks again for the chunks whose extraction failed) -> entity layer, communities and reports
+in one step (communities detected while the summaries are made, each report started once its own
+members' summaries exist, the entity layer written and its vectors made beside the reports, the
+community vectors requested as soon as the last report exists) -> the embeddings still missing.
+Progress events stream (stage, done, total).
 
 Two halves, which `DriftRAG.ingest` runs under different locks (`driftrag.store.locks`):
 `IngestStart(request=…, rebuild=False)` is the per-document half (documents, chunks, extraction
@@ -32,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
-from driftrag.ingestion import indexing
+from driftrag.ingestion import indexing, layers
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.requests import DocumentOutcome, IngestionResult, IngestRequest, Progress
 from driftrag.models.graph import ExtractConfig, MergeResult
@@ -69,16 +70,13 @@ class ChunksExtracted(Event):
     rebuild: bool = True
 
 
-class EntityLayerBuilt(ChunksExtracted):
+class LayersBuilt(ChunksExtracted):
     merged: MergeResult | None
     summaries: int
-
-
-class CommunitiesBuilt(EntityLayerBuilt):
-    reports: int
-    unknown_report_citations: int
-    entities_embedded: int
-    communities_embedded: int
+    reports: int = 0
+    unknown_report_citations: int = 0
+    entities_embedded: int = 0
+    communities_embedded: int = 0
 
 
 class IngestionState(BaseModel):
@@ -149,10 +147,11 @@ class IngestionWorkflow(Workflow):
             # The tokenizer loads in a thread (up to a second, the first time) while the schema is checked.
             tokenizer = asyncio.ensure_future(indexing.load_tokenizer())
             try:
-                documents = await indexing.load_documents(
-                    ev.request, self._deps.settings, self._deps.tasks.document_check
+                # The schema is no kb's data: it is checked while the inputs are read and validated.
+                documents, _ = await asyncio.gather(
+                    indexing.load_documents(ev.request, self._deps.settings, self._deps.tasks.document_check),
+                    self._deps.stores.database.ensure_schema(),
                 )
-                await self._deps.stores.database.ensure_schema()
                 await self._claim_vector_space(kb)
                 if ev.extract_config is not None:
                     await self._deps.kbs.set_extract_config(kb, ev.extract_config)
@@ -160,8 +159,10 @@ class IngestionWorkflow(Workflow):
                 await tokenizer
             outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
             if any(outcome.status != "unchanged" for outcome in outcomes):
-                await self._deps.kbs.mark_stale(kb, True)
-                await self._deps.kbs.set_profile(kb, self._deps.profile)  # the mode and embedder of what changed
+                await asyncio.gather(
+                    self._deps.kbs.mark_stale(kb, True),
+                    self._deps.kbs.set_profile(kb, self._deps.profile),  # the mode and embedder of what changed
+                )
         return DocumentsStored(kb=kb, documents=outcomes, rebuild=ev.rebuild)
 
     @step
@@ -213,36 +214,28 @@ class IngestionWorkflow(Workflow):
         )
 
     @step
-    async def build_entity_layer(self, ctx: Context[IngestionState], ev: ChunksExtracted) -> EntityLayerBuilt:
-        merged, summaries = None, 0
-        async with self._stage(ctx, "entities"), self._cancelled_on_error(ctx):
+    async def build_layers(self, ctx: Context[IngestionState], ev: ChunksExtracted) -> LayersBuilt:
+        """Entity layer, communities and reports in one step: each report starts once its own members'
+        summaries exist (`driftrag.ingestion.layers`)."""
+        built = None
+        async with self._stage(ctx, "entities and communities"), self._cancelled_on_error(ctx):
             if ev.rebuild and await indexing.needs_rebuild(self._deps, ev.kb):
-                merged, summaries = await indexing.derive_entity_layer(self._deps, ev.kb, self._progress(ctx))
-        return EntityLayerBuilt(**ev.model_dump(), merged=merged, summaries=summaries)
-
-    @step
-    async def build_communities(self, ctx: Context[IngestionState], ev: EntityLayerBuilt) -> CommunitiesBuilt:
-        reports = unknown = entities_embedded = communities_embedded = 0
-        async with self._stage(ctx, "communities"):
-            if ev.merged is not None:
-                # The entity layer is written, and its vectors made, while the reports are generated; the
-                # community vectors are requested while the communities are written.
                 chunk_writes = (await ctx.store.get_state()).chunk_writes
-                async with self._cancelled_on_error(ctx):
-                    reports, unknown, entity_vectors, community_vectors = await indexing.rebuild_communities(
-                        self._deps, ev.kb, ev.merged, self._progress(ctx), chunk_writes=chunk_writes
-                    )
-                entities_embedded, communities_embedded = entity_vectors[0], community_vectors[0]
-        return CommunitiesBuilt(
+                built = await layers.build_layers(self._deps, ev.kb, self._progress(ctx), chunk_writes=chunk_writes)
+        if built is None:
+            return LayersBuilt(**ev.model_dump(), merged=None, summaries=0)
+        return LayersBuilt(
             **ev.model_dump(),
-            reports=reports,
-            unknown_report_citations=unknown,
-            entities_embedded=entities_embedded,
-            communities_embedded=communities_embedded,
+            merged=built.merged,
+            summaries=built.summaries,
+            reports=built.reports,
+            unknown_report_citations=built.unknown_citations,
+            entities_embedded=built.entities_embedded[0],
+            communities_embedded=built.communities_embedded[0],
         )
 
     @step
-    async def embed(self, ctx: Context[IngestionState], ev: CommunitiesBuilt) -> StopEvent:
+    async def embed(self, ctx: Context[IngestionState], ev: LayersBuilt) -> StopEvent:
         async with self._stage(ctx, "embeddings"):
             # First the background chunk vectors: what is missing after them is embedded again below. A
             # resumed run has none (they stayed with the stopped process): what they lack is embedded below.

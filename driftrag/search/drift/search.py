@@ -30,7 +30,7 @@ from driftrag.search.drift.reports import reports_context
 from driftrag.search.local import build_local_context
 from driftrag.search.models import AnswerPayload, SearchResult
 from driftrag.search.modes import start_run
-from driftrag.search.question_chunks import search_question_chunks
+from driftrag.search.question_chunks import QuestionChunks, search_question_chunks
 from driftrag.search.ranking import CITED_WEIGHT, FOLLOW_UP_WEIGHT, Ranking, relevance_order
 from driftrag.search.streaming import AnswerStream
 
@@ -80,6 +80,8 @@ class DriftSearch:
         self.notes: list[str] = []
         self.seconds_by_phase: dict[str, float] = {}
         self._hyde_vector: list[float] = []
+        # The question's own searches, started by `hyde` (beside the HyDE call when there is one).
+        self._question_side: asyncio.Future[tuple[QuestionChunks, list[Source]]] | None = None
         self._vectors: dict[str, list[float]] = {}
         # The candidates of every vector search of the query, read once (the follow-ups find the same ones).
         self._seen = SeenRows()
@@ -108,35 +110,49 @@ class DriftSearch:
             self.hyde_text = self.question
             self.notes.append("call budget too small for HyDE: searched the reports with the question")
         else:
+            # The question's own vector and searches need no HyDE: they run while it is written.
+            question_embedding = asyncio.ensure_future(aembed_queries(self.deps.embedder, [self.question]))
+            self._question_side = asyncio.ensure_future(self._question_searches(question_embedding))
+            # Its failure is the embedding's, raised here below: not logged again as never retrieved.
+            self._question_side.add_done_callback(lambda task: task.cancelled() or task.exception())
             try:
-                self.hyde_text = await self._retrying(
-                    lambda: self.tasks.hyde.hypothetical_report(self.question, template.text)
-                )
-            except BudgetExhausted:
-                self.hyde_text = self.question
-                self.notes.append("budget exhausted before HyDE: searched with the question")
-        self.question_vector, self._hyde_vector = await aembed_queries(
-            self.deps.embedder, [self.question, self.hyde_text]
-        )
+                try:
+                    self.hyde_text = await self._retrying(
+                        lambda: self.tasks.hyde.hypothetical_report(self.question, template.text)
+                    )
+                except BudgetExhausted:
+                    self.hyde_text = self.question
+                    self.notes.append("budget exhausted before HyDE: searched with the question")
+                [self.question_vector] = await question_embedding
+                if self.hyde_text == self.question:
+                    self._hyde_vector = self.question_vector
+                else:
+                    [self._hyde_vector] = await aembed_queries(self.deps.embedder, [self.hyde_text])
+            except BaseException:
+                self._question_side.cancel()
+                question_embedding.cancel()
+                raise
+        if self._question_side is None:  # no HyDE call: both vectors in one request
+            self.question_vector, self._hyde_vector = await aembed_queries(
+                self.deps.embedder, [self.question, self.hyde_text]
+            )
+            self._question_side = asyncio.ensure_future(self._question_searches(None))
         self.asked.append(Asked(id="question", query=self.question, vector=self.question_vector))
         self._time("hyde", started)
         await self.emit(DriftProgress(phase="hyde", message=f"hypothetical answer of {len(self.hyde_text)} chars"))
 
     async def find_communities(self) -> None:
-        """The searches of the two vectors, at once: the question's own chunk search (by meaning, basic
-        search's ranking taken deeper, and by words: DRIFT begins with what they find, and the follow-ups
-        add to it), its nearest
-        entities, and the community reports nearest to the HyDE answer; then the graph neighbourhood."""
+        """The community reports nearest to the HyDE answer, beside the question's own searches (started
+        by `hyde` as soon as the question's vector exists): its chunk search (by meaning, basic search's
+        ranking taken deeper, and by words: DRIFT begins with what they find, and the follow-ups add to
+        it) and its nearest entities; then the graph neighbourhood."""
         started = time.monotonic()
         settings = self.settings
         store, kb = self.search_store, self.kb
-        question_chunks, self.communities, nearest = await asyncio.gather(
-            self._retrying(
-                lambda: search_question_chunks(
-                    store, kb, self.question, self.question_vector, settings, seen=self._seen
-                )
-            ),
-            self._retrying(
+        if self._question_side is None:
+            raise RuntimeError("find_communities runs after hyde")
+        try:
+            self.communities = await self._retrying(
                 lambda: store.search_communities(
                     kb,
                     self._hyde_vector,
@@ -144,11 +160,11 @@ class DriftSearch:
                     settings.drift_min_community_rating,
                     seen=self._seen,
                 )
-            ),
-            self._retrying(
-                lambda: store.search_entities(kb, self.question_vector, settings.local_top_k_entities, seen=self._seen)
-            ),
-        )
+            )
+        finally:
+            if not self._question_side.done():
+                await asyncio.wait([self._question_side])  # its error, if any, is raised just below
+        question_chunks, nearest = self._question_side.result()
         self.question_chunks = question_chunks.sources
         self._remember(self.question_chunks)
         self.rankings.extend(question_chunks.rankings())
@@ -298,6 +314,18 @@ class DriftSearch:
         )
 
     # --- helpers -------------------------------------------------------------------------------------
+
+    async def _question_searches(
+        self, embedding: asyncio.Future[list[list[float]]] | None
+    ) -> tuple[QuestionChunks, list[Source]]:
+        """The question's chunk search (by meaning and by words) and its nearest entities, at once, as
+        soon as its vector exists (`embedding`, or already in `question_vector`)."""
+        vector = (await embedding)[0] if embedding is not None else self.question_vector
+        settings, store, kb = self.settings, self.search_store, self.kb
+        return await asyncio.gather(
+            self._retrying(lambda: search_question_chunks(store, kb, self.question, vector, settings, seen=self._seen)),
+            self._retrying(lambda: store.search_entities(kb, vector, settings.local_top_k_entities, seen=self._seen)),
+        )
 
     async def _neighbourhood(self, nearest: Sequence[Source]) -> list[Source]:
         """The entities of the question (its `nearest` entities) and of the top communities (their

@@ -60,7 +60,7 @@ async def test_a_stopped_ingestion_resumes_from_its_serialised_context_in_a_new_
     resumed = IngestionResult.model_validate_json(result_file.read_text(encoding="utf-8"))
     assert resumed.graph_rebuilt and not resumed.stale and resumed.failed_chunks == []
     # What the first process did is in the context it handed over: its stages' times and its documents.
-    assert {"documents", "extract", "entities", "communities", "embeddings"} <= set(resumed.seconds_per_stage)
+    assert {"documents", "extract", "entities and communities", "embeddings"} <= set(resumed.seconds_per_stage)
     assert [d.status for d in resumed.documents] == ["new"] * len(texts_of())
     unstopped = await ingestor.run(f"{kb}-whole")
     assert resumed.counts == unstopped.result.counts == await ingestor.graph.counts(kb)

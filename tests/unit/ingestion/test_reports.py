@@ -7,6 +7,7 @@ from driftrag.errors import ModelError
 from driftrag.ingestion.llm_tasks import LLMCommunityReporter, LLMDescriptionSummarizer
 from driftrag.ingestion.merge import summarize_all
 from driftrag.ingestion.reports import (
+    DEFAULT_MAX_CONTEXT_TOKENS,
     build_report_context,
     context_handles,
     generate_reports,
@@ -262,23 +263,26 @@ class _GatedReporter:
 
     def __init__(self, gated: set[str]) -> None:
         self.gated, self.release, self.started = gated, asyncio.Event(), []
+        self.contexts: dict[str, str] = {}
 
     async def report(self, context) -> CommunityReport:
         community = context.community
         self.started.append(community.id)
+        self.contexts[community.id] = context.text
         if community.id in self.gated:
             await self.release.wait()
         return _sub_report(community)
 
 
 async def test_a_parent_report_starts_once_its_own_children_are_done_not_the_whole_level():
-    entities, rels, (parent, big, small) = _world()
+    # Rows over the budget: the parents' contexts take sub-community reports, so they wait for them.
+    entities, rels, (parent, big, small) = _world(words=200)
     # A second branch: a slow leaf of the finer level under its own parent.
     slow = Community(id="community-1-2", level=1, parent_id="community-0-1", entity_ids=[entities[7].id])
     other = Community(id="community-0-1", level=0, child_ids=[slow.id], entity_ids=[entities[7].id])
     reporter = _GatedReporter(gated={slow.id})
     reporting = asyncio.create_task(
-        generate_reports([parent, big, small, slow, other], entities, rels, {}, reporter, max_tokens=4000)
+        generate_reports([parent, big, small, slow, other], entities, rels, {}, reporter, max_tokens=200)
     )
     for _ in range(50):
         if parent.id in reporter.started:
@@ -294,8 +298,29 @@ async def test_a_parent_report_starts_once_its_own_children_are_done_not_the_who
     assert [r.community_id for r in reports] == [parent.id, other.id, big.id, small.id, slow.id]
 
 
-async def test_a_failing_report_cancels_the_others():
+async def test_a_parent_whose_own_rows_fit_starts_without_waiting_for_its_children():
     entities, rels, (parent, big, small) = _world()
+    reporter = _GatedReporter(gated={big.id})
+    reporting = asyncio.create_task(generate_reports([parent, big, small], entities, rels, {}, reporter))
+    for _ in range(50):
+        if parent.id in reporter.started:
+            break
+        await asyncio.sleep(0)
+    assert parent.id in reporter.started and big.id in reporter.started  # the child is still running
+    reporter.release.set()
+    reports = await reporting
+    # The same context as with its children's reports at hand: they would not have been used.
+    children = {big.id: next(r for r in reports if r.community_id == big.id)}
+    children[small.id] = next(r for r in reports if r.community_id == small.id)
+    by_id = {e.id: e for e in entities}
+    with_children = build_report_context(
+        parent, by_id, {r.id: r for r in rels}, {}, children, DEFAULT_MAX_CONTEXT_TOKENS, children=[big, small]
+    )
+    assert reporter.contexts[parent.id] == with_children.text
+
+
+async def test_a_failing_report_cancels_the_others():
+    entities, rels, (parent, big, small) = _world(words=200)
 
     class Failing(_GatedReporter):
         async def report(self, context) -> CommunityReport:
@@ -305,6 +330,6 @@ async def test_a_failing_report_cancels_the_others():
 
     reporter = Failing(gated={big.id})
     with pytest.raises(RuntimeError, match="boom"):
-        await generate_reports([parent, big, small], entities, rels, {}, reporter, max_tokens=4000)
+        await generate_reports([parent, big, small], entities, rels, {}, reporter, max_tokens=200)
     await asyncio.sleep(0)
     assert parent.id not in reporter.started  # its children never both finished; nothing is left running

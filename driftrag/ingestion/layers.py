@@ -1,0 +1,176 @@
+"""The kb-wide layers of a full rebuild in one pass: summaries, communities and reports overlapping.
+
+Communities depend on the graph's structure only (ids, weights, sources), never on a summary, so they
+are detected while the summaries are generated, and each community's report starts as soon as the
+summaries of its own members exist, not once every summary of the kb does. The entity layer is written
+at once, as far as it is known (the items whose summaries are pending keep their descriptions
+meanwhile), with the vectors of the entities whose text is final; the summarised items are written
+again, and embedded, once their summaries exist. The community vectors are requested as soon as the
+last report exists. The graph, the calls and their prompts are those of
+`indexing.derive_entity_layer` followed by `indexing.rebuild_communities`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import NamedTuple
+
+from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
+from driftrag.ingestion.deps import IngestionDeps
+from driftrag.ingestion.embedding import community_text, embed_changed
+from driftrag.ingestion.indexing import embed_entities, plan_entity_layer, together, write_entity_layer
+from driftrag.ingestion.merge import apply_summaries, start_summaries, with_summary
+from driftrag.ingestion.reports import generate_reports
+from driftrag.ingestion.requests import Progress, ProgressCallback
+from driftrag.ingestion.task_adapters import ProgressSummarizer, ReusingReporter
+from driftrag.models.graph import Community, CommunityReport, MergedEntity, MergedRelationship, MergeResult
+
+
+class LayersBuilt(NamedTuple):
+    merged: MergeResult  # the entity layer as written, summaries applied
+    summaries: int  # summaries generated
+    reports: int  # reports generated
+    unknown_citations: int  # citations of those reports to handles their context did not show
+    entities_embedded: tuple[int, int]  # (embedded, failed)
+    communities_embedded: tuple[int, int]
+
+
+async def build_layers(
+    deps: IngestionDeps, kb: str, progress: ProgressCallback, *, chunk_writes: asyncio.Lock | None = None
+) -> LayersBuilt:
+    """Merge, summarise, cluster, report, write and embed the kb's derived layers (see the module
+    docstring). `chunk_writes` is held while the entity layer is written (its mentions lock chunk
+    nodes), when chunk vectors are written at the same time under it."""
+    plan = await plan_entity_layer(deps, kb)
+    settings = deps.settings
+    summarizer = ProgressSummarizer(deps.tasks.summarizer, len(plan.to_generate), progress)
+    pending, failed = start_summaries(plan.to_generate, summarizer, concurrency=settings.llm_concurrency)
+    try:
+        return await _build(deps, kb, plan.merged, plan.reused, pending, failed, progress, chunk_writes)
+    finally:
+        for task in pending.values():
+            task.cancel()  # a failure leaves no summary running (a no-op on finished tasks)
+
+
+async def _build(
+    deps: IngestionDeps,
+    kb: str,
+    unsummarised: MergeResult,
+    reused: dict[str, str],
+    pending: dict[str, asyncio.Task[str]],
+    failed: set[str],
+    progress: ProgressCallback,
+    chunk_writes: asyncio.Lock | None,
+) -> LayersBuilt:
+    settings = deps.settings
+    start = apply_summaries(unsummarised, reused)
+    entities: dict[str, MergedEntity] = {e.id: e for e in start.entities}
+    relationships: dict[str, MergedRelationship] = {r.id: r for r in start.relationships}
+    # A community's chunks are its members' sources: their texts are read while the graph is clustered.
+    chunk_ids = sorted({chunk for entity in start.entities for chunk in entity.source_chunk_ids})
+    communities, chunks, known = await asyncio.gather(
+        asyncio.to_thread(
+            detect_communities,
+            start.entities,
+            start.relationships,
+            max_cluster_size=settings.max_cluster_size,
+            seed=settings.leiden_seed,
+        ),
+        deps.extractions.chunk_texts(kb, chunk_ids),
+        deps.communities.community_state(kb),
+    )
+
+    async def members_ready(community: Community) -> None:
+        # The community's members get their summaries in the maps the reports read.
+        keys = [key for key in (*community.entity_ids, *community.relationship_ids) if key in pending]
+        if keys:
+            await asyncio.wait([pending[key] for key in keys])  # not `gather`: a cancelled report cancels no summary
+        for key in keys:
+            summary = {key: pending[key].result()}
+            if key in entities:
+                entities[key] = with_summary(entities[key], summary, failed)
+            elif key in relationships:
+                relationships[key] = with_summary(relationships[key], summary, failed)
+
+    reporter = ReusingReporter(deps.tasks.reporter, known, len(communities), progress)
+    entity_layer_done = asyncio.Event()
+
+    async def entity_layer() -> tuple[MergeResult, tuple[int, int]]:
+        # At once, while the summaries are made: the layer as far as it is known (an item whose summary
+        # is pending keeps its descriptions meanwhile), and the vectors of the entities whose text is final.
+        # Written before anything of the communities is (their memberships need the entities).
+        async with chunk_writes or contextlib.nullcontext():
+            await write_entity_layer(deps, kb, start)
+        known_text = start.model_copy(update={"entities": [e for e in start.entities if e.id not in pending]})
+        early = await embed_entities(deps, kb, known_text, progress)
+        # Then the summarised items again, with their summaries, and their vectors.
+        if pending:
+            await asyncio.wait(pending.values())
+        generated = {key: task.result() for key, task in pending.items()}
+        merged = apply_summaries(unsummarised, reused | generated, failed)
+        late = (0, 0)
+        if pending:
+            summarised = merged.model_copy(
+                update={
+                    "entities": [e for e in merged.entities if e.id in pending],
+                    "relationships": [r for r in merged.relationships if r.id in pending],
+                }
+            )
+            async with chunk_writes or contextlib.nullcontext():
+                await deps.entity_layer.upsert_entities(kb, summarised.entities)
+                await deps.entity_layer.upsert_relationships(kb, summarised.relationships)
+            late = await embed_entities(deps, kb, summarised, _counted_after(progress, early[0]))
+        entity_layer_done.set()  # the communities' writes never meet the entity vectors' on a node
+        return merged, (early[0] + late[0], early[1] + late[1])
+
+    async def reports_and_communities() -> tuple[list[CommunityReport], tuple[int, int]]:
+        reports = await generate_reports(
+            communities,
+            entities,
+            relationships,
+            chunks,
+            reporter,
+            max_tokens=settings.report_context_tokens,
+            concurrency=settings.llm_concurrency,
+            members_ready=members_ready,
+        )
+        written = asyncio.Event()
+
+        async def communities_written() -> None:
+            await entity_layer_done.wait()
+            await deps.communities.replace_communities(
+                kb,
+                communities,
+                {report.community_id: report for report in reports},
+                reporter.context_hashes,
+                finest_community_by_entity(communities),
+            )
+            written.set()
+
+        # The vectors are requested at once; they are stored once the communities are written.
+        texts = {report.community_id: community_text(report) for report in reports}
+        _, embedded = await together(
+            communities_written(),
+            embed_changed(deps, kb, "community", texts, known, progress, nodes_written=written),
+        )
+        return reports, embedded
+
+    (_, communities_embedded), (merged, entities_embedded) = await together(reports_and_communities(), entity_layer())
+    return LayersBuilt(
+        merged=merged,
+        summaries=len(pending),
+        reports=reporter.generated,
+        unknown_citations=reporter.unknown_citations,
+        entities_embedded=entities_embedded,
+        communities_embedded=communities_embedded,
+    )
+
+
+def _counted_after(progress: ProgressCallback, before: int) -> ProgressCallback:
+    """`progress` for a second batch of the same stage: its counts go on from the first batch's `before`."""
+
+    async def report(event: Progress) -> None:
+        await progress(event.model_copy(update={"done": before + event.done, "total": before + event.total}))
+
+    return report
