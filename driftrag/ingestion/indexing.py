@@ -43,10 +43,12 @@ from driftrag.ingestion.reports import generate_reports
 from driftrag.ingestion.requests import DocumentOutcome, IngestRequest, Progress, ProgressCallback
 from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSummarizer, ReusingReporter
 from driftrag.models.graph import (
+    Community,
     CommunityReport,
     ExtractConfig,
     MergeResult,
     SourceDocument,
+    StoredState,
     descriptions_hash,
 )
 from driftrag.models.identifiers import validate_kb_id
@@ -273,9 +275,29 @@ async def rebuild_communities(
         return await embed_entities(deps, kb, merged, progress)
 
     reports, entities_embedded = await together(reporting, entity_layer())
+    communities_embedded = await write_communities(deps, kb, communities, reports, reporter, known, progress)
+    return reporter.generated, reporter.unknown_citations, entities_embedded, communities_embedded
+
+
+async def write_communities(
+    deps: IngestionDeps,
+    kb: str,
+    communities: Sequence[Community],
+    reports: Sequence[CommunityReport],
+    reporter: ReusingReporter,
+    known: dict[str, StoredState],
+    progress: ProgressCallback,
+    *,
+    after: asyncio.Event | None = None,
+) -> tuple[int, int]:
+    """Replace the kb's communities with `communities` and their reports, and store the reports' vectors:
+    (embedded, failed). The vectors are requested at once; they are stored once the communities are
+    written, which waits for `after` when given (the entity layer the memberships need)."""
     written = asyncio.Event()
 
     async def communities_written() -> None:
+        if after is not None:
+            await after.wait()
         await deps.communities.replace_communities(
             kb,
             communities,
@@ -286,10 +308,10 @@ async def rebuild_communities(
         written.set()
 
     texts = {report.community_id: community_text(report) for report in reports}
-    _, communities_embedded = await together(
+    _, embedded = await together(
         communities_written(), embed_changed(deps, kb, "community", texts, known, progress, nodes_written=written)
     )
-    return reporter.generated, reporter.unknown_citations, entities_embedded, communities_embedded
+    return embedded
 
 
 async def together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:

@@ -16,10 +16,15 @@ import asyncio
 import contextlib
 from typing import NamedTuple
 
-from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
+from driftrag.ingestion.communities import detect_communities
 from driftrag.ingestion.deps import IngestionDeps
-from driftrag.ingestion.embedding import community_text, embed_changed
-from driftrag.ingestion.indexing import embed_entities, plan_entity_layer, together, write_entity_layer
+from driftrag.ingestion.indexing import (
+    embed_entities,
+    plan_entity_layer,
+    together,
+    write_communities,
+    write_entity_layer,
+)
 from driftrag.ingestion.merge import apply_summaries, start_summaries, with_summary
 from driftrag.ingestion.reports import generate_reports
 from driftrag.ingestion.requests import Progress, ProgressCallback
@@ -135,24 +140,8 @@ async def _build(
             concurrency=settings.llm_concurrency,
             members_ready=members_ready,
         )
-        written = asyncio.Event()
-
-        async def communities_written() -> None:
-            await entity_layer_done.wait()
-            await deps.communities.replace_communities(
-                kb,
-                communities,
-                {report.community_id: report for report in reports},
-                reporter.context_hashes,
-                finest_community_by_entity(communities),
-            )
-            written.set()
-
-        # The vectors are requested at once; they are stored once the communities are written.
-        texts = {report.community_id: community_text(report) for report in reports}
-        _, embedded = await together(
-            communities_written(),
-            embed_changed(deps, kb, "community", texts, known, progress, nodes_written=written),
+        embedded = await write_communities(
+            deps, kb, communities, reports, reporter, known, progress, after=entity_layer_done
         )
         return reports, embedded
 
