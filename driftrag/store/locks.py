@@ -112,7 +112,7 @@ class KbLock:
         return rows[0]["acquired"], rows[0]["owner"], rows[0]["expires_in_ms"]
 
     async def acquire(self) -> None:
-        await self.store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
+        await self.store.create_schema_object(cy.CREATE_KB_LOCK_CONSTRAINT)
         try:
             while True:
                 acquired, holder, expires_in_ms = await self.try_acquire()

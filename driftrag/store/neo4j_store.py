@@ -244,7 +244,7 @@ class Neo4jStore:
         every kb written before the search markers existed its markers (once, in batches). The vector
         indexes belong to vector spaces, created when a kb first claims one (`claim_vector_space`)."""
         # One read of what exists, then only the missing objects created (each CREATE is a schema
-        # transaction of its own; `IF NOT EXISTS` still makes a concurrent creation harmless).
+        # transaction of its own; `create_schema_object` makes a concurrent creation harmless).
         indexes, constraints = await asyncio.gather(
             self.read(cy.SHOW_DRIFTRAG_INDEX_STATES), self.read(cy.SHOW_DRIFTRAG_CONSTRAINT_NAMES)
         )
@@ -258,7 +258,7 @@ class Neo4jStore:
             if _schema_object_name(statement) == cy.RELATED_KEY:
                 await self._create_related_key(statement, present)
             else:
-                await self.write(statement)
+                await self.create_schema_object(statement)
         if missing or any(row["state"] != "ONLINE" for row in indexes):
             await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
         migrated = await migrate_search_markers(self)
@@ -275,10 +275,21 @@ class Neo4jStore:
                 return
             await self.write(cy.DROP_INDEX, name=cy.RELATED_KB_ID_INDEX)
         try:
-            await self.write(statement)
+            await self.create_schema_object(statement)
         except ClientError as exc:
             log.warning("relationship ids repeat within a kb on this server, left unchecked: %s", exc.message)
-            await self.write(cy.CREATE_RELATED_KB_ID_INDEX)
+            await self.create_schema_object(cy.CREATE_RELATED_KB_ID_INDEX)
+
+    async def create_schema_object(self, statement: LiteralString, **params: Any) -> None:
+        """Run a `CREATE … IF NOT EXISTS` of a constraint or index. Two processes creating the same object at
+        the same moment both pass `IF NOT EXISTS`, and Neo4j refuses the second commit with
+        EquivalentSchemaRuleAlreadyExists: the object exists as asked, so that is no error here."""
+        try:
+            await self.write(statement, **params)
+        except ClientError as exc:
+            if exc.code != _EQUIVALENT_SCHEMA_RULE:
+                raise
+            log.debug("%s: created by another client at the same time", " ".join(statement.split()[:4]))
 
     async def vector_indexes(self) -> list[VectorIndexInfo]:
         rows = await self.read(cy.SHOW_VECTOR_INDEXES)
@@ -353,7 +364,9 @@ class Neo4jStore:
                     f"{space.embedder}: drop it (`driftrag schema reset-vectors`) or rename the embedder"
                 )
             if index is None:
-                await self.write(cy.create_vector_index(kind, name, space.property), dimensions=space.dimension)
+                await self.create_schema_object(
+                    cy.create_vector_index(kind, name, space.property), dimensions=space.dimension
+                )
                 created = True
         if created:
             await self.write(cy.AWAIT_INDEXES, timeout_s=_INDEX_WAIT_S)
@@ -691,3 +704,4 @@ def _schema_object_name(statement: str) -> str:
 
 
 _SCHEMA_NAME = re.compile(r"\bdriftrag_\w+")
+_EQUIVALENT_SCHEMA_RULE = "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists"

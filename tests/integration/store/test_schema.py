@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
+from neo4j.exceptions import ClientError
 
 from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, InvalidIdentifierError
 from driftrag.models.graph import Chunk, SourceDocument
@@ -43,6 +45,35 @@ async def test_schema_creates_only_what_is_missing(store: Neo4jStore, monkeypatc
     writes.clear()
     await store.ensure_schema()
     assert writes == []  # everything there and online: nothing written, not even the wait
+
+
+async def test_processes_creating_the_schema_at_once_all_succeed(store: Neo4jStore, neo4j_settings: Settings) -> None:
+    """Several clients finding the same objects missing create them at the same moment: each passes `IF NOT
+    EXISTS`, Neo4j refuses the later commits as equivalent rules, and every client goes on."""
+    await store.ensure_schema()
+    dropped = ["driftrag_community_kb_level", "driftrag_entity_kb_name", "driftrag_document_key"]
+    for name in dropped[:2]:
+        await store.write(f"DROP INDEX {name} IF EXISTS")
+    await store.write(f"DROP CONSTRAINT {dropped[2]} IF EXISTS")
+    clients = [Neo4jStore.from_settings(neo4j_settings) for _ in range(6)]
+    try:
+        await asyncio.gather(*(client.connect() for client in clients))
+        await asyncio.gather(*(client.ensure_schema() for client in clients))
+        space = space_for("race-test-embedder", 8)
+        await asyncio.gather(*(client.claim_vector_space(f"race-{n}", space) for n, client in enumerate(clients)))
+    finally:
+        await asyncio.gather(*(client.close() for client in clients))
+    names = {row["name"] for row in await store.schema_objects()}
+    assert set(dropped) <= names
+    assert set(space.indexes().values()) <= {index.name for index in await store.vector_indexes()}
+    for n in range(len(clients)):
+        await store.write("MATCH (k:__KnowledgeBase__ {kb: $kb}) DELETE k", kb=f"race-{n}")
+    await store.drop_unused_vector_space(space)
+
+
+async def test_a_schema_statement_that_fails_otherwise_still_fails(store: Neo4jStore) -> None:
+    with pytest.raises(ClientError):
+        await store.create_schema_object("CREATE INDEX driftrag_broken IF NOT EXISTS FOR (n:__Entity__) ON (n.")
 
 
 async def test_schema_creation_is_idempotent(store: Neo4jStore) -> None:
