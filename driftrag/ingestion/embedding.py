@@ -28,9 +28,11 @@ async def embed_changed(
     progress: ProgressCallback,
     *,
     nodes_written: asyncio.Event | None = None,
+    write_lock: asyncio.Lock | None = None,
 ) -> tuple[int, int]:
     """(embedded, failed): only what was embedded gets its hash, so a failed batch is embedded next run.
-    With `nodes_written`, the vectors are requested at once and stored once it is set."""
+    With `nodes_written`, the vectors are requested at once and stored once it is set; with `write_lock`,
+    the vectors and hashes are written under it."""
     hashes = {node_id: stable_hash(text, length=32) for node_id, text in texts.items()}
     stale = sorted(
         node_id
@@ -38,10 +40,11 @@ async def embed_changed(
         if node_id not in state or not state[node_id].embedded or state[node_id].embedding_hash != value
     )
     rows = [(node_id, texts[node_id]) for node_id in stale]
-    embedded = await embed_rows(deps, kb, kind, rows, progress, nodes_written=nodes_written)
+    embedded = await embed_rows(deps, kb, kind, rows, progress, nodes_written=nodes_written, write_lock=write_lock)
     if nodes_written is not None:
         await nodes_written.wait()  # also when nothing was stale: the hashes go on written nodes
-    await deps.extractions.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in embedded})
+    async with write_lock or contextlib.nullcontext():
+        await deps.extractions.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in embedded})
     return len(embedded), len(stale) - len(embedded)
 
 

@@ -289,22 +289,25 @@ async def write_communities(
     progress: ProgressCallback,
     *,
     after: asyncio.Event | None = None,
+    entity_writes: asyncio.Lock | None = None,
 ) -> tuple[int, int]:
     """Replace the kb's communities with `communities` and their reports, and store the reports' vectors:
     (embedded, failed). The vectors are requested at once; they are stored once the communities are
-    written, which waits for `after` when given (the entity layer the memberships need)."""
+    written, which waits for `after` when given (the entity nodes the memberships need) and happens under
+    `entity_writes` when given (the memberships lock entity nodes that other writes of the run touch)."""
     written = asyncio.Event()
 
     async def communities_written() -> None:
         if after is not None:
             await after.wait()
-        await deps.communities.replace_communities(
-            kb,
-            communities,
-            {report.community_id: report for report in reports},
-            reporter.context_hashes,
-            finest_community_by_entity(communities),
-        )
+        async with entity_writes or contextlib.nullcontext():
+            await deps.communities.replace_communities(
+                kb,
+                communities,
+                {report.community_id: report for report in reports},
+                reporter.context_hashes,
+                finest_community_by_entity(communities),
+            )
         written.set()
 
     texts = {report.community_id: community_text(report) for report in reports}
@@ -370,10 +373,17 @@ async def embed_chunks(
 
 
 async def embed_entities(
-    deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback, *, all_entities: bool = True
+    deps: IngestionDeps,
+    kb: str,
+    merged: MergeResult,
+    progress: ProgressCallback,
+    *,
+    all_entities: bool = True,
+    write_lock: asyncio.Lock | None = None,
 ) -> tuple[int, int]:
     """(embedded, failed) entities whose text (`name: summary`) changed since their vector was made;
-    `all_entities=False`: `merged` holds only some of the kb's entities (their state alone is read)."""
+    `all_entities=False`: `merged` holds only some of the kb's entities (their state alone is read).
+    `write_lock`: held while the vectors are written."""
     entity_texts = {
         e.id: f"{e.name}: {e.summary or (e.descriptions[0] if e.descriptions else '')}" for e in merged.entities
     }
@@ -382,7 +392,7 @@ async def embed_entities(
         if all_entities
         else await deps.entity_layer.entity_state_of(kb, sorted(entity_texts))
     )
-    return await embed_changed(deps, kb, "entity", entity_texts, state, progress)
+    return await embed_changed(deps, kb, "entity", entity_texts, state, progress, write_lock=write_lock)
 
 
 async def refresh_derived_layers(

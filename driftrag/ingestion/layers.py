@@ -2,11 +2,13 @@
 
 Communities depend on the graph's structure only (ids, weights, sources), never on a summary, so they
 are detected while the summaries are generated, and each community's report starts as soon as the
-summaries of its own members exist, not once every summary of the kb does. The entity layer is written
+summaries of its own members exist, not once every summary of the kb does (and once every summary has
+started its model call: summaries go first for the model's slots). The entity layer is written
 at once, as far as it is known (the items whose summaries are pending keep their descriptions
 meanwhile), with the vectors of the entities whose text is final; the summarised items are written
-again, and embedded, once their summaries exist. The community vectors are requested as soon as the
-last report exists. The graph, the calls and their prompts are those of
+again, and embedded, once their summaries exist. The communities are written once the last report and
+the entity nodes exist, not after the entity vectors (the writes that lock entity nodes take turns); their
+vectors are requested as soon as the last report exists. The graph, the calls and their prompts are those of
 `indexing.derive_entity_layer` followed by `indexing.rebuild_communities`.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import NamedTuple
 
 from driftrag.ingestion.communities import detect_communities
@@ -25,7 +28,7 @@ from driftrag.ingestion.indexing import (
     write_communities,
     write_entity_layer,
 )
-from driftrag.ingestion.merge import apply_summaries, start_summaries, with_summary
+from driftrag.ingestion.merge import StartedSummaries, apply_summaries, start_summaries, with_summary
 from driftrag.ingestion.reports import generate_reports
 from driftrag.ingestion.requests import Progress, ProgressCallback
 from driftrag.ingestion.task_adapters import ProgressSummarizer, ReusingReporter
@@ -50,11 +53,11 @@ async def build_layers(
     plan = await plan_entity_layer(deps, kb)
     settings = deps.settings
     summarizer = ProgressSummarizer(deps.tasks.summarizer, len(plan.to_generate), progress)
-    pending, failed = start_summaries(plan.to_generate, summarizer, concurrency=settings.llm_concurrency)
+    summaries = start_summaries(plan.to_generate, summarizer, concurrency=settings.llm_concurrency)
     try:
-        return await _build(deps, kb, plan.merged, plan.reused, pending, failed, progress, chunk_writes)
+        return await _build(deps, kb, plan.merged, plan.reused, summaries, progress, chunk_writes)
     finally:
-        for task in pending.values():
+        for task in summaries.tasks.values():
             task.cancel()  # a failure leaves no summary running (a no-op on finished tasks)
 
 
@@ -63,12 +66,12 @@ async def _build(
     kb: str,
     unsummarised: MergeResult,
     reused: dict[str, str],
-    pending: dict[str, asyncio.Task[str]],
-    failed: set[str],
+    summaries: StartedSummaries,
     progress: ProgressCallback,
     chunk_writes: asyncio.Lock | None,
 ) -> LayersBuilt:
     settings = deps.settings
+    pending, failed = summaries.tasks, summaries.failed
     start = apply_summaries(unsummarised, reused)
     entities: dict[str, MergedEntity] = {e.id: e for e in start.entities}
     relationships: dict[str, MergedRelationship] = {r.id: r for r in start.relationships}
@@ -87,6 +90,9 @@ async def _build(
     )
 
     async def members_ready(community: Community) -> None:
+        # Summaries first: reports wait for a model slot until every summary has one, since a report
+        # holding a slot a summary then waits for delays every report that needs that summary.
+        await summaries.all_called.wait()
         # The community's members get their summaries in the maps the reports read.
         keys = [key for key in (*community.entity_ids, *community.relationship_ids) if key in pending]
         if keys:
@@ -99,16 +105,25 @@ async def _build(
                 relationships[key] = with_summary(relationships[key], summary, failed)
 
     reporter = ReusingReporter(deps.tasks.reporter, known, len(communities), progress)
-    entity_layer_done = asyncio.Event()
+    # Writes that lock entity nodes (the layer, its vectors, the community memberships) take turns: two
+    # such transactions at once could deadlock. The communities wait only for the entity nodes to exist.
+    entity_writes = asyncio.Lock()
+    entities_written = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def layer_writes() -> AsyncIterator[None]:
+        # The mentions lock chunk nodes too, which the chunk vectors written meanwhile take turns on.
+        async with entity_writes, chunk_writes or contextlib.nullcontext():
+            yield
 
     async def entity_layer() -> tuple[MergeResult, tuple[int, int]]:
         # At once, while the summaries are made: the layer as far as it is known (an item whose summary
         # is pending keeps its descriptions meanwhile), and the vectors of the entities whose text is final.
-        # Written before anything of the communities is (their memberships need the entities).
-        async with chunk_writes or contextlib.nullcontext():
+        async with layer_writes():
             await write_entity_layer(deps, kb, start)
+        entities_written.set()
         known_text = start.model_copy(update={"entities": [e for e in start.entities if e.id not in pending]})
-        early = await embed_entities(deps, kb, known_text, progress)
+        early = await embed_entities(deps, kb, known_text, progress, write_lock=entity_writes)
         # Then the summarised items again, with their summaries, and their vectors.
         if pending:
             await asyncio.wait(pending.values())
@@ -122,11 +137,12 @@ async def _build(
                     "relationships": [r for r in merged.relationships if r.id in pending],
                 }
             )
-            async with chunk_writes or contextlib.nullcontext():
+            async with layer_writes():
                 await deps.entity_layer.upsert_entities(kb, summarised.entities)
                 await deps.entity_layer.upsert_relationships(kb, summarised.relationships)
-            late = await embed_entities(deps, kb, summarised, _counted_after(progress, early[0]))
-        entity_layer_done.set()  # the communities' writes never meet the entity vectors' on a node
+            late = await embed_entities(
+                deps, kb, summarised, _counted_after(progress, early[0]), write_lock=entity_writes
+            )
         return merged, (early[0] + late[0], early[1] + late[1])
 
     async def reports_and_communities() -> tuple[list[CommunityReport], tuple[int, int]]:
@@ -141,7 +157,15 @@ async def _build(
             members_ready=members_ready,
         )
         embedded = await write_communities(
-            deps, kb, communities, reports, reporter, known, progress, after=entity_layer_done
+            deps,
+            kb,
+            communities,
+            reports,
+            reporter,
+            known,
+            progress,
+            after=entities_written,
+            entity_writes=entity_writes,
         )
         return reports, embedded
 

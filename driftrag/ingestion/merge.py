@@ -34,7 +34,7 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence, Set
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from driftrag.errors import ModelError
 from driftrag.ingestion.aliases import AliasPlan, plan_aliases
@@ -359,22 +359,39 @@ def needs_summary(descriptions: Sequence[str]) -> bool:
     return len({d.strip() for d in descriptions if d.strip()}) >= 2
 
 
+class StartedSummaries(NamedTuple):
+    """What `start_summaries` returns."""
+
+    tasks: dict[str, asyncio.Task[str]]  # the summary of each key
+    failed: set[str]  # the keys the model failed on, filled as their tasks end
+    all_called: asyncio.Event  # set once every summary has started its model call (or needed none)
+
+
 def start_summaries(
     items: Sequence[tuple[str, str, Sequence[str]]], summarizer: DescriptionSummarizer, *, concurrency: int = 8
-) -> tuple[dict[str, asyncio.Task[str]], set[str]]:
-    """(`{key: task of its summary}`, the keys the model failed on, filled as their tasks end): each
-    summary started at once under the concurrency limit, so a caller can go on with an item as soon as
-    its own summary exists. A summary the summarizer raised a `ModelError` for is its distinct
+) -> StartedSummaries:
+    """Each summary started at once under the concurrency limit, so a caller can go on with an item as
+    soon as its own summary exists. A summary the summarizer raised a `ModelError` for is its distinct
     descriptions joined, as in `summarize_all`. The caller awaits or cancels the tasks."""
     limit = asyncio.Semaphore(max(1, concurrency))
     failed: set[str] = set()
+    all_called = asyncio.Event()
+    waiting = len(items)
+
+    def called() -> None:
+        nonlocal waiting
+        waiting -= 1
+        if not waiting:
+            all_called.set()
 
     async def one(key: str, name: str, descriptions: Sequence[str]) -> str:
         distinct: list[str] = []
         _append_unique(distinct, (d.strip() for d in descriptions))
         if not needs_summary(distinct):
+            called()
             return distinct[0] if distinct else ""
         async with limit:
+            called()
             try:
                 return await summarizer.summarize(name, distinct)
             except ModelError as exc:
@@ -382,8 +399,10 @@ def start_summaries(
                 failed.add(key)
                 return " ".join(distinct)
 
+    if not items:
+        all_called.set()
     tasks = {key: asyncio.ensure_future(one(key, name, descriptions)) for key, name, descriptions in items}
-    return tasks, failed
+    return StartedSummaries(tasks, failed, all_called)
 
 
 async def summarize_all(
@@ -393,7 +412,7 @@ async def summarize_all(
     descriptions are used as is. A summary the summarizer raised a `ModelError` for (the model failed
     after its retries) is its distinct descriptions joined, a placeholder: one summary is not worth the
     run, and the key is returned so the placeholder is marked and asked for again next run."""
-    tasks, failed = start_summaries(items, summarizer, concurrency=concurrency)
+    tasks, failed, _ = start_summaries(items, summarizer, concurrency=concurrency)
     try:
         summaries = await asyncio.gather(*tasks.values())
     finally:

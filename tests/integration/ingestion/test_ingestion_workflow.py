@@ -169,17 +169,13 @@ async def test_progress_events_stream_in_stage_order(ingestor: Ingestor, kb: str
 
     all_stages = [event.stage for event in events]
     # Vectors are made beside the model work that does not change their text: chunk vectors from the
-    # start of extraction on, in the background of every later stage; entity vectors beside the summaries
-    # and reports.
-    for vectors, partner, bounded in (("embed-chunk", "extract", False), ("embed-entity", "summarize", True)):
+    # start of extraction on, in the background of every later stage; entity vectors beside the summaries,
+    # the reports and the community vectors (the communities are written without waiting for them).
+    for vectors, partner in (("embed-chunk", "extract"), ("embed-entity", "summarize")):
         at = [i for i, stage in enumerate(all_stages) if stage == vectors]
         before = STAGE_ORDER[: STAGE_ORDER.index(partner)]
-        after = STAGE_ORDER[STAGE_ORDER.index(vectors) + 1 :]
         assert at, vectors
         assert min(at) > max(i for i, stage in enumerate(all_stages) if stage in before), vectors
-        if bounded:
-            end = min((i for i, stage in enumerate(all_stages) if stage in after), default=len(all_stages))
-            assert max(at) < end, vectors
     # A report starts once its own members' summaries exist: the two stages overlap, as one.
     stages = [
         "summarize" if stage == "reports" else stage
@@ -202,6 +198,38 @@ async def test_progress_events_stream_in_stage_order(ingestor: Ingestor, kb: str
         assert [event.done for event in progress] == sorted(event.done for event in progress)
         assert progress[-1].done == progress[-1].total
     assert [e.done for e in events if e.stage == "documents"] == list(range(1, len(CORPUS) + 1))
+
+
+class _CallOrderModel(DescriptiveChatModel):
+    """The descriptive double with a model client's slots: at most `slots` calls at once, each answered
+    after a pause (a summary's long enough for the reports to be ready meanwhile); records which task
+    each call was, in the order the calls got a slot."""
+
+    def __init__(self, slots: int) -> None:
+        super().__init__()
+        self.started: list[str] = []
+        self._slots = asyncio.Semaphore(slots)
+
+    async def chat(self, messages, **options):
+        async with self._slots:
+            task = self._task(messages)
+            self.started.append(task)
+            await asyncio.sleep(0.3 if task == "summarize" else 0.01)
+            return await super().chat(messages, **options)
+
+
+async def test_summaries_get_the_model_slots_before_reports(ingestor: Ingestor, kb: str) -> None:
+    """With fewer slots than summaries, no report takes a slot while a summary still waits for one: every
+    report needs the summaries of its members, so a summary queued behind reports delays them all."""
+    model = _CallOrderModel(slots=2)
+    narrow = ingestor.settings.model_copy(update={"llm_concurrency": 2})
+    # Names seen once each: their community needs no summary, so its report could start at once.
+    lake = TextInput(title="lake.txt", text="Ferryman Odo Quill rowed the Copper Skiff across Lake Venn at night.")
+    run = await ingestor.run(kb, model, settings=narrow, texts=[*texts_of(), lake])
+    assert run.result.summaries_generated > 2 and run.result.reports_generated
+    summaries = [n for n, task in enumerate(model.started) if task == "summarize"]
+    reports = [n for n, task in enumerate(model.started) if task == "report"]
+    assert max(summaries) < min(reports), model.started
 
 
 class _ChunkGatedEmbedder(BaseEmbedding):

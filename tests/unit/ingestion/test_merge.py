@@ -1,3 +1,5 @@
+import asyncio
+
 from driftrag.errors import ModelError
 from driftrag.ingestion.merge import (
     apply_summaries,
@@ -5,6 +7,7 @@ from driftrag.ingestion.merge import (
     merge_extractions,
     needs_summary,
     normalise_name,
+    start_summaries,
     summarize_all,
     summary_items,
 )
@@ -192,3 +195,30 @@ async def test_a_summary_the_model_failed_on_is_a_marked_placeholder_of_its_desc
     applied = {e.name: e for e in apply_summaries(merged, summaries, failed).entities}
     assert applied["Rabbit"].summary_failed and applied["Rabbit"].summary == "late white"
     assert not applied["Alice"].summary_failed and applied["Alice"].summary == "Alice: x + y"
+
+
+class _GatedSummarizer:
+    """Summarises once `gate` is set; records the names whose call has started."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.started: list[str] = []
+
+    async def summarize(self, name, descriptions):
+        self.started.append(name)
+        await self.gate.wait()
+        return name
+
+
+async def test_started_summaries_say_when_every_summary_has_its_call():
+    items = [(f"key-{n}", f"Name {n}", ["one", "two"]) for n in range(3)] + [("key-single", "Single", ["only"])]
+    summarizer = _GatedSummarizer()
+    tasks, failed, all_called = start_summaries(items, summarizer, concurrency=2)
+    await asyncio.sleep(0)
+    # Two calls hold the two slots, a third waits for one: reports must not take it first.
+    assert summarizer.started == ["Name 0", "Name 1"] and not all_called.is_set()
+    summarizer.gate.set()
+    await asyncio.wait_for(all_called.wait(), timeout=5)
+    assert "Name 2" in summarizer.started
+    assert await asyncio.gather(*tasks.values()) == ["Name 0", "Name 1", "Name 2", "only"] and not failed
+    assert start_summaries([], summarizer).all_called.is_set()  # nothing to summarise: nothing to wait for
