@@ -190,6 +190,9 @@ class DriftRAG:
         return await self.stores.database.reset_kb_vectors(kb)
 
     async def close(self) -> None:
+        """Close the Neo4j driver, once the model answers of this engine are in the response cache."""
+        if self._providers is not None and self._providers.model_client is not None:
+            await self._providers.model_client.drain()
         await self.stores.database.close()
 
     def run_sync(self, call: Callable[[], Awaitable[T]]) -> T:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -12,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+log = logging.getLogger(__name__)
 
 _ENTRY_SUFFIX = ".json"
 _TEMP_SUFFIX = ".tmp"
@@ -50,6 +54,9 @@ class ResponseCache:
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
+        # Entries handed to a writer thread (`put_soon`) and not on disk yet: this cache reads them here.
+        self._unwritten: dict[str, CachedResponse] = {}
+        self._writes: set[asyncio.Future[None]] = set()
 
     def path_for(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}{_ENTRY_SUFFIX}"
@@ -80,6 +87,9 @@ class ResponseCache:
             raise
 
     async def aget(self, key: str) -> CachedResponse | None:
+        unwritten = self._unwritten.get(key)
+        if unwritten is not None:
+            return unwritten
         # A miss, the common case of a first run, is one stat answered here: through the thread pool, the
         # lookups of a run's first chunks (all at once, before their calls wait for a slot) queued behind
         # each other for 40-50 ms, and the first requests left that much later. A hit is read in a thread.
@@ -87,5 +97,25 @@ class ResponseCache:
             return None
         return await asyncio.to_thread(self.get, key)
 
-    async def aput(self, key: str, value: CachedResponse) -> None:
-        await asyncio.to_thread(self.put, key, value)
+    def put_soon(self, key: str, value: CachedResponse) -> None:
+        """Write the entry in a thread without waiting for it: a model answer never waits for the disk
+        (awaited, the thread hop and the write cost each call 2-5 ms on a busy event loop, on the path of
+        every call that follows it). This cache reads the entry at once; other caches of the directory
+        once it is written, about a millisecond later. `drain` waits for the writes; the event loop's
+        shutdown and the interpreter's exit wait for them too. A write that fails is logged: the entry
+        is then a miss, and the answer the caller got is not lost."""
+        self._unwritten[key] = value
+        write = asyncio.get_running_loop().run_in_executor(None, self.put, key, value)
+        self._writes.add(write)
+        write.add_done_callback(functools.partial(self._written, key))
+
+    def _written(self, key: str, write: asyncio.Future[None]) -> None:
+        self._writes.discard(write)
+        self._unwritten.pop(key, None)  # on disk now (or failed: a miss, as an unreadable entry is)
+        if not write.cancelled() and write.exception() is not None:
+            log.warning("a model answer could not be written to the cache in %s: %s", self.directory, write.exception())
+
+    async def drain(self) -> None:
+        """Wait until every entry handed to `put_soon` so far is written (or failed)."""
+        while self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)

@@ -215,8 +215,13 @@ class ModelClient:
         self.usage.record_chat(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         entry = CachedResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         if key is not None and self.cache is not None:
-            await self.cache.aput(key, entry)
+            self.cache.put_soon(key, entry)
         return ChatResult(**entry.model_dump(), cached=False)
+
+    async def drain(self) -> None:
+        """Wait until the answers given so far are in the response cache on disk (`ResponseCache.drain`)."""
+        if self.cache is not None:
+            await self.cache.drain()
 
     async def _stream(
         self, messages: list[ChatMessage], request_kwargs: dict[str, Any], on_delta: DeltaSink

@@ -83,13 +83,26 @@ def test_put_does_not_wait_for_the_disk_and_an_empty_entry_is_a_miss(tmp_path: P
 async def test_async_access(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     entry = CachedResponse(text="async", prompt_tokens=2, completion_tokens=2)
-    await cache.aput("ab" + "0" * 62, entry)
-    assert await cache.aget("ab" + "0" * 62) == entry
+    key = "ab" + "0" * 62
+    cache.put_soon(key, entry)
+    assert await cache.aget(key) == entry  # this cache reads it before it is on disk
+    await cache.drain()
+    assert ResponseCache(tmp_path).get(key) == entry  # another one once it is written
     assert await cache.aget("cd" + "0" * 62) is None
     corrupt = "ef" + "0" * 62
     cache.path_for(corrupt).parent.mkdir(parents=True)
     cache.path_for(corrupt).write_text('{"text": "cut', encoding="utf-8")
     assert await cache.aget(corrupt) is None  # a bad entry is only a miss, asynchronously too
+
+
+async def test_a_write_that_fails_is_logged_and_only_a_miss(tmp_path: Path, caplog) -> None:
+    (tmp_path / "ab").write_text("a file where the entries' folder should be", encoding="utf-8")
+    cache = ResponseCache(tmp_path)
+    key = "ab" + "1" * 62
+    cache.put_soon(key, CachedResponse(text="lost", prompt_tokens=1, completion_tokens=1))
+    await cache.drain()
+    assert "could not be written to the cache" in caplog.text
+    assert await cache.aget(key) is None
 
 
 _WRITER = """

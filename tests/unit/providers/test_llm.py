@@ -61,7 +61,9 @@ async def test_identical_call_is_a_cache_hit(openai_settings: Settings, openai_s
     assert client.usage.snapshot().cache_hits == 1
     assert client.usage.snapshot().chat_calls == 1
 
-    # Another client on the same cache directory (a new run) hits it too; a changed param does not.
+    # Another client on the same cache directory (a new run) hits it too, once the first one's answers are
+    # written; a changed param does not.
+    await client.drain()
     again = _client(openai_settings)
     assert (await again.chat([{"role": "system", "content": "be kind"}, {"role": "user", "content": "hello"}])).cached
     await again.chat([{"role": "system", "content": "be kind"}, {"role": "user", "content": "hello"}], temperature=0.9)
