@@ -32,7 +32,6 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from neo4j import exceptions as neo4j_errors
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from driftrag.api.models import ErrorBody, FieldProblem
@@ -228,9 +227,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(GraphDisabledError, _graph_disabled)
     app.add_exception_handler(BackendUnavailableError, _backend_unavailable)
     app.add_exception_handler(UnsupportedServerError, _backend_unavailable)
-    # The store wraps connection failures; refused credentials reach here as the driver's own errors.
-    for driver_error in (neo4j_errors.AuthError, neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired):
-        app.add_exception_handler(driver_error, _backend_unavailable)
+    # The store turns the driver's connection failures and refused credentials into BackendUnavailableError.
     app.add_exception_handler(ModelError, _model_error)
     app.add_exception_handler(ModelRequiredError, _model_required)
     app.add_exception_handler(QueryTimeoutError, _query_timeout)

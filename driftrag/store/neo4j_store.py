@@ -195,9 +195,7 @@ class Neo4jStore:
                 self.health.succeeded()  # a fresh connection beats a known-down state
                 break
             except AuthError as exc:
-                raise BackendUnavailableError(
-                    f"Neo4j at {self.uri} refused the credentials of NEO4J_USERNAME={settings.neo4j_username!r}: {exc}"
-                ) from exc
+                raise self._refused(exc) from exc
             except (ServiceUnavailable, DriverError, OSError, TimeoutError) as exc:
                 log.info("Neo4j at %s not reachable (attempt %d): %s", self.uri, attempts, exc)
                 pause = settings.connect_retry_delay_s
@@ -582,6 +580,8 @@ class Neo4jStore:
             await in_clean_context(self._stream_records(query, _unformatted(params), on_record))
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
             raise await self._lost(exc) from exc
+        except AuthError as exc:
+            raise self._refused(exc) from exc
         except ClientError:
             raise
         except Neo4jError as exc:
@@ -623,6 +623,8 @@ class Neo4jStore:
             await in_clean_context(self._run_auto_commit(query, _unformatted(params)))
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
             raise await self._lost(exc) from exc
+        except AuthError as exc:
+            raise self._refused(exc) from exc
         self.health.succeeded()
 
     async def _run_auto_commit(self, query: LiteralString, params: Mapping[str, Any]) -> None:
@@ -649,6 +651,8 @@ class Neo4jStore:
                 )
         except (ServiceUnavailable, SessionExpired, OSError) as exc:
             raise await self._lost(exc) from exc
+        except AuthError as exc:
+            raise self._refused(exc) from exc
         except ClientError:
             raise
         except Neo4jError as exc:
@@ -677,6 +681,13 @@ class Neo4jStore:
                 query, parameters_=dict(params), database_=self._database, routing_=neo4j.RoutingControl.READ
             )
             return records
+
+    def _refused(self, exc: AuthError) -> BackendUnavailableError:
+        # Also after connecting: a password changed on the server meanwhile refuses the next connection.
+        username = self._settings.neo4j_username
+        return BackendUnavailableError(
+            f"Neo4j at {self.uri} refused the credentials of NEO4J_USERNAME={username!r}: {exc}"
+        )
 
     async def _lost(self, exc: Exception) -> BackendUnavailableError:
         # The driver's message spans lines; one line of it is enough for a log or an error message.

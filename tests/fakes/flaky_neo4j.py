@@ -4,6 +4,7 @@
     store = Neo4jStore(settings, flaky)          # the real store, over the real driver, through the injector
     flaky.fail_next(1)                           # the next query raises neo4j's ServiceUnavailable
     flaky.fail_next(1, transient=True)           # ... or a TransientError (retryable, the server still up)
+    flaky.fail_next(1, refused=True)             # ... or an AuthError (the server refuses the credentials)
     flaky.stall_next(1, seconds=3.0)             # the next query waits before it runs
     flaky.break_stream_after(1)                  # the next auto-commit read is lost after its first record
 
@@ -21,7 +22,7 @@ import threading
 from typing import Any
 
 import neo4j
-from neo4j.exceptions import ServiceUnavailable, TransientError
+from neo4j.exceptions import AuthError, ServiceUnavailable, TransientError
 
 
 class FlakyDriver:
@@ -30,14 +31,15 @@ class FlakyDriver:
         self._lock = threading.Lock()
         self._failures = 0
         self._transient = False
+        self._refused = False
         self._stalls = 0
         self._stall_s = 0.0
         self._break_after: int | None = None
         self.injected = 0
 
-    def fail_next(self, count: int, *, transient: bool = False) -> None:
+    def fail_next(self, count: int, *, transient: bool = False, refused: bool = False) -> None:
         with self._lock:
-            self._failures, self._transient = count, transient
+            self._failures, self._transient, self._refused = count, transient, refused
 
     def stall_next(self, count: int, *, seconds: float) -> None:
         with self._lock:
@@ -67,6 +69,8 @@ class FlakyDriver:
                 self._stalls -= 1
         if fail and self._transient:
             raise TransientError("injected: a transient failure, the server still up")
+        if fail and self._refused:
+            raise AuthError("injected: the client is unauthorized due to authentication failure")
         if fail:
             raise ServiceUnavailable("injected: the connection to Neo4j was lost")
         if stall:

@@ -198,6 +198,19 @@ def test_only_the_store_and_the_composition_root_import_a_store_module() -> None
     assert offenders == []
 
 
+def test_only_the_store_imports_the_neo4j_driver() -> None:
+    # The driver's types and errors stay behind the seam: the store turns its failures into driftrag's
+    # errors (BackendUnavailableError, ...), so nothing above it handles a Neo4j type.
+    offenders = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}"
+        for path in sorted((ROOT / "driftrag").rglob("*.py"))
+        if path.relative_to(ROOT / "driftrag").parts[0] != "store"
+        for node, found in _import_statements(path.read_text(), ".".join(path.parent.relative_to(ROOT).parts))
+        if any(name.split(".")[0] == "neo4j" for name in found)
+    ]
+    assert offenders == []
+
+
 @pytest.mark.parametrize(
     "statement",
     [

@@ -52,3 +52,23 @@ async def test_a_connected_store_reads_concurrently_on_connections_it_already_op
         assert rows == [[{"ok": 1}]] * 3
         opened = [record for record in caplog.records if "<OPEN>" in record.getMessage()]
         assert opened == []
+
+
+@pytest.mark.parametrize("statement", ["read", "write", "streamed read", "batched write"])
+async def test_credentials_refused_after_connecting_are_a_backend_error(flaky_store, kb: str, statement: str) -> None:
+    """A password changed on the server after the store connected: the next statement is refused. Callers
+    (the HTTP API's 503 among them) get driftrag's BackendUnavailableError naming the user, never the
+    driver's own error type."""
+    store, flaky = flaky_store
+    flaky.fail_next(1, refused=True)
+    runs = {
+        "read": lambda: store.read(graph_cy.MATCH_KB, kb=kb),
+        "write": lambda: store.write(documents_cy.UPSERT_KNOWLEDGE_BASE, kb=kb),
+        "streamed read": lambda: store.read_streamed(graph_cy.MATCH_KB, lambda row: None, kb=kb),
+        "batched write": lambda: store.run_in_transactions(
+            "CALL { MATCH (n:__NoSuchLabel__ {kb: $kb}) DELETE n } IN TRANSACTIONS", kb=kb
+        ),
+    }
+    with pytest.raises(BackendUnavailableError, match="refused the credentials of NEO4J_USERNAME"):
+        await runs[statement]()
+    assert flaky.injected == 1
