@@ -53,6 +53,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -90,6 +91,17 @@ DRIFT_QUESTIONS = [
 
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
+
+
+def local_neo4j_pid(settings: Settings) -> int | None:
+    """The pid of the Neo4j the project's launcher started at the settings' address (the default one, or
+    `--neo4j-uri` on this machine's loopback), or None for a server it did not start."""
+    if not settings.neo4j_uri:
+        return LocalNeo4j(settings).status().pid
+    address = urlsplit(settings.neo4j_uri)
+    if address.hostname not in ("127.0.0.1", "localhost") or address.port is None:
+        return None
+    return LocalNeo4j(settings.model_copy(update={"neo4j_uri": None}), port=address.port).status().pid
 
 
 def cpu_seconds(pid: int | None) -> float:
@@ -179,7 +191,7 @@ async def graph_searches(stores: Stores, settings: Settings, kb: str, graph: Syn
             await graph_search(stores.graph_search, settings, kb, query)
     checks: dict[str, str] = {}
     rows: Rows = []
-    neo4j = LocalNeo4j(settings).status().pid  # None for a server this machine did not start
+    neo4j = local_neo4j_pid(settings)
     for name, queries in groups.items():
         times, sizes = [], {}
         cpu_before, neo4j_before = time.process_time(), cpu_seconds(neo4j)
