@@ -206,8 +206,8 @@ class _Running:
         self.job.waiting_for = message
         self.dirty = True
 
-    def snapshot(self) -> IngestJob:
-        return self.job.model_copy(update={"stages": list(self.stages.values())}, deep=True)
+    def snapshot(self, **update: object) -> IngestJob:
+        return self.job.model_copy(update={"stages": list(self.stages.values()), **update}, deep=True)
 
 
 class TooManyJobsError(Exception):
@@ -294,9 +294,12 @@ class IngestJobs:
             async with lock:
                 self._holders[job.kb] = job.id
                 job.waiting_for = None
-                job.state, job.started_at = "running", _now()
+                started = _now()
                 try:
-                    await self._save_quietly(running)
+                    # Recorded as running before any reader can see it so: a server that dies from then on
+                    # is counted as an interruption by the one that takes the job over.
+                    await self._save_quietly(running, state="running", started_at=started)
+                    job.state, job.started_at = "running", started
                     result = await self._rag.ingest(
                         job.kb, texts=running.texts, on_progress=running.progress, on_lock_wait=running.waiting
                     )
@@ -329,11 +332,12 @@ class IngestJobs:
             with contextlib.suppress(BackendUnavailableError):
                 await self._store.prune(running.job.kb, keep=KEEP_FINISHED_JOBS)
 
-    async def _save(self, running: _Running, *, release: bool = False) -> None:
-        """Write the job's record; a job another server took over is stopped here and forgotten."""
+    async def _save(self, running: _Running, *, release: bool = False, **update: object) -> None:
+        """Write the job's record (with `update` applied to it); a job another server took over is stopped
+        here and forgotten."""
         async with running.saving:
             running.dirty = False
-            job = running.snapshot()
+            job = running.snapshot(**update)
             try:
                 saved = await self._store.save(
                     job.kb, job.id, state=job.state, record=job.model_dump_json(), owner=self._owner, release=release
@@ -348,10 +352,10 @@ class IngestJobs:
         elif job.state in FINISHED_STATES and not running.dirty:
             self._jobs.pop(job.id, None)  # the record answers its GET from now on
 
-    async def _save_quietly(self, running: _Running) -> bool:
+    async def _save_quietly(self, running: _Running, **update: object) -> bool:
         """`_save`, a lost Neo4j logged: the keeper writes the record again once it is back."""
         try:
-            await self._save(running)
+            await self._save(running, **update)
             return True
         except BackendUnavailableError as exc:
             log.warning("could not record ingestion job %s: %s", running.job.id, exc)
