@@ -327,8 +327,13 @@ class FallbackExtractor:
 async def extract_all(
     chunks: Sequence[Chunk], config: ExtractConfig, extractor: GraphExtractor, *, concurrency: int = 8
 ) -> list[ExtractionOutcome]:
-    """One outcome per chunk, in chunk order; skipped chunks never reach the extractor."""
-    limit = asyncio.Semaphore(max(1, concurrency))
+    """One outcome per chunk, in chunk order; skipped chunks never reach the extractor.
+
+    `concurrency` is the model's slots (its client holds them); twice as many chunks are under way, so a
+    slot that one chunk's answer frees goes at once to another chunk's call while the first chunk's answer
+    is parsed, its gleaning prompt made and its checkpoint queued. Not more: chunks finish (and are
+    checkpointed) steadily instead of all at the end."""
+    limit = asyncio.Semaphore(2 * max(1, concurrency))
 
     async def one(chunk: Chunk) -> ExtractionOutcome:
         skipped = skipped_outcome(chunk, config)
