@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from driftrag.ingestion.chunking import iter_chunks
 from driftrag.ingestion.communities import detect_communities, finest_community_by_entity
@@ -96,31 +96,43 @@ async def store_documents(
     documents: Sequence[SourceDocument],
     progress: ProgressCallback,
 ) -> list[DocumentOutcome]:
-    """Write new documents with their chunks; drop older versions of the same source."""
-    outcomes = []
-    for done, document in enumerate(documents, start=1):
-        existing = await deps.extractions.documents_by_source(kb, _source(document))
-        older = sorted(row["id"] for row in existing if row["id"] != document.id)
-        for old_id in older:
-            await deps.extractions.delete_document(kb, old_id)
-        chunk_size, chunk_overlap = deps.chunking()
-        unchanged = any(row["id"] == document.id for row in existing)
-        # Cut as they are written, a batch at a time: a large file's chunks are never all held.
-        chunks = await deps.documents.upsert_document(
-            document, iter_chunks(document, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
-        )
-        status = "replaced" if older else "unchanged" if unchanged else "new"
-        outcomes.append(
-            DocumentOutcome(
-                document_id=document.id,
-                source=_source(document),
-                status=status,
-                chunks=chunks,
-                replaced_ids=older,
-                warnings=document.warnings,
+    """Write new documents with their chunks; drop older versions of the same source. A new or replaced
+    document marks the kb stale and records the profile (mode, embedder) it was stored with."""
+    outcomes: list[DocumentOutcome] = []
+    marked: asyncio.Future[Any] | None = None
+    try:
+        for done, document in enumerate(documents, start=1):
+            existing = await deps.extractions.documents_by_source(kb, _source(document))
+            older = sorted(row["id"] for row in existing if row["id"] != document.id)
+            unchanged = any(row["id"] == document.id for row in existing)
+            status = "replaced" if older else "unchanged" if unchanged else "new"
+            if status != "unchanged" and marked is None:
+                # Beside the document's writes (stale before the chunks change is the safe order anyway).
+                marked = asyncio.gather(deps.kbs.mark_stale(kb, True), deps.kbs.set_profile(kb, deps.profile))
+            for old_id in older:
+                await deps.extractions.delete_document(kb, old_id)
+            chunk_size, chunk_overlap = deps.chunking()
+            # Cut as they are written, a batch at a time: a large file's chunks are never all held.
+            chunks = await deps.documents.upsert_document(
+                document, iter_chunks(document, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
             )
-        )
-        await progress(Progress(stage="documents", done=done, total=len(documents), message=_source(document)))
+            outcomes.append(
+                DocumentOutcome(
+                    document_id=document.id,
+                    source=_source(document),
+                    status=status,
+                    chunks=chunks,
+                    replaced_ids=older,
+                    warnings=document.warnings,
+                )
+            )
+            await progress(Progress(stage="documents", done=done, total=len(documents), message=_source(document)))
+    except BaseException:
+        if marked is not None:
+            await asyncio.gather(marked, return_exceptions=True)  # the write's own error is raised, not this one's
+        raise
+    if marked is not None:
+        await marked
     return outcomes
 
 

@@ -28,7 +28,6 @@ class DocumentWriter:
         chunks were written. `chunks` is consumed a batch at a time (`chunking.iter_chunks` cuts them as
         they are asked for), so a large file's chunks are never all in memory at once."""
         kb = validate_kb_id(document.kb)
-        await self._store.write(cy.UPSERT_KNOWLEDGE_BASE, kb=kb)
         await self._store.write(
             cy.UPSERT_DOCUMENT,
             kb=kb,
@@ -40,13 +39,19 @@ class DocumentWriter:
                 "n_chunks": None,
             },
         )
-        written = 0
         pending = iter(chunks)
-        while batch := list(itertools.islice(pending, _WRITE_BATCH)):
+        batches = iter(lambda: list(itertools.islice(pending, _WRITE_BATCH)), [])
+        written = 0
+        batch = next(batches, None)
+        if batch is None:
+            await self._store.write(cy.SET_DOCUMENT_CHUNK_COUNT, kb=kb, document_id=document.id, n_chunks=0)
+        while batch is not None:
+            following = next(batches, None)  # one batch ahead: the last one carries the count
             rows = [chunk.model_dump(exclude={"document_id", "start_char", "end_char"}) for chunk in batch]
-            await self._store.write(cy.UPSERT_CHUNKS, kb=kb, document_id=document.id, chunks=rows)
             written += len(batch)
-        await self._store.write(cy.SET_DOCUMENT_CHUNK_COUNT, kb=kb, document_id=document.id, n_chunks=written)
+            count = written if following is None else None
+            await self._store.write(cy.UPSERT_CHUNKS, kb=kb, document_id=document.id, chunks=rows, n_chunks=count)
+            batch = following
         return written
 
     async def set_embeddings(self, kind: NodeKind, kb: str, rows: Sequence[tuple[str, list[float]]]) -> None:

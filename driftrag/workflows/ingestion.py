@@ -77,6 +77,8 @@ class LayersBuilt(ChunksExtracted):
     unknown_report_citations: int = 0
     entities_embedded: int = 0
     communities_embedded: int = 0
+    # Every entity and community vector the layers need was written by the layers step (none failed).
+    layers_embedded: bool = False
 
 
 class IngestionState(BaseModel):
@@ -158,11 +160,6 @@ class IngestionWorkflow(Workflow):
             finally:
                 await tokenizer
             outcomes = await indexing.store_documents(self._deps, kb, documents, self._progress(ctx))
-            if any(outcome.status != "unchanged" for outcome in outcomes):
-                await asyncio.gather(
-                    self._deps.kbs.mark_stale(kb, True),
-                    self._deps.kbs.set_profile(kb, self._deps.profile),  # the mode and embedder of what changed
-                )
         return DocumentsStored(kb=kb, documents=outcomes, rebuild=ev.rebuild)
 
     @step
@@ -232,6 +229,7 @@ class IngestionWorkflow(Workflow):
             unknown_report_citations=built.unknown_citations,
             entities_embedded=built.entities_embedded[0],
             communities_embedded=built.communities_embedded[0],
+            layers_embedded=not (built.entities_embedded[1] or built.communities_embedded[1]),
         )
 
     @step
@@ -244,19 +242,27 @@ class IngestionWorkflow(Workflow):
             ids = [outcome.document_id for outcome in ev.documents]
             embedded: dict[str, int] = {}
             if ev.merged is not None:
-                embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
+                if ev.layers_embedded:  # only chunks may lack vectors (other runs' documents, a failed batch)
+                    chunks, failed = await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx))
+                    embedded = {"chunk": chunks, "entity": 0, "community": 0, "failed": failed}
+                else:
+                    embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
                 embedded["chunk"] += chunks_embedded
                 embedded["entity"] += ev.entities_embedded
                 embedded["community"] += ev.communities_embedded
-                if not embedded["failed"]:  # else the kb stays stale: the next run embeds what is missing
-                    await self._deps.kbs.mark_stale(ev.kb, False)
             elif not ev.rebuild:  # the per-document half: its chunk vectors (made in the background); retry what failed
                 retried, failed = (
                     await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx), ids) if ids else (0, 0)
                 )
                 embedded = {"chunk": chunks_embedded + retried, "failed": failed}
+
+        async def current() -> bool:
+            if ev.merged is not None and not embedded["failed"]:  # else the next run embeds what is missing
+                await self._deps.kbs.mark_stale(ev.kb, False)
+            return await self._deps.kbs.is_stale(ev.kb)
+
         counts, failed_chunks, stale = await asyncio.gather(
-            self._deps.kbs.counts(ev.kb), self._deps.extractions.failed_chunks(ev.kb), self._deps.kbs.is_stale(ev.kb)
+            self._deps.kbs.counts(ev.kb), self._deps.extractions.failed_chunks(ev.kb), current()
         )
         state = await ctx.store.get_state()
         result = IngestionResult(
