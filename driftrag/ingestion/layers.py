@@ -90,9 +90,6 @@ async def _build(
     )
 
     async def members_ready(community: Community) -> None:
-        # Summaries first: reports wait for a model slot until every summary has one, since a report
-        # holding a slot a summary then waits for delays every report that needs that summary.
-        await summaries.all_called.wait()
         # The community's members get their summaries in the maps the reports read.
         keys = [key for key in (*community.entity_ids, *community.relationship_ids) if key in pending]
         if keys:
@@ -155,6 +152,10 @@ async def _build(
             max_tokens=settings.report_context_tokens,
             concurrency=settings.llm_concurrency,
             members_ready=members_ready,
+            # Summaries first: a report's call waits for a model slot until every summary has one, since
+            # a report holding a slot a summary then waits for delays every report that needs that summary.
+            # Its context is made meanwhile.
+            call_turn=summaries.all_called.wait,
         )
         embedded = await write_communities(
             deps,

@@ -269,6 +269,7 @@ async def generate_reports(
     max_tokens: int = DEFAULT_MAX_CONTEXT_TOKENS,
     concurrency: int = 8,
     members_ready: Callable[[Community], Awaitable[None]] | None = None,
+    call_turn: Callable[[], Awaitable[None]] | None = None,
 ) -> list[CommunityReport]:
     """Reports of all communities, each started as soon as what its context needs exists; sorted by
     (level, community id). A parent whose own rows exceed the budget waits for its own children's
@@ -276,7 +277,8 @@ async def generate_reports(
 
     `members_ready` (with mappings the caller keeps current): awaited before a community's context is
     built; once it returns, the community's members in `entities` and `relationships` are final (their
-    summaries written), so reports need not wait for every summary of the kb."""
+    summaries written), so reports need not wait for every summary of the kb. `call_turn`: awaited after
+    the context is built, before the report's model call (the summaries' turn for the model's slots)."""
     by_id = {c.id: c for c in communities}
     entity_map = entities if isinstance(entities, Mapping) else {e.id: e for e in entities}
     relationship_map = relationships if isinstance(relationships, Mapping) else {r.id: r for r in relationships}
@@ -295,6 +297,8 @@ async def generate_reports(
             context = build_report_context(
                 community, entity_map, relationship_map, chunks, child_reports, max_tokens, children=children
             )
+        if call_turn is not None:
+            await call_turn()
         async with limit:
             return await reporter.report(context)
 

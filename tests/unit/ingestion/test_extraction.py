@@ -1,3 +1,4 @@
+import asyncio
 import re
 
 import pytest
@@ -20,6 +21,7 @@ from driftrag.models.graph import (
     ExampleNode,
     ExampleRelation,
     ExtractConfig,
+    ExtractionOutcome,
     ExtractionPayload,
 )
 from driftrag.prompts.registry import PromptRegistry
@@ -131,6 +133,24 @@ async def test_extract_all_keeps_chunk_order_and_skips():
     assert [o.chunk_id for o in outcomes] == [c.id for c in chunks]
     assert outcomes[1].skipped_reason == "image_only"
     assert model.calls["extract"] == 2
+
+
+async def test_extract_all_keeps_twice_the_model_slots_of_chunks_under_way():
+    # One chunk's answer is parsed while another's call holds the slot; never more, so chunks keep finishing.
+    under_way = peak = 0
+
+    class _Counting:
+        async def extract(self, chunk: Chunk, config: ExtractConfig) -> ExtractionOutcome:
+            nonlocal under_way, peak
+            under_way += 1
+            peak = max(peak, under_way)
+            await asyncio.sleep(0.001)
+            under_way -= 1
+            return ExtractionOutcome(chunk_id=chunk.id)
+
+    chunks = [_chunk(f"Alice meets the Rabbit number {n}.") for n in range(12)]
+    outcomes = await extract_all(chunks, ExtractConfig(), _Counting(), concurrency=3)
+    assert [o.chunk_id for o in outcomes] == [c.id for c in chunks] and peak == 6
 
 
 def test_custom_instructions_come_after_the_protocol_and_cannot_replace_it():

@@ -190,6 +190,29 @@ async def test_generate_reports_bottom_up_with_scripted_model():
     assert "community-0-0" in model.requests[-1][0]["content"]
 
 
+async def test_report_calls_wait_for_their_turn_and_their_contexts_are_ready_before_it():
+    entities, rels, communities = _world()
+    model = ScriptedChatModel()
+    reporter = LLMCommunityReporter(model, PROMPTS)
+    turn = asyncio.Event()
+    ready: list[str] = []
+
+    async def members_ready(community: Community) -> None:
+        ready.append(community.id)
+
+    running = asyncio.ensure_future(
+        generate_reports(
+            communities, entities, rels, {}, reporter, max_tokens=4000, members_ready=members_ready, call_turn=turn.wait
+        )
+    )
+    await asyncio.sleep(0.05)
+    # Every context was made (its members ready), and no model call went out before the turn.
+    assert sorted(ready) == sorted(c.id for c in communities) and model.calls["report"] == 0
+    turn.set()
+    reports = await asyncio.wait_for(running, 5)
+    assert model.calls["report"] == len(communities) == len(reports)
+
+
 async def test_reporter_gives_a_failed_report_after_attempts():
     entities, rels, (parent, _, _) = _world()
     context = build_report_context(parent, {e.id: e for e in entities}, {r.id: r for r in rels}, {}, {}, 4000)
