@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 
 from driftrag.ingestion.deps import IngestionDeps
 from driftrag.ingestion.requests import Progress, ProgressCallback
@@ -40,11 +41,9 @@ async def embed_changed(
         if node_id not in state or not state[node_id].embedded or state[node_id].embedding_hash != value
     )
     rows = [(node_id, texts[node_id]) for node_id in stale]
-    embedded = await embed_rows(deps, kb, kind, rows, progress, nodes_written=nodes_written, write_lock=write_lock)
-    if nodes_written is not None:
-        await nodes_written.wait()  # also when nothing was stale: the hashes go on written nodes
-    async with write_lock or contextlib.nullcontext():
-        await deps.extractions.set_embedding_hashes(kind, kb, {node_id: hashes[node_id] for node_id in embedded})
+    embedded = await embed_rows(
+        deps, kb, kind, rows, progress, nodes_written=nodes_written, write_lock=write_lock, hashes=hashes
+    )
     return len(embedded), len(stale) - len(embedded)
 
 
@@ -57,9 +56,11 @@ async def embed_rows(
     *,
     nodes_written: asyncio.Event | None = None,
     write_lock: asyncio.Lock | None = None,
+    hashes: Mapping[str, str] | None = None,
 ) -> set[str]:
     """Embed in batches, several requests in flight (bounded like model calls); returns the ids embedded.
-    A batch's vectors are stored once `nodes_written` (if given) is set, under `write_lock` (if given).
+    A batch's vectors are stored once `nodes_written` (if given) is set, under `write_lock` (if given), each
+    with its text's hash from `hashes` (if given).
 
     A batch whose request fails after the embedder's retries is left out, not fatal: the kb then stays
     stale, so the next run embeds it (everything else is reused).
@@ -84,7 +85,7 @@ async def embed_rows(
             await nodes_written.wait()
         async with write_lock or contextlib.nullcontext():
             await deps.documents.set_embeddings(
-                kind, kb, [(node_id, vector) for (node_id, _), vector in zip(part, vectors, strict=True)]
+                kind, kb, [(node_id, vector) for (node_id, _), vector in zip(part, vectors, strict=True)], hashes
             )
         embedded.update(node_id for node_id, _ in part)
         done += len(part)

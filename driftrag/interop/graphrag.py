@@ -656,10 +656,8 @@ async def _write_plan(
     texts = {"entity": entity_texts, "community": community_texts}
     for kind, rows in keep.items():
         kept = [(i, vector) for i, vector in sorted(rows.items()) if kind == "chunk" or i in texts[kind]]
-        await deps.documents.set_embeddings(kind, kb, kept)
-        if kind != "chunk":
-            hashes = {node_id: stable_hash(texts[kind][node_id], length=32) for node_id, _ in kept}
-            await deps.extractions.set_embedding_hashes(kind, kb, hashes)
+        hashes = {node_id: stable_hash(texts[kind][node_id], length=32) for node_id, _ in kept if kind != "chunk"}
+        await deps.documents.set_embeddings(kind, kb, kept, hashes)
         keep[kind] = dict(kept)
     chunk = await embed_chunks(deps, kb, no_progress)
     entity = await embed_entities(deps, kb, merged, no_progress)

@@ -76,7 +76,13 @@ class DocumentStorage(Protocol):
     """Writes of documents, chunks and embeddings."""
 
     async def upsert_document(self, document: SourceDocument, chunks: Iterable[Chunk]) -> int: ...
-    async def set_embeddings(self, kind: NodeKind, kb: str, rows: Sequence[tuple[str, list[float]]]) -> None: ...
+    async def set_embeddings(
+        self,
+        kind: NodeKind,
+        kb: str,
+        rows: Sequence[tuple[str, list[float]]],
+        hashes: Mapping[str, str] | None = None,
+    ) -> None: ...
 
 
 @runtime_checkable
@@ -121,7 +127,6 @@ class ExtractionStorage(Protocol):
     async def chunks_without_embedding(
         self, kb: str, document_ids: Sequence[str] | None = None
     ) -> list[tuple[str, str]]: ...
-    async def set_embedding_hashes(self, kind: str, kb: str, hashes: dict[str, str]) -> None: ...
 
 
 @runtime_checkable

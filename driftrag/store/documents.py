@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.models.identifiers import validate_kb_id
@@ -54,12 +54,20 @@ class DocumentWriter:
             batch = following
         return written
 
-    async def set_embeddings(self, kind: NodeKind, kb: str, rows: Sequence[tuple[str, list[float]]]) -> None:
-        """Store vectors with `db.create.setNodeVectorProperty` (the kb's vector space must be claimed)."""
+    async def set_embeddings(
+        self,
+        kind: NodeKind,
+        kb: str,
+        rows: Sequence[tuple[str, list[float]]],
+        hashes: Mapping[str, str] | None = None,
+    ) -> None:
+        """Store vectors with `db.create.setNodeVectorProperty` (the kb's vector space must be claimed); with
+        `hashes` (entities, communities), each node's embedded-text hash in the same statement."""
         validate_kb_id(kb)
         statement = _SET_EMBEDDINGS[kind]
         # In the kb's vector space: its property, which its indexes cover.
         vectors = {"vector_property": (await self._store.vector_space(kb)).property}
-        payload = [{"id": node_id, "embedding": vector} for node_id, vector in rows]
+        hashes = hashes or {}
+        payload = [{"id": node_id, "embedding": vector, "hash": hashes.get(node_id)} for node_id, vector in rows]
         for start in range(0, len(payload), _WRITE_BATCH):
             await self._store.write(statement, kb=kb, rows=payload[start : start + _WRITE_BATCH], **vectors)

@@ -599,11 +599,6 @@ class GraphStore:
             )
         return [(row["id"], row["text"]) for row in rows]
 
-    async def set_embedding_hashes(self, kind: str, kb: str, hashes: dict[str, str]) -> None:
-        statement = cy.SET_ENTITY_EMBEDDING_HASHES if kind == "entity" else cy.SET_COMMUNITY_EMBEDDING_HASHES
-        rows = [{"id": node_id, "hash": value} for node_id, value in hashes.items()]
-        await self._write_batches(statement, validate_kb_id(kb), rows)
-
     # --- reads of the derived layers (inspection, tests) ------------------------------------------
 
     async def chunks(self, kb: str) -> list[dict[str, Any]]:

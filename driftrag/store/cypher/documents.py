@@ -36,7 +36,8 @@ MERGE (c)-[:PART_OF]->(d)
 """
 
 # Labels cannot be parameters, so each node kind has its own statement; the property is the kb's
-# vector space's (`driftrag.models.vector_spaces`).
+# vector space's (`driftrag.models.vector_spaces`). An entity's or community's vector goes with the hash of
+# the text it embeds (`row.hash`; none keeps the stored one), so a vector never outlives its hash's write.
 SET_CHUNK_EMBEDDINGS = """
 UNWIND $rows AS row
 MATCH (n:__Chunk__ {kb: $kb, id: row.id})
@@ -47,10 +48,12 @@ SET_ENTITY_EMBEDDINGS = """
 UNWIND $rows AS row
 MATCH (n:__Entity__ {kb: $kb, id: row.id})
 CALL db.create.setNodeVectorProperty(n, $vector_property, row.embedding)
+SET n.embedding_hash = coalesce(row.hash, n.embedding_hash)
 """
 
 SET_COMMUNITY_EMBEDDINGS = """
 UNWIND $rows AS row
 MATCH (n:__Community__ {kb: $kb, id: row.id})
 CALL db.create.setNodeVectorProperty(n, $vector_property, row.embedding)
+SET n.embedding_hash = coalesce(row.hash, n.embedding_hash)
 """

@@ -18,7 +18,9 @@ from driftrag.store.cypher import graph_search as graph_search_cy
 from driftrag.store.cypher import schema as cy
 from driftrag.store.cypher import search as search_cy
 from driftrag.store.documents import DocumentWriter
+from driftrag.store.graph import GraphStore
 from tests.fakes.hashing_embedding import HashingEmbedding
+from tests.support.graphs import entity, write_graph
 from tests.support.ports import free_port
 
 OFFLINE_DIMENSION = 384
@@ -397,3 +399,20 @@ async def test_a_kb_searched_again_starts_as_wide_as_its_share_of_the_index_need
     fresh = LookupCountingStore(on_index, store.driver)
     await fresh.query_vector_index("chunk", kb, question, k=2)
     assert fresh.lookups[0] == widened[0]
+
+
+async def test_an_entity_vector_is_written_with_its_texts_hash_and_without_one_keeps_the_stored_hash(
+    store: Neo4jStore, kb: str, schema: None
+) -> None:
+    alice, cat = entity("Alice"), entity("Cheshire Cat")
+    await write_graph(store, kb, [alice, cat])
+    await store.claim_vector_space(kb, space_for("hashing-test", 8))
+    writer, graph = DocumentWriter(store), GraphStore(store)
+    # One statement: a vector never stands without the hash of the text it embeds (a crash between two
+    # writes would leave a vector whose text the next run cannot tell unchanged).
+    await writer.set_embeddings("entity", kb, [(alice.id, [1.0] * 8)], {alice.id: "hash-of-alice"})
+    state = await graph.entity_state(kb)
+    assert (state[alice.id].embedded, state[alice.id].embedding_hash) == (True, "hash-of-alice")
+    assert (state[cat.id].embedded, state[cat.id].embedding_hash) == (False, None)
+    await writer.set_embeddings("entity", kb, [(alice.id, [0.5] * 8)])
+    assert (await graph.entity_state(kb))[alice.id].embedding_hash == "hash-of-alice"
