@@ -8,7 +8,8 @@
 The model side comes from the settings or from any LlamaIndex `LLM` / `BaseEmbedding`
 (`build_providers(settings, llm=…, embed_model=…)`, or `workflow_deps` below for scripts that run the
 workflows themselves). `chat` replaces the providers' model with any `ChatModel` used as it is (a test
-double, a client with its own cache). This is the only module that imports `driftrag.offline` to
+double, a client with its own cache), ingestion holding it to `llm_concurrency` calls at once as the
+providers' client holds itself. This is the only module that imports `driftrag.offline` to
 choose it; everything below receives finished deps.
 """
 
@@ -55,6 +56,10 @@ def ingestion_tasks(settings: Settings, providers: Providers, chat: ChatModel | 
     model = _model(providers, chat)
     if model is not None:
         from driftrag.ingestion.llm_tasks import llm_ingestion_tasks
+        from driftrag.providers.chat import LimitedChat
+
+        if chat is not None:  # the providers' client limits its calls itself
+            model = LimitedChat(chat, settings.llm_concurrency)
 
         tasks = llm_ingestion_tasks(model, settings, PromptRegistry.load(settings.prompts_dir))
         if not settings.extraction_offline_fallback:

@@ -7,6 +7,7 @@ uses it when it is there and otherwise hands the whole answer over at once.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
@@ -62,6 +63,25 @@ async def chat_streaming(
     reply = await chat.chat(messages, json_mode=json_mode, max_tokens=max_tokens)
     await on_delta(reply.text)
     return reply
+
+
+class LimitedChat:
+    """`model` with at most `limit` calls at once: the limit the provider's `ModelClient` holds itself,
+    for a model passed in as it is (ingestion keeps more chunks under way than calls, see `extract_all`)."""
+
+    def __init__(self, model: ChatModel, limit: int) -> None:
+        self.model = model
+        self._slots = asyncio.Semaphore(max(1, limit))
+
+    async def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+    ) -> ChatReply:
+        async with self._slots:
+            return await self.model.chat(messages, json_mode=json_mode, max_tokens=max_tokens)
 
 
 def turn(role: str, content: str) -> dict[str, str]:
