@@ -213,7 +213,8 @@ async def test_an_exclusive_acquisition_that_gives_up_stops_blocking_workers(sto
 async def test_a_shared_holder_that_died_does_not_block_the_exclusive_lock(store: Neo4jStore) -> None:
     kb = f"test-lock-shared-dead-{uuid.uuid4().hex[:8]}"
     await store.write(cy.CREATE_KB_LOCK_CONSTRAINT)
-    assert (await KbLock(store, kb, ttl_s=1, shared=True, owner="dead-host:2:0").try_acquire())[0]
+    # Expiring soon, not before the exclusive lock has tried once (a loaded machine may take a second).
+    assert (await KbLock(store, kb, ttl_s=3, shared=True, owner="dead-host:2:0").try_acquire())[0]
     started = time.monotonic()
     messages: list[str] = []
     async with KbLock(store, kb, ttl_s=30, poll_s=0.2, on_wait=messages.append) as alive:
