@@ -177,28 +177,35 @@ class GraphSearchStore:
         Raises KnowledgeBaseNotFoundError, GraphDisabledError or BackendUnavailableError (also for a kb
         whose search markers the schema setup has not written yet) before any part is handed over;
         BackendUnavailableError too when the connection is lost after some parts were (the parts seen
-        are then not the whole answer: discard them). An error `on_part` raises stops the read and is
+        are then not the whole answer: discard them), or KnowledgeBaseNotFoundError when the read failed
+        because the kb was deleted meanwhile. An error `on_part` raises stops the read and is
         raised as is.
         """
         if max_seeds < 1 or max_rows < 1 or max_source_ids < 1 or count_cap < 1:
             raise ValueError("max_seeds, max_rows, max_source_ids and count_cap must be at least 1")
         statement = cy.MATCH_ONE_HOP_BY_SCAN if len(query) < _TRIGRAM else cy.MATCH_ONE_HOP_BY_TEXT
         parts = _PartsInOrder(kb, on_part)
-        # `query` is the name of read()'s statement argument, so the text travels as $needle.
-        await self._store.read_streamed(
-            statement,
-            parts.add,
-            kb=validate_kb_id(kb),
-            markers_version=SEARCH_MARKERS_VERSION,
-            needle=query,
-            max_seeds=max_seeds,
-            max_rows=max_rows,
-            list_cap=max_source_ids + 1,
-            candidate_limit=max(count_cap, max_seeds),
-            row_limit=max(count_cap, max_rows),
-            part_rows=_PART_ROWS,
-        )
-        return parts.counts()
+        try:
+            # `query` is the name of read()'s statement argument, so the text travels as $needle.
+            await self._store.read_streamed(
+                statement,
+                parts.add,
+                kb=validate_kb_id(kb),
+                markers_version=SEARCH_MARKERS_VERSION,
+                needle=query,
+                max_seeds=max_seeds,
+                max_rows=max_rows,
+                list_cap=max_source_ids + 1,
+                candidate_limit=max(count_cap, max_seeds),
+                row_limit=max(count_cap, max_rows),
+                part_rows=_PART_ROWS,
+            )
+            return parts.counts()
+        except BackendUnavailableError:
+            # A delete that started meanwhile takes the nodes away under the read (parts missing, the
+            # statement failing): the kb's record says so, and the search is refused as for a deleted kb.
+            await self._status(kb)
+            raise
 
     # --- admin writes ------------------------------------------------------------------------------
 

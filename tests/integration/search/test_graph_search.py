@@ -15,12 +15,14 @@ from driftrag.errors import (
     GraphDisabledError,
     InvalidIdentifierError,
     InvalidQueryError,
+    KnowledgeBaseDeletingError,
     KnowledgeBaseNotFoundError,
 )
 from driftrag.models.graph import Chunk, SourceDocument
 from driftrag.search.graph_search import GraphSearchResponse, graph_search
 from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
+from driftrag.store.cypher import graph as graph_cy
 from driftrag.store.documents import DocumentWriter
 from driftrag.store.graph import GraphStore
 from driftrag.store.graph_search import GraphSearchStore
@@ -212,6 +214,24 @@ async def test_a_search_lost_after_its_first_part_raises_and_is_not_answered_hal
     assert flaky.injected == 2
     assert whole.truncation.rows_returned == len(whole.relationships) == 450
     assert len({e.id for e in whole.entities}) == len(whole.entities) == 451
+
+
+async def test_a_search_that_fails_because_its_kb_is_being_deleted_says_so(
+    store: Neo4jStore, kb: str, neo4j_settings: Settings, schema: None, flaky_store
+) -> None:
+    hub = entity("Hub")
+    leaves = [entity(f"Leaf {i:03d}") for i in range(450)]
+    await write_graph(store, kb, [hub, *leaves], [relate(hub, leaf) for leaf in leaves])
+    flaky_store[1].break_stream_after(1)  # three parts: the first arrives, then the read fails
+    auth = (neo4j_settings.neo4j_username, neo4j_settings.neo4j_password.get_secret_value())
+    with neo4j.GraphDatabase.driver(neo4j_settings.bolt_uri, auth=auth) as other_client:
+
+        def delete_starts(part) -> None:
+            # Another client starts deleting the kb between two parts of the answer.
+            other_client.execute_query(graph_cy.SET_KB_DELETING, kb=kb)
+
+        with pytest.raises(KnowledgeBaseDeletingError):
+            await GraphSearchStore(flaky_store[0]).one_hop(kb, "Hub", max_seeds=5, max_rows=500, on_part=delete_starts)
 
 
 # --- source validation ------------------------------------------------------------------------------
