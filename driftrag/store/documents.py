@@ -40,19 +40,16 @@ class DocumentWriter:
             },
         )
         pending = iter(chunks)
-        batches = iter(lambda: list(itertools.islice(pending, _WRITE_BATCH)), [])
-        written = 0
-        batch = next(batches, None)
-        if batch is None:
-            await self._store.write(cy.SET_DOCUMENT_CHUNK_COUNT, kb=kb, document_id=document.id, n_chunks=0)
-        while batch is not None:
-            following = next(batches, None)  # one batch ahead: the last one carries the count
+        batch, written = list(itertools.islice(pending, _WRITE_BATCH)), 0
+        while True:
+            following = list(itertools.islice(pending, _WRITE_BATCH))  # one batch ahead: the last carries the count
             rows = [chunk.model_dump(exclude={"document_id", "start_char", "end_char"}) for chunk in batch]
             written += len(batch)
-            count = written if following is None else None
+            count = None if following else written
             await self._store.write(cy.UPSERT_CHUNKS, kb=kb, document_id=document.id, chunks=rows, n_chunks=count)
+            if not following:
+                return written
             batch = following
-        return written
 
     async def set_embeddings(
         self,

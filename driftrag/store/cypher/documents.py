@@ -7,20 +7,16 @@ ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_marker
 
 # With its kb. `n_chunks` null keeps what the node has: the chunks are written as they are cut, and their
 # count with the last batch.
-UPSERT_DOCUMENT = """
-MERGE (k:__KnowledgeBase__ {kb: $kb})
-ON CREATE SET k.created_at = datetime(), k.graph_enabled = true, k.search_markers = 4
-MERGE (d:__Document__ {kb: $kb, id: $document.id})
+UPSERT_DOCUMENT = (
+    UPSERT_KNOWLEDGE_BASE
+    + """MERGE (d:__Document__ {kb: $kb, id: $document.id})
 SET d.title = $document.title, d.path = $document.path, d.content_hash = $document.content_hash,
     d.n_chunks = coalesce($document.n_chunks, d.n_chunks), d.updated_at = datetime()
 """
+)
 
-SET_DOCUMENT_CHUNK_COUNT = """
-MATCH (d:__Document__ {kb: $kb, id: $document_id})
-SET d.n_chunks = $n_chunks
-"""
-
-# `n_chunks`: the document's chunk count, given with its last batch (null keeps what the node has).
+# `n_chunks`: the document's chunk count, given with its last batch (null keeps what the node has); set
+# before the rows are unwound, so a last batch without chunks sets it too.
 UPSERT_CHUNKS = """
 MATCH (d:__Document__ {kb: $kb, id: $document_id})
 SET d.n_chunks = coalesce($n_chunks, d.n_chunks)
