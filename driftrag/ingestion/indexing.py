@@ -343,9 +343,14 @@ async def together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
 
 
 async def embed_missing(
-    deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback
+    deps: IngestionDeps, kb: str, merged: MergeResult, progress: ProgressCallback, *, layers_embedded: bool = False
 ) -> dict[str, int]:
-    """Embed chunks without a vector, and entities/communities whose embedded text changed."""
+    """Embed chunks without a vector, and entities/communities whose embedded text changed.
+    `layers_embedded`: the entity and community vectors were all just written (none failed), so only
+    chunks are looked at (another run's documents, a failed batch)."""
+    if layers_embedded:
+        chunks, failed = await embed_chunks(deps, kb, progress)
+        return {"chunk": chunks, "entity": 0, "community": 0, "failed": failed}
 
     async def communities() -> tuple[int, int]:
         state = await deps.communities.community_state(kb)

@@ -242,11 +242,9 @@ class IngestionWorkflow(Workflow):
             ids = [outcome.document_id for outcome in ev.documents]
             embedded: dict[str, int] = {}
             if ev.merged is not None:
-                if ev.layers_embedded:  # only chunks may lack vectors (other runs' documents, a failed batch)
-                    chunks, failed = await indexing.embed_chunks(self._deps, ev.kb, self._progress(ctx))
-                    embedded = {"chunk": chunks, "entity": 0, "community": 0, "failed": failed}
-                else:
-                    embedded = await indexing.embed_missing(self._deps, ev.kb, ev.merged, self._progress(ctx))
+                embedded = await indexing.embed_missing(
+                    self._deps, ev.kb, ev.merged, self._progress(ctx), layers_embedded=ev.layers_embedded
+                )
                 embedded["chunk"] += chunks_embedded
                 embedded["entity"] += ev.entities_embedded
                 embedded["community"] += ev.communities_embedded
