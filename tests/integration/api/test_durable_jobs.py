@@ -161,7 +161,11 @@ def test_a_job_whose_servers_die_twice_is_failed_with_the_reason(harbor_settings
             _wait_until(client, kb, accepted["id"], _extracting)
             _kill(process)
         with slow_server(harbor_settings, tmp_path, delay_s=0.4) as (process, client):
-            resumed = _wait_until(client, kb, accepted["id"], lambda job: job["interrupted"] == 1 and job["stage"])
+            # Taken over, the job is queued (interrupted once, its stages kept) until its record says it runs.
+            def taken_over(job: dict) -> bool:
+                return job["interrupted"] == 1 and bool(job["stage"]) and job["state"] != "queued"
+
+            resumed = _wait_until(client, kb, accepted["id"], taken_over)
             assert resumed["state"] == "running"
             _kill(process)
 
