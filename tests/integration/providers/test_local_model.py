@@ -8,7 +8,6 @@ from pathlib import Path
 
 from driftrag.facade import DriftRAG
 from driftrag.settings import Settings
-from tests.support.local_models import smollm2_gguf  # noqa: F401 (a fixture)
 
 
 def _port_open(port: int) -> bool:
@@ -20,7 +19,7 @@ def _port_open(port: int) -> bool:
 async def test_the_local_model_starts_on_connect_answers_and_stops_on_close(
     neo4j_settings: Settings,
     smollm2_gguf: Path,
-    tmp_path: Path,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     settings = neo4j_settings.model_copy(
         update={
