@@ -167,3 +167,12 @@ def test_auto_provider_follows_the_api_key() -> None:
     assert Settings(_env_file=None, openai_api_key=None).resolved_llm_provider() == "offline"
     assert Settings(_env_file=None, openai_api_key="k").resolved_llm_provider() == "openai"
     assert Settings(_env_file=None, openai_api_key="k", llm_provider="offline").resolved_llm_provider() == "offline"
+
+
+def test_the_embedder_is_chosen_apart_from_the_chat_model() -> None:
+    assert Settings(_env_file=None, openai_api_key="k").resolved_embedding_provider() == "openai"
+    assert Settings(_env_file=None).resolved_embedding_provider() == "offline"
+    local = Settings(_env_file=None, openai_api_key="k", llm_provider="local", local_model="/m.gguf")
+    assert local.resolved_embedding_provider() == "offline", "auto: the bundled embedder beside a local model"
+    chosen = Settings(_env_file=None, openai_api_key="k", embedding_provider="offline")
+    assert chosen.resolved_llm_provider() == "openai" and chosen.resolved_embedding_provider() == "offline"
