@@ -50,3 +50,32 @@ async def test_the_local_model_starts_on_connect_answers_and_stops_on_close(
         await rag.close()
     assert not _port_open(port), "the server stopped with the engine"
     assert not (tmp_path / "local-model" / "server.json").exists()
+
+
+async def test_providers_built_without_an_engine_start_the_server_on_their_first_call(
+    smollm2_gguf: Path, tmp_path: Path
+) -> None:
+    from driftrag.providers.factory import build_providers
+
+    settings = Settings(
+        _env_file=None,
+        home=tmp_path,
+        llm_provider="local",
+        local_model=smollm2_gguf,
+        local_context=1024,
+        local_threads=1,
+        llm_concurrency=1,
+        llm_cache=False,
+    )
+    providers = build_providers(settings)
+    assert providers.local_server is not None and providers.local_server.status is None
+    try:
+        assert providers.model_client is not None
+        answer = await providers.model_client.chat([{"role": "user", "content": "Hi"}], max_tokens=4)
+        assert answer.text.strip()
+        status = providers.local_server.status
+        assert status is not None and status.owned and status.context == 1024
+        assert providers.model_client.llm.metadata.context_window == 1024
+    finally:
+        await providers.stop()
+    assert providers.local_server.status is None
