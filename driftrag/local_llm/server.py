@@ -135,7 +135,7 @@ class LocalModelServer:
         context, slots = served_context(self._settings, model), self._settings.llm_concurrency
         threads = server_threads(self._settings)
         lock = self._settings.local_model_dir / "start.lock"
-        with exclusive_lock(lock, timeout_s=self._settings.local_start_timeout_s + 60):
+        with exclusive_lock(lock, timeout_s=self._settings.local_start_timeout_s + 60, error=LocalModelError):
             shared = self._shared(model, context, slots)
             if shared is not None:
                 return shared
