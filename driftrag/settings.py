@@ -15,6 +15,8 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_HOME = Path.home() / ".cache" / "driftrag"
+# A CPU gains little from more parallel slots, and each holds a whole context (KV cache) in memory.
+LOCAL_DEFAULT_SLOTS = 2
 
 
 def _standard(name: str) -> AliasChoices:
@@ -108,7 +110,12 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="Per-request timeout of model calls to a model API (`openai` mode)."
     )
     llm_max_retries: int = Field(default=3, ge=0, description="Retries of a failed model call (429/5xx/timeout).")
-    llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at once, per model.")
+    llm_concurrency: int = Field(
+        default=8,
+        ge=1,
+        description="Model calls in flight at once, per model; with `llm_provider=local` also the server's parallel "
+        f"slots, {LOCAL_DEFAULT_SLOTS} unless set (each slot holds a whole context in memory).",
+    )
     llm_cache: bool = Field(default=True, description="Keep successful model responses on disk.")
     llm_json_response_format: bool = Field(
         default=True,
@@ -432,6 +439,10 @@ class Settings(BaseSettings):
         if self.llm_provider == "auto":
             return "openai" if self.openai_api_key is not None else "offline"
         return self.llm_provider
+
+    def local_slots(self) -> int:
+        """The local model server's parallel slots: `llm_concurrency` when set, else LOCAL_DEFAULT_SLOTS."""
+        return self.llm_concurrency if "llm_concurrency" in self.model_fields_set else LOCAL_DEFAULT_SLOTS
 
     def resolved_embedding_provider(self) -> Literal["offline", "openai"]:
         if self.embedding_provider == "auto":

@@ -132,7 +132,7 @@ class LocalModelServer:
 
     def _start(self) -> LocalModelStatus:
         model = read_gguf_info(self.model_path)
-        context, slots = served_context(self._settings, model), self._settings.llm_concurrency
+        context, slots = served_context(self._settings, model), self._settings.local_slots()
         threads = server_threads(self._settings)
         lock = self._settings.local_model_dir / "start.lock"
         with exclusive_lock(lock, timeout_s=self._settings.local_start_timeout_s + 60, error=LocalModelError):

@@ -143,6 +143,7 @@ def model_client(
     model: str,
     base_url: str | None,
     timeout_s: float | None = None,
+    concurrency: int | None = None,
 ) -> ModelClient:
     """`llm` with what it lacks: the response cache, the concurrency limit, usage accounting, one error type."""
     from driftrag.providers.llm import ModelClient
@@ -153,7 +154,7 @@ def model_client(
         model=model,
         usage=usage,
         cache=ResponseCache(settings.llm_cache_dir) if settings.llm_cache else None,
-        concurrency=settings.llm_concurrency,
+        concurrency=concurrency or settings.llm_concurrency,
         base_url=base_url,
         max_retries=settings.llm_max_retries,
         timeout_s=timeout_s if timeout_s is not None else settings.llm_timeout_s,
@@ -241,7 +242,7 @@ def _openai(settings: Settings, usage: UsageTracker, plan: ModelPlan, embedder: 
 
 def _local(settings: Settings, usage: UsageTracker, plan: ModelPlan, embedder: AccountedEmbedding) -> Providers:
     """The llama.cpp server of `local_model` (not started yet) and an OpenAI-protocol client for it. Its
-    calls get `local_timeout_s` (a CPU model writes slowly) and `llm_concurrency` at once (its slots)."""
+    calls get `local_timeout_s` (a CPU model writes slowly) and as many at once as it has slots."""
     from driftrag.local_llm.client import local_llm
     from driftrag.local_llm.server import LocalModelServer
 
@@ -256,6 +257,7 @@ def _local(settings: Settings, usage: UsageTracker, plan: ModelPlan, embedder: A
         model=server.model_path.name,
         base_url=None,  # known once the server runs (`Providers.start`)
         timeout_s=settings.local_timeout_s,
+        concurrency=settings.local_slots(),
     )
     return Providers(
         mode="local",

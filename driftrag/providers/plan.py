@@ -64,7 +64,7 @@ def plan_models(settings: Settings) -> ModelPlan:
         context = f"context {settings.local_context:,}" if settings.local_context else "the model's context (≤ 8192)"
         description = (
             f"local mode: {settings.local_model} served by llama.cpp in this process on 127.0.0.1 "
-            f"({settings.llm_concurrency} slot(s), {context}, started on connect), {embeddings}; {cache_note}"
+            f"({settings.local_slots()} slot(s), {context}, started on connect), {embeddings}; {cache_note}"
         )
     else:
         base_url = settings.openai_base_url or OPENAI_DEFAULT_BASE_URL

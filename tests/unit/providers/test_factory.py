@@ -228,3 +228,12 @@ def test_the_plan_says_what_the_built_providers_are_for_each_embedder(tmp_path: 
         known_embedding_dimension(built.embedder),
         built.describe(),
     )
+
+
+def test_a_local_model_gets_two_slots_unless_the_concurrency_is_set(tmp_path: Path) -> None:
+    # Eight slots of a whole context each would take gigabytes for a small model on a CPU that gains nothing.
+    default = build_providers(_settings(tmp_path, llm_provider="local", local_model=tmp_path / "m.gguf"))
+    assert default.model_client is not None and default.model_client._limit._value == 2
+    assert "(2 slot(s)" in default.describe()
+    chosen = _settings(tmp_path, llm_provider="local", local_model=tmp_path / "m.gguf", llm_concurrency=4)
+    assert chosen.local_slots() == 4 and "(4 slot(s)" in build_providers(chosen).describe()
