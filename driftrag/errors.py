@@ -35,6 +35,10 @@ class MissingPrerequisiteError(LocalNeo4jError):
     """The local Neo4j needs something the machine lacks: java, mvn, or the Maven repository (network)."""
 
 
+class LocalModelError(DriftRAGError):
+    """The local model (`llm_provider=local`) cannot be served: its file is missing, not GGUF, or does not load."""
+
+
 class InvalidExtractConfigError(DriftRAGError, ValueError):
     """An extraction config (a JSON file, a request body) that is not valid JSON or not a valid config."""
 

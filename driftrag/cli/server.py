@@ -176,26 +176,29 @@ def schema_reset_vectors(
 
 @app.command("info", examples=["driftrag info --json"])
 def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """Show the active model mode and where the graph lives (no network call)."""
+    """Show the chat model and the embedder the engine uses (a local model's file, size, quantisation and
+    context from its GGUF header) and where the graph lives (no network call, no model loaded)."""
     from pydantic import BaseModel
 
-    from driftrag.providers.plan import plan_models
+    from driftrag.providers.model_info import ModelInfo, model_info
 
     class Info(BaseModel):
         mode: str
         description: str
+        models: ModelInfo
         neo4j_uri: str
         local_neo4j: bool
 
     def action() -> Info:
         settings = load_settings()
-        plan = plan_models(settings)  # what the models are, without loading them
+        models = model_info(settings)  # what the models are, without loading them
         return Info(
-            mode=plan.mode,
-            description=plan.description,
+            mode=models.mode,
+            description=models.description,
+            models=models,
             neo4j_uri=settings.bolt_uri,
             local_neo4j=settings.neo4j_uri is None,
         )
 
     result = _run(ctx, action)
-    _emit(result, as_json, f"{result.description}\nNeo4j: {result.neo4j_uri}")
+    _emit(result, as_json, f"{result.models.describe()}\nNeo4j: {result.neo4j_uri}")

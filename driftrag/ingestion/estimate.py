@@ -1,6 +1,6 @@
 """The extraction step's estimate on its progress events: before the first chunk, then from the measured rate.
 
-`announced(progress, chunks=n, mode=…, gleanings=…)` reports `Progress(stage="extract", done=0, total=n,
+`announced(progress, chunks=n, mode=…, gleanings=…, attempts=…)` reports `Progress(stage="extract", done=0, total=n,
 estimate=…)` and returns the callback the extractor reports through (`EstimatingProgress`), which puts a
 measured estimate on one of its events after `FIRST_MEASURE_S` seconds, then every `MEASURE_EVERY_S`.
 """
@@ -54,12 +54,16 @@ class EstimatingProgress:
         await self._progress(progress)
 
 
-async def announced(progress: ProgressCallback, *, chunks: int, mode: str, gleanings: int) -> ProgressCallback:
+async def announced(
+    progress: ProgressCallback, *, chunks: int, mode: str, gleanings: int, attempts: int = 1
+) -> ProgressCallback:
     """Report the estimate of extracting `chunks` chunks (nothing for none) and return the callback the
     extraction reports through: `EstimatingProgress` over `progress`."""
     if chunks <= 0:
         return progress
-    estimate = ExtractionEstimate.before(chunks=chunks, mode=mode, gleanings=gleanings, first_measure_s=FIRST_MEASURE_S)
+    estimate = ExtractionEstimate.before(
+        chunks=chunks, mode=mode, gleanings=gleanings, attempts=attempts, first_measure_s=FIRST_MEASURE_S
+    )
     estimating = EstimatingProgress(estimate, progress)
     await estimating.start()
     return estimating

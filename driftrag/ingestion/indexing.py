@@ -161,7 +161,14 @@ async def extract_pending(
 
 async def _announced(deps: IngestionDeps, chunks: int, progress: ProgressCallback) -> ProgressCallback:
     """Say what extracting `chunks` chunks will cost before the first one (see `estimate.py`)."""
-    return await announced(progress, chunks=chunks, mode=deps.profile.mode, gleanings=deps.settings.max_gleanings)
+    settings = deps.settings
+    return await announced(
+        progress,
+        chunks=chunks,
+        mode=deps.profile.mode,
+        gleanings=settings.max_gleanings,
+        attempts=settings.extraction_attempts,
+    )
 
 
 async def retry_failed_chunks(

@@ -8,12 +8,18 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from driftrag.errors import LocalNeo4jError
+from driftrag.errors import DriftRAGError, LocalNeo4jError
 
 
 @contextmanager
-def exclusive_lock(path: Path, *, timeout_s: float, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """Hold `path` locked for the block; wait at most `timeout_s` for another holder.
+def exclusive_lock(
+    path: Path,
+    *,
+    timeout_s: float,
+    on_wait: Callable[[], None] | None = None,
+    error: type[DriftRAGError] = LocalNeo4jError,
+) -> Iterator[None]:
+    """Hold `path` locked for the block; wait at most `timeout_s` for another holder (else `error`).
 
     The operating system drops the lock when its holder exits, so a crashed process never leaves it stuck.
     `on_wait` runs once, when the lock is found busy (to tell the user why nothing happens).
@@ -28,9 +34,7 @@ def exclusive_lock(path: Path, *, timeout_s: float, on_wait: Callable[[], None] 
         try:
             lock.acquire(timeout=timeout_s)
         except Timeout:
-            raise LocalNeo4jError(
-                f"{path} is still locked by another driftrag process after {timeout_s:.0f} s"
-            ) from None
+            raise error(f"{path} is still locked by another driftrag process after {timeout_s:.0f} s") from None
     try:
         yield
     finally:

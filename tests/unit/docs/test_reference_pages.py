@@ -40,7 +40,7 @@ def test_every_setting_is_documented_with_its_variable_and_default() -> None:
         assert field.description and " ".join(field.description.split()).split("`")[0] in page, name
     assert "| `DRIFTRAG_QUERY_MAX_LLM_CALLS` | integer, ≥ 2 | `20` |" in page
     assert "| `DRIFTRAG_CHUNK_SIZE` | integer, ≥ 50 | `1200` |" in page
-    assert "| `DRIFTRAG_LLM_PROVIDER` | `auto` \\| `openai` \\| `offline` | `auto` |" in page
+    assert "| `DRIFTRAG_LLM_PROVIDER` | `auto` \\| `openai` \\| `offline` \\| `local` | `auto` |" in page
     # Nothing of the machine that generated it: the home folder is the default's spelling.
     assert "`~/.cache/driftrag`" in page and str(Path.home()) not in page
 

@@ -10,9 +10,25 @@ def test_with_a_model_each_chunk_costs_its_answer_and_its_gleaning_rounds() -> N
     estimate = ExtractionEstimate.before(chunks=1200, mode="openai", gleanings=2, first_measure_s=30)
     assert estimate.model_calls == 3600 and estimate.seconds_left is None and not estimate.large
     line = estimate.describe()
-    assert line.startswith("estimate: 1,200 chunks to extract, up to 3,600 model calls (1 answer + 2 gleaning")
+    assert line.startswith("estimate: 1,200 chunks to extract, about 4,200–6,000 model calls: extraction 3,600–3,600")
+    assert "(extraction: 1 answer + 2 gleaning round(s) per chunk" in line
     assert "duration not known yet (measured once extraction has run 30 s)" in line
     assert estimate.warning() is None
+
+
+def test_the_range_counts_every_model_call_of_the_run_with_its_basis() -> None:
+    """Extraction with its re-asks, then summaries and reports: the sample corpus's 20 chunks took 65 calls
+    with a 0.5B model and 116 with a 135M one whose answers were asked again; the range holds both."""
+    estimate = ExtractionEstimate.before(chunks=20, mode="openai", gleanings=1, attempts=2, first_measure_s=30)
+    assert (estimate.model_calls, estimate.model_calls_max) == (40, 80)
+    assert (estimate.later_calls_min, estimate.later_calls_max) == (10, 40)
+    line = estimate.describe()
+    assert line.startswith(
+        "estimate: 20 chunks to extract, about 50–120 model calls: extraction 40–80, summaries and reports 10–40"
+    )
+    assert all(measured in range(50, 121) for measured in (65, 116))
+    for basis in ("up to 2 answer(s) each when one is unusable", "one summary per entity or relationship", "report"):
+        assert basis in line
 
 
 def test_offline_there_are_no_model_calls_and_the_basis_says_what_runs_instead() -> None:

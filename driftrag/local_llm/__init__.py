@@ -1,0 +1,1 @@
+"""The local model of `llm_provider=local`: llama.cpp's OpenAI-compatible server, in this process."""
