@@ -24,7 +24,7 @@ from driftrag.store import Neo4jStore
 from tests.fakes.flaky_neo4j import FlakyDriver
 
 # Fixtures kept beside their helpers: the local GGUF models (one lookup, to be swapped for a pinned fetch).
-pytest_plugins = ["tests.support.local_models"]
+pytest_plugins = ["tests.support.real_models"]
 
 # gw0, gw1… under pytest-xdist; a serial run is worker 0. Workers sit 40 ports apart: a test may take
 # TEST_NEO4J_PORT + 20 for a throwaway server of its own.
