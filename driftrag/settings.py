@@ -106,10 +106,13 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(default=3, ge=0, description="Retries of a failed model call (429/5xx/timeout).")
     llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at once, per model.")
     llm_cache: bool = Field(default=True, description="Keep successful model responses on disk.")
-    llm_json_response_format: bool = Field(
-        default=True,
-        description="Send `response_format=json_object` with JSON tasks; turn off for servers that reject it "
-        "(answers are then parsed and repaired from plain text).",
+    llm_structured: Literal["auto", "json_schema", "json_object", "off"] = Field(
+        default="auto",
+        description="How JSON tasks ask for their format: `json_schema` sends the answer's strict JSON schema "
+        "(OpenAI structured outputs, llama.cpp, vLLM, LM Studio; Ollama's own class gets it as `format`), "
+        "`json_object` only JSON mode, `off` nothing (the prompt alone; answers are parsed and repaired). "
+        "`auto` sends the schema and, when a server refuses it (HTTP 400 naming `response_format`), asks the "
+        "same call in JSON mode, then with nothing, and keeps that level for the model.",
     )
     embedding_model: str = Field(default="text-embedding-3-small", description="OpenAI embedding model.")
     embedding_dimensions: int | None = Field(

@@ -180,10 +180,12 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
     from pydantic import BaseModel
 
     from driftrag.providers.plan import plan_models
+    from driftrag.providers.structured import structured_outputs
 
     class Info(BaseModel):
         mode: str
         description: str
+        structured_outputs: str
         neo4j_uri: str
         local_neo4j: bool
 
@@ -193,9 +195,14 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
         return Info(
             mode=plan.mode,
             description=plan.description,
+            structured_outputs=structured_outputs(settings, plan.mode),
             neo4j_uri=settings.bolt_uri,
             local_neo4j=settings.neo4j_uri is None,
         )
 
     result = _run(ctx, action)
-    _emit(result, as_json, f"{result.description}\nNeo4j: {result.neo4j_uri}")
+    _emit(
+        result,
+        as_json,
+        f"{result.description}\nStructured outputs: {result.structured_outputs}\nNeo4j: {result.neo4j_uri}",
+    )

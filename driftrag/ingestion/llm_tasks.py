@@ -34,7 +34,8 @@ from driftrag.models.graph import (
 from driftrag.prompts.examples import example_names_in
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
-from driftrag.providers.json_answer import ask_json, json_example
+from driftrag.providers.json_answer import ask_json
+from driftrag.providers.structured import describe_keys
 from driftrag.providers.tokens import words_within
 from driftrag.settings import Settings
 
@@ -72,7 +73,7 @@ class LLMGraphExtractor:
             self._prompts,
             messages,
             lambda raw: parse_extraction(raw, config.tags),
-            json_example(ExtractionPayload.example()),
+            ExtractionPayload,
             max_tokens=self._max_tokens,
             attempts=self._max_attempts,
         )
@@ -116,7 +117,10 @@ class LLMGraphExtractor:
             conversation = [*conversation, turn("user", glean)]
             rounds += 1
             try:
-                raw = (await self._chat.chat(conversation, json_mode=True, max_tokens=self._max_tokens)).text
+                reply = await self._chat.chat(
+                    conversation, json_mode=True, max_tokens=self._max_tokens, schema=ExtractionPayload
+                )
+                raw = reply.text
                 payload, round_warnings = parse_extraction(raw, tags)
             except ModelError as exc:
                 # The first answer stands; a failed gleaning round only loses the extras.
@@ -209,16 +213,18 @@ class LLMCommunityReporter:
         self._max_tokens = max_tokens
 
     async def report(self, community: CommunityContext) -> CommunityReport:
-        example = json_example(ReportPayload.example())
         prompt = self._prompts.render(
-            "community_report", example=example, context=community.text, max_words=str(self._max_words)
+            "community_report",
+            answer_shape=describe_keys(ReportPayload),
+            context=community.text,
+            max_words=str(self._max_words),
         )
         answer = await ask_json(
             self._chat,
             self._prompts,
             prompt,
             lambda raw: parse_report(raw, community),
-            example,
+            ReportPayload,
             max_tokens=self._max_tokens,
             attempts=self._max_attempts,
         )
