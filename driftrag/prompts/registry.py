@@ -24,6 +24,7 @@ TASK_PLACEHOLDERS: Mapping[str, frozenset[str]] = MappingProxyType(
         "glean_graph": frozenset({"chunk_open", "chunk_close"}),
         "repair_json": frozenset({"error", "answer_shape"}),
         "summarize_descriptions": frozenset({"name", "descriptions", "max_words"}),
+        "summary_copied": frozenset({"names"}),
         "community_report": frozenset({"answer_shape", "context", "max_words"}),
         "query_entities": frozenset({"answer_shape", "question"}),
         "local_answer": frozenset({"answer_shape", "question", "context", "max_follow_ups", "user_question"}),
