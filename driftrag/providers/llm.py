@@ -36,7 +36,7 @@ from driftrag.errors import ModelError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
 from driftrag.providers.chat import DeltaSink
 from driftrag.providers.http_clients import openai_http_client
-from driftrag.providers.structured import response_format, strict_schema
+from driftrag.providers.structured import StructuredLevels, format_kwargs, refuses_format, strict_schema
 from driftrag.providers.tokens import tokenizer
 from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
@@ -46,11 +46,6 @@ from driftrag.settings import Settings
 _MESSAGE_OVERHEAD_TOKENS = 4
 # Status codes the openai client retries (besides connection errors and timeouts).
 _RETRIED_STATUS = frozenset({408, 409, 429})
-# How a JSON answer's format is asked, strongest first (`llm_structured`).
-STRUCTURED_LEVELS = ("json_schema", "json_object", "off")
-# What a server's refusal of an answer format names (Ollama's own API calls it `format`).
-_FORMAT_WORDS = ("response_format", "json_schema")
-_OLLAMA_FORMAT_WORDS = (*_FORMAT_WORDS, "format")
 
 
 class ClientRetryOpenAI(OpenAI):
@@ -137,15 +132,11 @@ class ModelClient:
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout_s = timeout_s
-        if structured != "auto" and structured not in STRUCTURED_LEVELS:
-            raise ValueError(f"structured must be auto or one of {STRUCTURED_LEVELS}, not {structured!r}")
-        self.structured = structured
         # OpenAI's request fields are only understood by the OpenAI classes (see the module docstring);
         # Ollama's own class is known by name, its package being optional.
         self.openai_protocol = isinstance(llm, OpenAI)
         self.ollama_format = type(llm).__name__ == "Ollama"
-        # `auto`: the level a refusal left each model at, for this client's life.
-        self._structured_level: dict[str, str] = {}
+        self.structured = StructuredLevels(structured, can_send=self.openai_protocol or self.ollama_format)
         self._limit = asyncio.Semaphore(concurrency)
         self._tokenizer: Callable[[str], list[int]] | None = None
 
@@ -204,7 +195,7 @@ class ModelClient:
         chat_messages = [_as_chat_message(m) for m in messages]
         if not self.openai_protocol:
             temperature = max_tokens = None  # not sent, so not part of the request's identity either
-        levels = self._levels(json_mode, schema)
+        levels = self.structured.levels(self.model, json_mode=json_mode, schema=schema is not None)
 
         key = None
         if self.cache is not None:
@@ -225,9 +216,9 @@ class ModelClient:
                     text, reported = await self._ask(chat_messages, request_kwargs, on_delta)
                     break
                 except Exception as exc:  # the provider boundary: whatever it raises is a failed model call
-                    if place + 1 < len(levels) and _refuses_format(exc, self.ollama_format):
+                    if place + 1 < len(levels) and refuses_format(exc, ollama=self.ollama_format):
                         # This model's server does not take this level: remembered, asked one level lower.
-                        self._structured_level[self.model] = levels[place + 1]
+                        self.structured.step_down(self.model, levels[place + 1])
                         self.usage.record_structured_fallback()
                         continue
                     self.usage.record_failure()
@@ -246,22 +237,6 @@ class ModelClient:
             self.cache.put_soon(key, entry)
         return ChatResult(**entry.model_dump(), cached=False)
 
-    def structured_level(self, *, schema: bool = True) -> str:
-        """The level the next JSON call (with an answer schema or not) is asked at."""
-        if not (self.openai_protocol or self.ollama_format):
-            return "off"  # nothing to send it with
-        level = self._structured_level.get(self.model, "json_schema") if self.structured == "auto" else self.structured
-        return "json_object" if level == "json_schema" and not schema else level
-
-    def _levels(self, json_mode: bool, schema: type[BaseModel] | None) -> tuple[str, ...]:
-        """The levels to try for one call, in order: one unless `auto` may still step down."""
-        if not json_mode:
-            return ("off",)
-        first = self.structured_level(schema=schema is not None)
-        if self.structured != "auto":
-            return (first,)
-        return STRUCTURED_LEVELS[STRUCTURED_LEVELS.index(first) :]
-
     def _request_kwargs(
         self, level: str, schema: type[BaseModel] | None, *, temperature: float | None, max_tokens: int | None
     ) -> dict[str, Any]:
@@ -271,16 +246,10 @@ class ModelClient:
                 request_kwargs["temperature"] = temperature
             if max_tokens is not None:
                 request_kwargs["max_tokens"] = max_tokens
-            if level == "json_schema" and schema is not None:
-                request_kwargs["response_format"] = response_format(schema)
-            elif level in ("json_schema", "json_object"):
-                request_kwargs["response_format"] = {"type": "json_object"}
-        elif self.ollama_format:
-            if level == "json_schema" and schema is not None:
-                request_kwargs["format"] = strict_schema(schema)
-            elif level in ("json_schema", "json_object"):
-                request_kwargs["format"] = "json"
-        return request_kwargs
+        return {
+            **request_kwargs,
+            **format_kwargs(level, schema, ollama=self.ollama_format),
+        }
 
     async def _ask(
         self, messages: list[ChatMessage], request_kwargs: dict[str, Any], on_delta: DeltaSink | None
@@ -413,15 +382,6 @@ def _int_pair(obj: Any, first: str, second: str) -> tuple[int, int] | None:
 
 def _field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-
-
-def _refuses_format(exc: Exception, ollama: bool) -> bool:
-    """Whether a server refused the request's answer format: an HTTP 400 whose message names it."""
-    status = getattr(exc, "status_code", None)
-    if status != 400:
-        return False
-    message = str(getattr(exc, "message", "") or exc).lower()
-    return any(word in message for word in (_OLLAMA_FORMAT_WORDS if ollama else _FORMAT_WORDS))
 
 
 def _is_retried(exc: Exception) -> bool:

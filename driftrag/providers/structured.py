@@ -1,4 +1,4 @@
-"""Answer schemas for structured outputs: a task's pydantic answer model as a strict JSON schema.
+"""Structured outputs: a task's pydantic answer model as a strict JSON schema, and the levels it is asked at.
 
 OpenAI's strict structured outputs (and llama.cpp's server, vLLM, LM Studio, Ollama's `format`, which
 constrain decoding to a schema) want every property required, `additionalProperties: false` and only
@@ -163,3 +163,64 @@ _SIMPLE: dict[str, Callable[[dict[str, Any]], str]] = {
     "integer": _describe_number,
     "number": _describe_number,
 }
+
+
+# How a JSON answer's format is asked, strongest first (the `llm_structured` setting, besides `auto`).
+STRUCTURED_LEVELS = ("json_schema", "json_object", "off")
+# What a server's refusal of an answer format names (Ollama's own API calls it `format`).
+_FORMAT_WORDS = ("response_format", "json_schema")
+_OLLAMA_FORMAT_WORDS = (*_FORMAT_WORDS, "format")
+
+
+class StructuredLevels:
+    """The levels one client asks JSON answers at: the setting's one, or with `auto` the strongest not
+    yet refused for the model (remembered for the client's life: a server does not learn a format)."""
+
+    def __init__(self, setting: str, *, can_send: bool) -> None:
+        if setting != "auto" and setting not in STRUCTURED_LEVELS:
+            raise ValueError(f"structured must be auto or one of {STRUCTURED_LEVELS}, not {setting!r}")
+        self.setting = setting
+        self.can_send = can_send  # False: an LLM with no way to say a format (the prompt alone)
+        self._reached: dict[str, str] = {}
+
+    def current(self, model: str, *, schema: bool = True) -> str:
+        """The level the next JSON call of `model` (with an answer schema or not) is asked at."""
+        if not self.can_send:
+            return "off"
+        level = self._reached.get(model, "json_schema") if self.setting == "auto" else self.setting
+        return "json_object" if level == "json_schema" and not schema else level
+
+    def levels(self, model: str, *, json_mode: bool, schema: bool) -> tuple[str, ...]:
+        """The levels to try for one call, in order: one, unless `auto` may still step down."""
+        if not json_mode:
+            return ("off",)
+        first = self.current(model, schema=schema)
+        if self.setting != "auto":
+            return (first,)
+        return STRUCTURED_LEVELS[STRUCTURED_LEVELS.index(first) :]
+
+    def step_down(self, model: str, level: str) -> None:
+        """`model`'s server refused the level above `level`. Only ever lower: a call refused late (sent
+        before an earlier refusal was known) must not raise a level another call already lowered."""
+        reached = self._reached.get(model, STRUCTURED_LEVELS[0])
+        if STRUCTURED_LEVELS.index(level) > STRUCTURED_LEVELS.index(reached):
+            self._reached[model] = level
+
+
+def format_kwargs(level: str, schema: type[BaseModel] | None, *, ollama: bool) -> dict[str, Any]:
+    """The request option saying `level`: OpenAI's `response_format`, or `format` for Ollama's own class."""
+    if level == "off":
+        return {}
+    if ollama:
+        return {"format": strict_schema(schema) if level == "json_schema" and schema is not None else "json"}
+    if level == "json_schema" and schema is not None:
+        return {"response_format": response_format(schema)}
+    return {"response_format": {"type": "json_object"}}
+
+
+def refuses_format(exc: Exception, *, ollama: bool = False) -> bool:
+    """Whether a server refused a request's answer format: an HTTP 400 whose message names it."""
+    if getattr(exc, "status_code", None) != 400:
+        return False
+    message = str(getattr(exc, "message", "") or exc).lower()
+    return any(word in message for word in (_OLLAMA_FORMAT_WORDS if ollama else _FORMAT_WORDS))

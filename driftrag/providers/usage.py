@@ -39,7 +39,7 @@ class Usage(BaseModel):
         return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
 
-# The counter of each structured-output level (`driftrag.providers.llm.STRUCTURED_LEVELS`).
+# The counter of each structured-output level (`driftrag.providers.structured.STRUCTURED_LEVELS`).
 _LEVEL_COUNTERS = {
     "json_schema": "json_schema_calls",
     "json_object": "json_object_calls",

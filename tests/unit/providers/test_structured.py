@@ -13,7 +13,13 @@ from driftrag.ingestion.config_draft import ConfigDraftPayload
 from driftrag.models.bounds import Cap
 from driftrag.models.graph import ENTITY_TYPES, ExtractedEntity, ExtractionPayload, ReportPayload
 from driftrag.prompts.examples import example_names_in
-from driftrag.providers.structured import UnboundedSchemaError, describe_keys, response_format, strict_schema
+from driftrag.providers.structured import (
+    StructuredLevels,
+    UnboundedSchemaError,
+    describe_keys,
+    response_format,
+    strict_schema,
+)
 from driftrag.search.global_search.models import MapPayload
 from driftrag.search.llm_tasks import EntityNames
 from driftrag.search.models import AnswerPayload, ReducedAnswer
@@ -131,3 +137,18 @@ def test_key_descriptions_read_as_the_schema_says() -> None:
     assert describe_keys(ReducedAnswer) == '{"answer": string ≤8000, "citations": [≤100 × string ≤100]}'
     assert '"strength": integer 1-10' in describe_keys(ExtractionPayload)
     assert '"type": one of "PERSON"|' in describe_keys(ExtractionPayload)
+
+
+def test_auto_only_ever_steps_down_and_a_fixed_level_stays() -> None:
+    levels = StructuredLevels("auto", can_send=True)
+    assert levels.levels("m", json_mode=True, schema=True) == ("json_schema", "json_object", "off")
+    assert levels.levels("m", json_mode=True, schema=False) == ("json_object", "off")
+    assert levels.levels("m", json_mode=False, schema=True) == ("off",)
+    levels.step_down("m", "off")
+    levels.step_down("m", "json_object")  # a call refused late, sent before the first refusal was known
+    assert levels.current("m") == "off" and levels.current("other") == "json_schema"
+    assert StructuredLevels("json_schema", can_send=True).levels("m", json_mode=True, schema=True) == ("json_schema",)
+    # An LLM with no way to say a format gets the prompt alone.
+    assert StructuredLevels("auto", can_send=False).levels("m", json_mode=True, schema=True) == ("off",)
+    with pytest.raises(ValueError, match="structured"):
+        StructuredLevels("grammar", can_send=True)
