@@ -258,7 +258,7 @@ class Community(_Model):
 
 class Finding(_Model):
     summary: Annotated[str, Cap(300)]
-    explanation: Annotated[str, Cap(1000)]
+    explanation: Annotated[str, Cap(1500)]
 
 
 class Citations(_Model):
@@ -271,7 +271,7 @@ class ReportPayload(_Model):
     """The JSON protocol of community reports: every field required (schema sent, keys described in the prompt)."""
 
     title: Annotated[str, Cap(200)] = Field(min_length=1)
-    summary: Annotated[str, Cap(3000)]
+    summary: Annotated[str, Cap(4000)]
     rating: float = Field(ge=0, le=10, description="Impact/importance of the community, 0 to 10.")
     rating_explanation: Annotated[str, Cap(500)]
     findings: Annotated[list[Finding], Cap(MAX_FINDINGS)]
