@@ -1,5 +1,5 @@
 """Fixed prompt cost of every packaged template: cl100k tokens of the prompt rendered with empty values
-(so what is counted is the instructions and the embedded example, not the question or the context).
+(so what is counted is the instructions and the answer's key description, not the question or the context).
 
     .venv/bin/python benchmarks/prompt_tokens.py
 """
@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from driftrag.eval.generate import PersonasPayload, QuestionsPayload
 from driftrag.eval.judge import JudgeVerdict
-from driftrag.models.graph import EXTRACTION_EXAMPLE_PASSAGE, ExtractionPayload, ReportPayload
+from driftrag.ingestion.config_draft import ConfigDraftPayload
+from driftrag.models.graph import ExtractionPayload, ReportPayload
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
-from driftrag.providers.json_answer import json_example
+from driftrag.providers.structured import describe_keys
 from driftrag.providers.tokens import count_tokens
 from driftrag.search.global_search.models import MapPayload
 from driftrag.search.llm_tasks import EntityNames
 from driftrag.search.models import AnswerPayload, ReducedAnswer
 
-EXAMPLES = {
+ANSWER_MODELS = {
     "extract_graph": ExtractionPayload,
     "repair_json": ExtractionPayload,
     "community_report": ReportPayload,
@@ -29,23 +30,22 @@ EXAMPLES = {
     "judge_pairwise": JudgeVerdict,
     "generate_personas": PersonasPayload,
     "generate_questions": QuestionsPayload,
+    "suggest_extract_config": ConfigDraftPayload,
 }
 
 
 def main() -> None:
     registry = PromptRegistry.load()
     total = 0
-    print(f"{'template':24} {'tokens':>7} {'example':>8}")
+    print(f"{'template':24} {'tokens':>7} {'shape':>8}")
     for task in sorted(TASK_PLACEHOLDERS):
         values = {slot: "" for slot in TASK_PLACEHOLDERS[task]}
-        example = json_example(EXAMPLES[task].example()) if task in EXAMPLES else ""
-        if "example" in values:
-            values["example"] = example
-        if "example_passage" in values:
-            values["example_passage"] = EXTRACTION_EXAMPLE_PASSAGE
+        shape = describe_keys(ANSWER_MODELS[task]) if task in ANSWER_MODELS else ""
+        if "answer_shape" in values:
+            values["answer_shape"] = shape
         tokens = count_tokens(registry.render(task, **values))
         total += tokens
-        print(f"{task:24} {tokens:7d} {count_tokens(example):8d}")
+        print(f"{task:24} {tokens:7d} {count_tokens(shape):8d}")
     print(f"{'total':24} {total:7d}")
 
 

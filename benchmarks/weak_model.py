@@ -49,7 +49,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--modes", default=",".join(MODE_NAMES), help="comma-separated query modes")
     parser.add_argument("--neo4j-uri", default=None)
     parser.add_argument("--timeout", type=float, default=600.0, help="per model call, seconds")
-    parser.add_argument("--no-json-format", action="store_true", help="do not send response_format")
+    parser.add_argument("--no-json-format", action="store_true", help="send no response_format (llm_structured=off)")
     parser.add_argument("--kb", default="weak-model-bench")
     return parser.parse_args()
 
@@ -93,7 +93,7 @@ async def main(args: argparse.Namespace) -> int:
             home=Path(home),
             llm_cache=False,
             llm_timeout_s=args.timeout,
-            llm_json_response_format=not args.no_json_format,
+            llm_structured="off" if args.no_json_format else "auto",
             query_timeout_s=max(args.timeout * 10, 300.0),
         )
         async with DriftRAG(settings, llm=llm) as rag:

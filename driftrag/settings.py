@@ -117,10 +117,13 @@ class Settings(BaseSettings):
         f"slots, {LOCAL_DEFAULT_SLOTS} unless set (each slot holds a whole context in memory).",
     )
     llm_cache: bool = Field(default=True, description="Keep successful model responses on disk.")
-    llm_json_response_format: bool = Field(
-        default=True,
-        description="Send `response_format=json_object` with JSON tasks; turn off for servers that reject it "
-        "(answers are then parsed and repaired from plain text).",
+    llm_structured: Literal["auto", "json_schema", "json_object", "off"] = Field(
+        default="auto",
+        description="How JSON tasks ask for their format: `json_schema` sends the answer's strict JSON schema "
+        "(OpenAI structured outputs, llama.cpp, vLLM, LM Studio; Ollama's own class gets it as `format`), "
+        "`json_object` only JSON mode, `off` nothing (the prompt alone; answers are parsed and repaired). "
+        "`auto` sends the schema and, when a server refuses it (HTTP 400 naming `response_format`), asks the "
+        "same call in JSON mode, then with nothing, and keeps that level for the model.",
     )
     embedding_provider: Literal["auto", "offline", "openai"] = Field(
         default="auto",

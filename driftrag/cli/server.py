@@ -181,11 +181,13 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
     from pydantic import BaseModel
 
     from driftrag.providers.model_info import ModelInfo, model_info
+    from driftrag.providers.structured import structured_outputs
 
     class Info(BaseModel):
         mode: str
         description: str
         models: ModelInfo
+        structured_outputs: str
         neo4j_uri: str
         local_neo4j: bool
 
@@ -196,9 +198,14 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
             mode=models.mode,
             description=models.description,
             models=models,
+            structured_outputs=structured_outputs(settings, models.mode),
             neo4j_uri=settings.bolt_uri,
             local_neo4j=settings.neo4j_uri is None,
         )
 
     result = _run(ctx, action)
-    _emit(result, as_json, f"{result.models.describe()}\nNeo4j: {result.neo4j_uri}")
+    _emit(
+        result,
+        as_json,
+        f"{result.models.describe()}\nStructured outputs: {result.structured_outputs}\nNeo4j: {result.neo4j_uri}",
+    )

@@ -11,54 +11,40 @@ The description is the user's, or the kb's highest-rated community reports (titl
 from __future__ import annotations
 
 import asyncio
-from typing import Self
+from typing import Annotated
 
 import json_repair
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from driftrag.errors import ConfigurationError
 from driftrag.eval.questions import QuestionItem, QuestionType, normalise
+from driftrag.models.bounds import Cap
 from driftrag.models.storage import GraphListing
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel
-from driftrag.providers.json_answer import InvalidModelOutput, ask_json, json_example
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json
+from driftrag.providers.structured import describe_keys
 from driftrag.providers.tokens import tokenizer
 
 
 class Persona(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    name: str = Field(min_length=1, description="A role, such as 'a literature teacher'.")
-    description: str = ""
-    tasks: list[str] = Field(min_length=1)
+    name: Annotated[str, Cap(200)] = Field(min_length=1, description="A role, such as 'a literature teacher'.")
+    description: Annotated[str, Cap(1000)] = ""
+    tasks: Annotated[list[Annotated[str, Cap(500)]], Cap(20)] = Field(min_length=1)
 
 
 class PersonasPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    personas: list[Persona] = Field(min_length=1)
-
-    @classmethod
-    def example(cls) -> Self:
-        return cls(
-            personas=[
-                Persona(
-                    name="a city historian",
-                    description="Studies how local institutions grew.",
-                    tasks=["Trace how the institutions in the corpus influence each other"],
-                )
-            ]
-        )
+    personas: Annotated[list[Persona], Cap(20)] = Field(min_length=1)
 
 
 class QuestionsPayload(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    questions: list[str] = Field(min_length=1)
-
-    @classmethod
-    def example(cls) -> Self:
-        return cls(questions=["How do the main institutions of the corpus depend on one another over time?"])
+    questions: Annotated[list[Annotated[str, Cap(500)]], Cap(50)] = Field(min_length=1)
 
 
 class GeneratedQuestions(BaseModel):
@@ -129,30 +115,35 @@ async def generate_questions(
         raise ConfigurationError("the corpus description is empty")
     prompts = prompts or PromptRegistry.load()
     calls = prompt_tokens = completion_tokens = 0
-    example = json_example(PersonasPayload.example())
     prompt = prompts.render(
-        "generate_personas", example=example, summary=description, n_personas=str(personas), n_tasks=str(tasks)
+        "generate_personas",
+        answer_shape=describe_keys(PersonasPayload),
+        summary=description,
+        n_personas=str(personas),
+        n_tasks=str(tasks),
     )
-    first = await ask_json(chat, prompts, prompt, _parser(PersonasPayload), example, max_tokens=max_tokens)
+    first = await ask_json(chat, prompts, prompt, _parser(PersonasPayload), PersonasPayload, max_tokens=max_tokens)
     calls, prompt_tokens, completion_tokens = first.attempts, first.prompt_tokens, first.completion_tokens
     if first.value is None:
         raise InvalidModelOutput(f"the model gave no usable personas: {first.error}")
     cast = first.value.personas[:personas]
     pairs = [(persona, task) for persona in cast for task in persona.tasks[:tasks]]
     limit = asyncio.Semaphore(concurrency)
-    example = json_example(QuestionsPayload.example())
+    shape = describe_keys(QuestionsPayload)
 
     async def ask(persona: Persona, task: str):
         text = prompts.render(
             "generate_questions",
-            example=example,
+            answer_shape=shape,
             summary=description,
             persona=f"{persona.name}: {persona.description}".strip(": "),
             task=task,
             n_questions=str(questions),
         )
         async with limit:
-            return await ask_json(chat, prompts, text, _parser(QuestionsPayload), example, max_tokens=max_tokens)
+            return await ask_json(
+                chat, prompts, text, _parser(QuestionsPayload), QuestionsPayload, max_tokens=max_tokens
+            )
 
     answers = await asyncio.gather(*(ask(persona, task) for persona, task in pairs))
     items: list[QuestionItem] = []

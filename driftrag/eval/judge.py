@@ -14,16 +14,18 @@ import itertools
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, Self, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import json_repair
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from driftrag.errors import ConfigurationError
 from driftrag.eval.records import RunRow, now
+from driftrag.models.bounds import Cap
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel
-from driftrag.providers.json_answer import InvalidModelOutput, ask_json, json_example
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json
+from driftrag.providers.structured import describe_keys
 from driftrag.providers.tokens import words_within
 
 Criterion = Literal["comprehensiveness", "diversity", "empowerment", "directness"]
@@ -44,24 +46,13 @@ class JudgeVerdict(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    reasoning: str = Field(description="The comparison on each criterion, written before the verdicts.")
+    reasoning: Annotated[str, Cap(4000)] = Field(
+        description="The comparison on each criterion, written before the verdicts."
+    )
     comprehensiveness: SlotVerdict
     diversity: SlotVerdict
     empowerment: SlotVerdict
     directness: SlotVerdict
-
-    @classmethod
-    def example(cls) -> Self:
-        return cls(
-            reasoning=(
-                "Comprehensiveness: 1 covers both causes, 2 only one. Diversity: both take one view. "
-                "Empowerment: 1 explains its sources. Directness: 2 answers in its first sentence."
-            ),
-            comprehensiveness="1",
-            diversity="tie",
-            empowerment="1",
-            directness="2",
-        )
 
     @field_validator(*CRITERIA, mode="before")
     @classmethod
@@ -183,17 +174,18 @@ class PairwiseJudge:
 
     async def judge(self, spec: TrialSpec, question: str, answer_a: str, answer_b: str) -> Judgment:
         first, second = (answer_a, answer_b) if spec.order == "ab" else (answer_b, answer_a)
-        example = json_example(JudgeVerdict.example())
         prompt = self._prompts.render(
             "judge_pairwise",
-            example=example,
+            answer_shape=describe_keys(JudgeVerdict),
             question=question,
             answer_1=first,
             answer_2=second,
             # Free reasoning must leave room for the verdicts that follow it under the same cap.
             max_reasoning_words=str(words_within(self._max_tokens // 2, cap=150, floor=30)),
         )
-        answer = await ask_json(self._chat, self._prompts, prompt, parse_verdict, example, max_tokens=self._max_tokens)
+        answer = await ask_json(
+            self._chat, self._prompts, prompt, parse_verdict, JudgeVerdict, max_tokens=self._max_tokens
+        )
         used = {
             "attempts": answer.attempts,
             "prompt_tokens": answer.prompt_tokens,

@@ -11,24 +11,26 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Self
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from driftrag.ingestion.extraction import normalise_type
 from driftrag.ingestion.loading import InputError
+from driftrag.models.bounds import Cap
 from driftrag.models.extract_config import (
     MAX_EXAMPLES,
+    MAX_TAG_CHARS,
     MAX_TAGS,
     MAX_TEXT_CHARS,
     ExampleNode,
     ExampleRelation,
     ExtractConfig,
 )
-from driftrag.prompts.examples import EXAMPLE_HIRE, EXAMPLE_ORG, EXAMPLE_PASSAGE, EXAMPLE_PERSON
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel
-from driftrag.providers.json_answer import InvalidModelOutput, ask_json, extract_json_object, json_example
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json, extract_json_object
+from driftrag.providers.structured import describe_keys
 
 MAX_DESCRIPTION_CHARS = 2000
 MAX_LANGUAGE_CHARS = 40
@@ -51,30 +53,14 @@ _KEYS = {
 
 
 class ConfigDraftPayload(BaseModel):
-    """The JSON protocol of the draft; `example()` is rendered into the prompt."""
+    """The JSON protocol of the draft (schema sent, keys described in the prompt)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    text: str
-    tags: list[str]
-    nodes: list[ExampleNode]
-    relations: list[ExampleRelation]
-
-    @classmethod
-    def example(cls) -> Self:
-        return cls(
-            text=EXAMPLE_PASSAGE,
-            tags=["LEADS", "HIRED"],
-            nodes=[
-                ExampleNode(name=EXAMPLE_PERSON, attributes=["runs the guild"]),
-                ExampleNode(name=EXAMPLE_ORG, attributes=["a guild"]),
-                ExampleNode(name=EXAMPLE_HIRE, attributes=["hired in 2019"]),
-            ],
-            relations=[
-                ExampleRelation(node1=EXAMPLE_PERSON, node2=EXAMPLE_ORG, type="LEADS"),
-                ExampleRelation(node1=EXAMPLE_PERSON, node2=EXAMPLE_HIRE, type="HIRED"),
-            ],
-        )
+    text: Annotated[str, Cap(MAX_TEXT_CHARS)]
+    tags: Annotated[list[Annotated[str, Cap(MAX_TAG_CHARS)]], Cap(MAX_TAGS)]
+    nodes: Annotated[list[ExampleNode], Cap(MAX_EXAMPLES)]
+    relations: Annotated[list[ExampleRelation], Cap(MAX_EXAMPLES)]
 
 
 class ExtractConfigSuggestion(BaseModel):
@@ -197,10 +183,9 @@ class LLMConfigDrafter:
             raise InputError(
                 f"the domain description has {len(description)} characters; at most {MAX_DESCRIPTION_CHARS}"
             )
-        example = json_example(ConfigDraftPayload.example())
         prompt = self._prompts.render(
             "suggest_extract_config",
-            example=example,
+            answer_shape=describe_keys(ConfigDraftPayload),
             description=description.replace(DOMAIN_OPEN, "").replace(DOMAIN_CLOSE, "").strip(),
             language=_language(language),
             max_tags=str(DRAFT_TAGS),
@@ -208,7 +193,13 @@ class LLMConfigDrafter:
             domain_close=DOMAIN_CLOSE,
         )
         answer = await ask_json(
-            self._chat, self._prompts, prompt, parse_draft, example, max_tokens=2000, attempts=self._max_attempts
+            self._chat,
+            self._prompts,
+            prompt,
+            parse_draft,
+            ConfigDraftPayload,
+            max_tokens=2000,
+            attempts=self._max_attempts,
         )
         config, warnings = answer.unwrap("extract config draft")
         return ExtractConfigSuggestion(config=config, warnings=warnings, attempts=answer.attempts)

@@ -21,8 +21,8 @@ from typing import Any
 
 from driftrag.ingestion.tasks import GraphExtractor
 from driftrag.models.graph import (
-    EXTRACTION_EXAMPLE_PASSAGE,
     GENERIC_RELATIONSHIP_TYPE,
+    MAX_ITEMS_PER_CHUNK,
     OTHER_ENTITY_TYPE,
     UNKNOWN_ENTITY_TYPE,
     Chunk,
@@ -34,6 +34,7 @@ from driftrag.models.graph import (
 )
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object, json_example
+from driftrag.providers.structured import describe_keys
 
 CHUNK_OPEN = "<<<CHUNK>>>"
 CHUNK_CLOSE = "<<<END_CHUNK>>>"
@@ -44,9 +45,6 @@ _MARKERS = (CHUNK_OPEN, CHUNK_CLOSE, CUSTOM_OPEN, CUSTOM_CLOSE)
 _NON_WORD = re.compile(r"[^A-Z0-9]+")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _DEFAULT_STRENGTH = 5
-# Entities (and, separately, relationships) asked for and kept per chunk: a bounded answer fits its
-# token cap, and a model listing every noun of a passage adds noise, not knowledge.
-MAX_ITEMS_PER_CHUNK = 25
 
 _ENTITY_KEYS = {"name": ("name", "entity_name", "entity"), "type": ("type", "entity_type", "category")}
 _RELATION_KEYS = {
@@ -182,8 +180,7 @@ def chunk_message(chunk: Chunk) -> str:
 def build_extraction_messages(prompts: PromptRegistry, chunk: Chunk, config: ExtractConfig) -> list[dict[str, str]]:
     system = prompts.render(
         "extract_graph",
-        example=json_example(ExtractionPayload.example()),
-        example_passage=EXTRACTION_EXAMPLE_PASSAGE,
+        answer_shape=describe_keys(ExtractionPayload),
         max_entities=str(MAX_ITEMS_PER_CHUNK),
         chunk_open=CHUNK_OPEN,
         chunk_close=CHUNK_CLOSE,

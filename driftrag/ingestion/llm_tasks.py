@@ -34,7 +34,8 @@ from driftrag.models.graph import (
 from driftrag.prompts.examples import example_names_in
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
-from driftrag.providers.json_answer import ask_json, json_example
+from driftrag.providers.json_answer import InvalidModelOutput, ask_json
+from driftrag.providers.structured import describe_keys
 from driftrag.providers.tokens import words_within
 from driftrag.settings import Settings
 
@@ -72,7 +73,7 @@ class LLMGraphExtractor:
             self._prompts,
             messages,
             lambda raw: parse_extraction(raw, config.tags),
-            json_example(ExtractionPayload.example()),
+            ExtractionPayload,
             max_tokens=self._max_tokens,
             attempts=self._max_attempts,
         )
@@ -116,7 +117,10 @@ class LLMGraphExtractor:
             conversation = [*conversation, turn("user", glean)]
             rounds += 1
             try:
-                raw = (await self._chat.chat(conversation, json_mode=True, max_tokens=self._max_tokens)).text
+                reply = await self._chat.chat(
+                    conversation, json_mode=True, max_tokens=self._max_tokens, schema=ExtractionPayload
+                )
+                raw = reply.text
                 payload, round_warnings = parse_extraction(raw, tags)
             except ModelError as exc:
                 # The first answer stands; a failed gleaning round only loses the extras.
@@ -181,9 +185,21 @@ class LLMDescriptionSummarizer:
             descriptions="\n".join(f"- {d}" for d in distinct),
             max_words=str(self._max_words),
         )
-        # A ModelError (the model failed after its retries) goes to `summarize_all`, which keeps the
-        # descriptions as a marked placeholder that the next run asks for again.
-        text = (await self._chat.chat([turn("user", prompt)], max_tokens=self._max_tokens)).text.strip()
+        # A ModelError (the model failed after its retries, or copied an example twice) goes to
+        # `summarize_all`, which keeps the descriptions as a marked placeholder that the next run asks for again.
+        conversation = [turn("user", prompt)]
+        text = (await self._chat.chat(conversation, max_tokens=self._max_tokens)).text.strip()
+        copied = example_names_in(text, [name, *distinct])
+        if copied:
+            # Asked once more, with the copy pointed out (a changed request: a cache cannot replay it).
+            again = self._prompts.render("summary_copied", names=", ".join(copied))
+            conversation += [turn("assistant", text), turn("user", again)]
+            text = (await self._chat.chat(conversation, max_tokens=self._max_tokens)).text.strip()
+            copied = example_names_in(text, [name, *distinct])
+            if copied:
+                raise InvalidModelOutput(
+                    f"the summary of {name!r} repeats {', '.join(copied)}, names of a prompt example"
+                )
         # An empty answer must not erase what we know: fall back to the descriptions themselves.
         return text or " ".join(distinct)
 
@@ -209,16 +225,18 @@ class LLMCommunityReporter:
         self._max_tokens = max_tokens
 
     async def report(self, community: CommunityContext) -> CommunityReport:
-        example = json_example(ReportPayload.example())
         prompt = self._prompts.render(
-            "community_report", example=example, context=community.text, max_words=str(self._max_words)
+            "community_report",
+            answer_shape=describe_keys(ReportPayload),
+            context=community.text,
+            max_words=str(self._max_words),
         )
         answer = await ask_json(
             self._chat,
             self._prompts,
             prompt,
             lambda raw: parse_report(raw, community),
-            example,
+            ReportPayload,
             max_tokens=self._max_tokens,
             attempts=self._max_attempts,
         )

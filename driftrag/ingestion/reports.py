@@ -29,6 +29,7 @@ from driftrag.models.graph import (
     MergedRelationship,
     ReportPayload,
 )
+from driftrag.prompts.examples import example_names_in
 from driftrag.providers.handles import Handles
 from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object
 from driftrag.providers.tokens import count_tokens, get_encoding
@@ -240,6 +241,13 @@ def parse_report(raw: str, context: CommunityContext) -> CommunityReport:
         raise InvalidModelOutput(f"the report does not match the schema: {exc.errors()[:3]}") from exc
     # Handles (or ids) cited in the list or inline in the text both count, if the context showed them.
     prose = " ".join([payload.summary, *(f"{f.summary} {f.explanation}" for f in payload.findings)])
+    # A report naming a worked example's names that its context does not hold copied it: asked again,
+    # then stored as failed, so copied text never enters the knowledge base.
+    copied = example_names_in(" ".join([payload.title, prose, payload.rating_explanation]), [context.text])
+    if copied:
+        raise InvalidModelOutput(
+            f"the report repeats {', '.join(copied)}, names of a prompt example, not of the context"
+        )
     _, cited, unknown = context_handles(context).resolve(prose, payload.citations)
     citable = set(cited)
     return CommunityReport(

@@ -9,23 +9,17 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from typing import Annotated, Literal, Self
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
+
+from driftrag.models.bounds import Cap
 
 # Re-exported: the extraction config is imported from here by every stage.
 from driftrag.models.extract_config import ExampleNode as ExampleNode
 from driftrag.models.extract_config import ExampleRelation as ExampleRelation
 from driftrag.models.extract_config import ExtractConfig as ExtractConfig
-from driftrag.prompts.examples import (
-    EXAMPLE_CITY,
-    EXAMPLE_HIRE,
-    EXAMPLE_NICKNAME,
-    EXAMPLE_ORG,
-    EXAMPLE_PASSAGE,
-    EXAMPLE_PERSON,
-)
 from driftrag.wording import plural
 
 # The only shape a relationship or entity type may take once normalised; it is stored as data, never
@@ -38,6 +32,14 @@ ENTITY_TYPES = ("PERSON", "ORGANIZATION", "LOCATION", "EVENT", "OBJECT", "CONCEP
 OTHER_ENTITY_TYPE = "OTHER"
 
 TypeName = Annotated[str, Field(pattern=TYPE_PATTERN)]
+# Bounds of the model's answers (`driftrag.providers.structured`): what a useful answer needs, so that a
+# constrained answer ends well before its output cap; a longer value is cut, not refused. Entities (and,
+# separately, relationships) per chunk: a model listing every noun of a passage adds noise, not knowledge.
+MAX_ITEMS_PER_CHUNK = 25
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 600
+MAX_FINDINGS = 5
+MAX_REPORT_CITATIONS = 50
 
 
 def stable_hash(*parts: str, length: int = 20) -> str:
@@ -122,66 +124,29 @@ class Chunk(_Model):
 
 
 class ExtractedEntity(_Model):
-    name: str = Field(min_length=1)
-    type: TypeName = UNKNOWN_ENTITY_TYPE
-    description: str = ""
+    name: Annotated[str, Cap(MAX_NAME_CHARS)] = Field(min_length=1)
+    # The schema offers the closed list; the parser still maps any other word (`normalise_entity_type`).
+    type: Annotated[TypeName, Cap(64)] = Field(
+        default=UNKNOWN_ENTITY_TYPE, json_schema_extra={"enum": [*ENTITY_TYPES, OTHER_ENTITY_TYPE]}
+    )
+    description: Annotated[str, Cap(MAX_DESCRIPTION_CHARS)] = ""
 
 
 class ExtractedRelationship(_Model):
-    source: str = Field(min_length=1)
-    target: str = Field(min_length=1)
-    type: TypeName = GENERIC_RELATIONSHIP_TYPE
-    description: str = ""
+    source: Annotated[str, Cap(MAX_NAME_CHARS)] = Field(min_length=1)
+    target: Annotated[str, Cap(MAX_NAME_CHARS)] = Field(min_length=1)
+    type: Annotated[TypeName, Cap(64)] = GENERIC_RELATIONSHIP_TYPE
+    description: Annotated[str, Cap(MAX_DESCRIPTION_CHARS)] = ""
     strength: int = Field(default=5, ge=1, le=10)
     # Raw type string from the model, kept as data; hidden from the schema shown to the model.
     original_type: SkipJsonSchema[str | None] = None
 
 
 class ExtractionPayload(_Model):
-    """The system-owned JSON protocol of extraction: `example()` is rendered into the prompt."""
+    """The system-owned JSON protocol of extraction: its schema is sent, its keys described in the prompt."""
 
-    entities: list[ExtractedEntity] = Field(default_factory=list)
-    relationships: list[ExtractedRelationship] = Field(default_factory=list)
-
-    @classmethod
-    def example(cls) -> Self:
-        """The answer to `EXTRACTION_EXAMPLE_PASSAGE`: every field filled, a pronoun and a nickname
-        resolved to one name."""
-        return cls(
-            entities=[
-                ExtractedEntity(
-                    name=EXAMPLE_PERSON,
-                    type="PERSON",
-                    description=f"Runs the {EXAMPLE_ORG}; hired {EXAMPLE_HIRE} in 2019.",
-                ),
-                ExtractedEntity(name=EXAMPLE_ORG, type="ORGANIZATION", description=f"A guild run by {EXAMPLE_PERSON}."),
-                ExtractedEntity(
-                    name=EXAMPLE_HIRE,
-                    type="PERSON",
-                    description=f"Hired by {EXAMPLE_PERSON} in 2019; called {EXAMPLE_NICKNAME}.",
-                ),
-            ],
-            relationships=[
-                ExtractedRelationship(
-                    source=EXAMPLE_PERSON,
-                    target=EXAMPLE_ORG,
-                    type="LEADS",
-                    description="She runs the guild.",
-                    strength=9,
-                ),
-                ExtractedRelationship(
-                    source=EXAMPLE_PERSON,
-                    target=EXAMPLE_HIRE,
-                    type="HIRED",
-                    description="She hired him in 2019.",
-                    strength=8,
-                ),
-            ],
-        )
-
-
-# Visibly fictional (`driftrag.prompts.examples`), so that a copied example is recognised.
-EXTRACTION_EXAMPLE_PASSAGE = EXAMPLE_PASSAGE
+    entities: Annotated[list[ExtractedEntity], Cap(MAX_ITEMS_PER_CHUNK)] = Field(default_factory=list)
+    relationships: Annotated[list[ExtractedRelationship], Cap(MAX_ITEMS_PER_CHUNK)] = Field(default_factory=list)
 
 
 class ExtractionOutcome(_Model):
@@ -292,8 +257,8 @@ class Community(_Model):
 
 
 class Finding(_Model):
-    summary: str
-    explanation: str
+    summary: Annotated[str, Cap(300)]
+    explanation: Annotated[str, Cap(1500)]
 
 
 class Citations(_Model):
@@ -303,28 +268,16 @@ class Citations(_Model):
 
 
 class ReportPayload(_Model):
-    """The JSON protocol of community reports: every field required; `example()` is rendered into the prompt."""
+    """The JSON protocol of community reports: every field required (schema sent, keys described in the prompt)."""
 
-    title: str = Field(min_length=1)
-    summary: str
+    title: Annotated[str, Cap(200)] = Field(min_length=1)
+    summary: Annotated[str, Cap(4000)]
     rating: float = Field(ge=0, le=10, description="Impact/importance of the community, 0 to 10.")
-    rating_explanation: str
-    findings: list[Finding]
-    citations: list[str] = Field(description="Handles (S1, S2…) of the context rows that support the report.")
-
-    @classmethod
-    def example(cls) -> Self:
-        return cls(
-            title=f"{EXAMPLE_ORG} and its staff in {EXAMPLE_CITY}",
-            summary=f"{EXAMPLE_PERSON} runs the {EXAMPLE_ORG} in {EXAMPLE_CITY}, where {EXAMPLE_HIRE} has worked "
-            "since 2019.",
-            rating=4.0,
-            rating_explanation="A small guild with local influence.",
-            findings=[
-                Finding(summary=f"{EXAMPLE_PERSON} leads the guild", explanation="She runs it and hired its staff."),
-            ],
-            citations=["S1", "S3"],
-        )
+    rating_explanation: Annotated[str, Cap(500)]
+    findings: Annotated[list[Finding], Cap(MAX_FINDINGS)]
+    citations: Annotated[list[Annotated[str, Cap(100)]], Cap(MAX_REPORT_CITATIONS)] = Field(
+        description="Handles (S1, S2…) of the context rows that support the report."
+    )
 
 
 class CommunityReport(_Model):

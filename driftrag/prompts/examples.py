@@ -1,9 +1,13 @@
-"""The content of every worked example shown in a prompt: one fixed, visibly fictional domain.
+"""The names of the one fixed, visibly fictional domain that worked examples use, and their detection.
 
-A weak model sometimes answers with the prompt's example instead of the context (issue 34: a small
-model "answered" with the example's names). The examples therefore use names no corpus holds, marked
-"Placeholder", so such an answer is both obvious to a reader and found by `example_names_in`, which
-flags the answer as ungrounded (`driftrag.search.grounding`).
+A weak model sometimes answers with a prompt's example instead of the context (issue 34: a small model
+"answered" with the example's names; issue 52: copied reports and summaries). The packaged prompts now
+describe their answer's keys instead of showing a filled-in example (`driftrag.providers.structured`),
+but a user's prompt override, a knowledge base's own guidance, or a model that saw earlier prompts can
+still bring such an example back. Examples therefore use names no corpus holds, marked "Placeholder", so
+that a copied answer is both obvious to a reader and found by `example_names_in`: extraction drops those
+entities, summaries and reports repeating them are asked again and then stored as placeholders, and a
+query answer naming them is flagged as ungrounded (`driftrag.search.grounding`).
 """
 
 from __future__ import annotations
@@ -15,17 +19,8 @@ EXAMPLE_PERSON = "Xel Placeholder"
 EXAMPLE_HIRE = "Yan Placeholder"
 EXAMPLE_ORG = "Placeholder Guild"
 EXAMPLE_CITY = "Placeholder City"
-EXAMPLE_NICKNAME = "Yanno"
 # Every name the examples use, and the marker word itself.
 EXAMPLE_NAMES = (EXAMPLE_PERSON, EXAMPLE_HIRE, EXAMPLE_ORG, EXAMPLE_CITY, "Placeholder")
-
-EXAMPLE_ANSWER = f"{EXAMPLE_PERSON} hired {EXAMPLE_HIRE} in 2019 [S2]; the context does not say why."
-EXAMPLE_FOLLOW_UP = f"Why did {EXAMPLE_PERSON} hire {EXAMPLE_HIRE}?"
-EXAMPLE_REDUCED = f"{EXAMPLE_PERSON} runs the {EXAMPLE_ORG} [S1]; she hired {EXAMPLE_HIRE} [S2]."
-EXAMPLE_PASSAGE = (
-    f"{EXAMPLE_PERSON} runs the {EXAMPLE_ORG}. In 2019 she hired {EXAMPLE_HIRE}, whom everyone calls "
-    f"{EXAMPLE_NICKNAME}."
-)
 
 
 def example_names_in(text: str, allowed: Iterable[str] = ()) -> list[str]:

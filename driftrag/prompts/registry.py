@@ -20,25 +20,24 @@ from driftrag.errors import ConfigurationError
 # Task name -> the exact placeholder set its template must use.
 TASK_PLACEHOLDERS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
-        "extract_graph": frozenset(
-            {"example", "example_passage", "chunk_open", "chunk_close", "kb_guidance", "max_entities"}
-        ),
+        "extract_graph": frozenset({"answer_shape", "chunk_open", "chunk_close", "kb_guidance", "max_entities"}),
         "glean_graph": frozenset({"chunk_open", "chunk_close"}),
-        "repair_json": frozenset({"error", "example"}),
+        "repair_json": frozenset({"error", "answer_shape"}),
         "summarize_descriptions": frozenset({"name", "descriptions", "max_words"}),
-        "community_report": frozenset({"example", "context", "max_words"}),
-        "query_entities": frozenset({"example", "question"}),
-        "local_answer": frozenset({"example", "question", "context", "max_follow_ups", "user_question"}),
+        "summary_copied": frozenset({"names"}),
+        "community_report": frozenset({"answer_shape", "context", "max_words"}),
+        "query_entities": frozenset({"answer_shape", "question"}),
+        "local_answer": frozenset({"answer_shape", "question", "context", "max_follow_ups", "user_question"}),
         "drift_hyde": frozenset({"question", "template", "max_words"}),
-        "drift_primer": frozenset({"example", "question", "reports", "max_follow_ups"}),
-        "drift_reduce": frozenset({"example", "question", "answers"}),
-        "global_map": frozenset({"example", "question", "reports", "max_points"}),
-        "global_reduce": frozenset({"example", "question", "points"}),
-        "judge_pairwise": frozenset({"example", "question", "answer_1", "answer_2", "max_reasoning_words"}),
-        "generate_personas": frozenset({"example", "summary", "n_personas", "n_tasks"}),
-        "generate_questions": frozenset({"example", "summary", "persona", "task", "n_questions"}),
+        "drift_primer": frozenset({"answer_shape", "question", "reports", "max_follow_ups"}),
+        "drift_reduce": frozenset({"answer_shape", "question", "answers"}),
+        "global_map": frozenset({"answer_shape", "question", "reports", "max_points"}),
+        "global_reduce": frozenset({"answer_shape", "question", "points"}),
+        "judge_pairwise": frozenset({"answer_shape", "question", "answer_1", "answer_2", "max_reasoning_words"}),
+        "generate_personas": frozenset({"answer_shape", "summary", "n_personas", "n_tasks"}),
+        "generate_questions": frozenset({"answer_shape", "summary", "persona", "task", "n_questions"}),
         "suggest_extract_config": frozenset(
-            {"example", "description", "language", "max_tags", "domain_open", "domain_close"}
+            {"answer_shape", "description", "language", "max_tags", "domain_open", "domain_close"}
         ),
     }
 )

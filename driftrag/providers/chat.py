@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
+from pydantic import BaseModel
+
 # Receives each piece of a streamed answer as it arrives.
 DeltaSink = Callable[[str], Awaitable[None]]
 
@@ -30,8 +32,10 @@ class ChatModel(Protocol):
         *,
         json_mode: bool = False,
         max_tokens: int | None = None,
+        schema: type[BaseModel] | None = None,
     ) -> ChatReply:
-        """One chat completion; transport errors are retried by the client and raise `ModelError`."""
+        """One chat completion (`schema`: the JSON answer's model, sent as structured output where the
+        client can); transport errors are retried by the client and raise `ModelError`."""
         ...
 
 
@@ -44,6 +48,7 @@ class StreamingChatModel(ChatModel, Protocol):
         on_delta: DeltaSink,
         json_mode: bool = False,
         max_tokens: int | None = None,
+        schema: type[BaseModel] | None = None,
     ) -> ChatReply:
         """`chat`, giving each piece of the answer to `on_delta` as it is written; returns the whole answer."""
         ...
@@ -56,11 +61,13 @@ async def chat_streaming(
     on_delta: DeltaSink,
     json_mode: bool = False,
     max_tokens: int | None = None,
+    schema: type[BaseModel] | None = None,
 ) -> ChatReply:
     """Stream the answer when `chat` can, else give it to `on_delta` in one piece when it is complete."""
+    extra = schema_option(schema)
     if isinstance(chat, StreamingChatModel):
-        return await chat.stream_chat(messages, on_delta=on_delta, json_mode=json_mode, max_tokens=max_tokens)
-    reply = await chat.chat(messages, json_mode=json_mode, max_tokens=max_tokens)
+        return await chat.stream_chat(messages, on_delta=on_delta, json_mode=json_mode, max_tokens=max_tokens, **extra)
+    reply = await chat.chat(messages, json_mode=json_mode, max_tokens=max_tokens, **extra)
     await on_delta(reply.text)
     return reply
 
@@ -79,9 +86,16 @@ class LimitedChat:
         *,
         json_mode: bool = False,
         max_tokens: int | None = None,
+        schema: type[BaseModel] | None = None,
     ) -> ChatReply:
         async with self._slots:
-            return await self.model.chat(messages, json_mode=json_mode, max_tokens=max_tokens)
+            return await self.model.chat(messages, json_mode=json_mode, max_tokens=max_tokens, **schema_option(schema))
+
+
+def schema_option(schema: type[BaseModel] | None) -> dict[str, type[BaseModel]]:
+    """`schema=` for a call when there is one: a plain JSON call stays callable on a `ChatModel` that
+    predates schemas (a user's own double or wrapper)."""
+    return {"schema": schema} if schema is not None else {}
 
 
 def turn(role: str, content: str) -> dict[str, str]:

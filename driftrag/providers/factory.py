@@ -158,7 +158,7 @@ def model_client(
         base_url=base_url,
         max_retries=settings.llm_max_retries,
         timeout_s=timeout_s if timeout_s is not None else settings.llm_timeout_s,
-        json_response_format=settings.llm_json_response_format,
+        structured=settings.llm_structured,
     )
 
 

@@ -1,11 +1,13 @@
 """The one JSON-answer helper of every model task (ingestion, search, evaluation).
 
-A task renders its prompt with a filled-in example of its pydantic model (`json_example`: small models
-follow an example far better than a JSON schema), and `ask_json` sends it, parses the answer with the
-task's `parse` (which uses `extract_json_object`: fences and prose removed, repaired with `json_repair`,
-then validated) and, when the answer cannot be used, re-asks with the parse error and the example
-appended to the conversation (a changed request, so a response cache cannot replay the bad answer).
-An answer that stays invalid is reported once, as `InvalidModelOutput`.
+A task names its answer's pydantic model (`schema`): the client sends it as a strict JSON schema where
+the server takes one (`driftrag.providers.structured`, `ModelClient`), and the prompt describes the
+expected keys in one line (`describe_keys`: names, types, bounds; no worked example a small model could
+copy). `ask_json` sends the prompt, parses the answer with the task's `parse` (which uses
+`extract_json_object`: fences and prose removed, repaired with `json_repair`, then validated) and, when
+the answer cannot be used, re-asks with the parse error and the key description appended to the
+conversation (a changed request, so a response cache cannot replay the bad answer). An answer that
+stays invalid is reported once, as `InvalidModelOutput`.
 
 With a `stream` (`AnswerPreview`), each attempt's text goes to it as the model writes it: `begin` opens
 every attempt (so a re-ask can tell its reader to drop the previous attempt's text), `feed` gets the raw
@@ -26,6 +28,7 @@ from pydantic import BaseModel
 from driftrag.errors import ModelError
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, chat_streaming, turn
+from driftrag.providers.structured import describe_keys
 
 T = TypeVar("T")
 DEFAULT_ATTEMPTS = 2
@@ -39,9 +42,9 @@ class InvalidModelOutput(ModelError):
 
 
 def json_example(example: BaseModel) -> str:
-    """A filled-in answer as rendered into prompts, validated again by its own model first so that a
-    prompt never shows an example its parser would refuse. Fields hidden from the model (None) are left
-    out; non-ASCII text stays readable."""
+    """A filled-in answer as rendered into prompts (a knowledge base's own few-shot answer), validated
+    again by its own model first so that a prompt never shows an example its parser would refuse. Fields
+    hidden from the model (None) are left out; non-ASCII text stays readable."""
     data = example.model_dump(mode="json", exclude_none=True)
     type(example).model_validate(data)
     return json.dumps(data, ensure_ascii=False)
@@ -123,7 +126,7 @@ async def ask_json(
     prompts: PromptRegistry,
     prompt: str | list[dict[str, str]],
     parse: Callable[[str], T],
-    example: str,
+    schema: type[BaseModel],
     *,
     max_tokens: int | None,
     attempts: int = DEFAULT_ATTEMPTS,
@@ -131,6 +134,7 @@ async def ask_json(
 ) -> JsonAnswer[T]:
     """Ask until `parse` accepts the answer (it raises `InvalidModelOutput` otherwise), `attempts` calls at
     most. Never raises a model error: a failed call or a last unusable answer comes back in the result."""
+    keys = describe_keys(schema)
     messages = [turn("user", prompt)] if isinstance(prompt, str) else list(prompt)
     attempts = max(1, attempts)
     prompt_tokens = completion_tokens = 0
@@ -139,11 +143,11 @@ async def ask_json(
     for attempt in range(1, attempts + 1):
         try:
             if stream is None:
-                result = await chat.chat(messages, json_mode=True, max_tokens=max_tokens)
+                result = await chat.chat(messages, json_mode=True, max_tokens=max_tokens, schema=schema)
             else:
                 await stream.begin()
                 result = await chat_streaming(
-                    chat, messages, on_delta=stream.feed, json_mode=True, max_tokens=max_tokens
+                    chat, messages, on_delta=stream.feed, json_mode=True, max_tokens=max_tokens, schema=schema
                 )
         except ModelError as exc:
             return JsonAnswer(
@@ -156,7 +160,7 @@ async def ask_json(
             value = parse(raw)
         except InvalidModelOutput as exc:
             error = str(exc)
-            repair = prompts.render("repair_json", error=error, example=example)
+            repair = prompts.render("repair_json", error=error, answer_shape=keys)
             messages = [*messages, turn("assistant", raw), turn("user", repair)]
             continue
         conversation = [*messages, turn("assistant", raw)]

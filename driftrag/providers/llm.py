@@ -5,12 +5,17 @@ error type (`ModelError`), and streams (`stream_chat`, over the LLM's `astream_c
 backoff and 429 Retry-After stay with the LLM's client; an unreadable 200 body is asked again here
 (`driftrag.providers.unusable`), as often as a 500 would be.
 
-Per-call options (`max_tokens`, `temperature`, `response_format` for JSON mode, `stream_options` for the
-usage of a stream) are OpenAI's request fields, so they are sent only to LlamaIndex's OpenAI classes
-(`OpenAI`, `OpenAILike`, `AzureOpenAI`…: vLLM, LM Studio, Ollama's /v1 speak the same protocol). Any other
-LLM (Anthropic, Ollama's own client, a `CustomLLM`) is called with the messages alone: its own fields
-set its temperature, output cap and JSON mode, and JSON answers rely on the prompt's example and the
-repair re-ask (`driftrag.providers.json_answer`).
+Per-call options (`max_tokens`, `temperature`, `response_format`, `stream_options` for the usage of a
+stream) are OpenAI's request fields, so they are sent only to LlamaIndex's OpenAI classes (`OpenAI`,
+`OpenAILike`, `AzureOpenAI`…: llama.cpp's server, vLLM, LM Studio, Ollama's /v1 speak the same protocol).
+Ollama's own class gets a JSON answer's format as `format`. Any other LLM (Anthropic, a `CustomLLM`) is
+called with the messages alone: its own fields set its temperature, output cap and JSON mode, and JSON
+answers rely on the prompt's key description and the repair re-ask (`driftrag.providers.json_answer`).
+
+A JSON answer's format is asked at the level of the `llm_structured` setting: `json_schema` (the
+answer model's strict schema, `driftrag.providers.structured`), `json_object` (JSON mode) or `off`.
+With `auto`, a server that refuses a level (HTTP 400 naming `response_format` or `json_schema`) gets the
+same call again one level lower, and the client keeps that level for the model from then on.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from driftrag.errors import ModelError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
 from driftrag.providers.chat import DeltaSink
 from driftrag.providers.http_clients import openai_http_client
+from driftrag.providers.structured import StructuredLevels, format_kwargs, refuses_format, strict_schema
 from driftrag.providers.tokens import tokenizer
 from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
@@ -114,7 +120,7 @@ class ModelClient:
         base_url: str | None = None,
         max_retries: int = 0,
         timeout_s: float | None = None,
-        json_response_format: bool = True,
+        structured: str = "auto",
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -126,11 +132,11 @@ class ModelClient:
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout_s = timeout_s
-        # Off for servers that reject `response_format`: the JSON tasks then rely on their prompt's
-        # example and on the parser's repair and re-ask.
-        self.json_response_format = json_response_format
-        # OpenAI's request fields are only understood by the OpenAI classes (see the module docstring).
+        # OpenAI's request fields are only understood by the OpenAI classes (see the module docstring);
+        # Ollama's own class is known by name, its package being optional.
         self.openai_protocol = isinstance(llm, OpenAI)
+        self.ollama_format = type(llm).__name__ == "Ollama"
+        self.structured = StructuredLevels(structured, can_send=self.openai_protocol or self.ollama_format)
         self._limit = asyncio.Semaphore(concurrency)
         self._tokenizer: Callable[[str], list[int]] | None = None
 
@@ -141,8 +147,17 @@ class ModelClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         json_mode: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> ChatResult:
-        return await self._call(messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode)
+        """One completion; `schema` (the answer's pydantic model) makes it a JSON call asked at the
+        client's structured level."""
+        return await self._call(
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            json_mode=json_mode or schema is not None,
+            schema=schema,
+        )
 
     async def stream_chat(
         self,
@@ -152,13 +167,19 @@ class ModelClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         json_mode: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> ChatResult:
         """`chat`, with each piece of the answer given to `on_delta` as the model writes it (`astream_chat`).
 
         The request and its cache entry are the same as `chat`'s, so a streamed and an unstreamed call
         get the same answer; a cached answer arrives as one piece."""
         return await self._call(
-            messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode, on_delta=on_delta
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            json_mode=json_mode or schema is not None,
+            schema=schema,
+            on_delta=on_delta,
         )
 
     async def _call(
@@ -168,24 +189,19 @@ class ModelClient:
         temperature: float | None,
         max_tokens: int | None,
         json_mode: bool,
+        schema: type[BaseModel] | None = None,
         on_delta: DeltaSink | None = None,
     ) -> ChatResult:
         chat_messages = [_as_chat_message(m) for m in messages]
-        json_mode = json_mode and self.json_response_format and self.openai_protocol
-        request_kwargs: dict[str, Any] = {}
-        if self.openai_protocol:
-            if temperature is not None:
-                request_kwargs["temperature"] = temperature
-            if max_tokens is not None:
-                request_kwargs["max_tokens"] = max_tokens
-            if json_mode:
-                request_kwargs["response_format"] = {"type": "json_object"}
-        else:
+        if not self.openai_protocol:
             temperature = max_tokens = None  # not sent, so not part of the request's identity either
+        levels = self.structured.levels(self.model, json_mode=json_mode, schema=schema is not None)
 
         key = None
         if self.cache is not None:
-            key = self._cache_key(chat_messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode)
+            key = self._cache_key(
+                chat_messages, temperature=temperature, max_tokens=max_tokens, level=levels[0], schema=schema
+            )
             hit = await self.cache.aget(key)
             if hit is not None:
                 self.usage.record_cache_hit()
@@ -194,29 +210,60 @@ class ModelClient:
                 return ChatResult(**hit.model_dump(), cached=True)
 
         async with self._limit:
-            try:
-                if on_delta is None:
-                    response = await retry_unusable(
-                        lambda: self.llm.achat(chat_messages, **request_kwargs),
-                        self.max_retries,
-                        on_retry=self.usage.record_retry,
-                    )
-                    text = response.message.content or ""
-                    reported = _reported_usage(response)
-                else:
-                    # Not asked again once pieces went out: the query's step retry (and the stream's
-                    # reset event) handles a stream that breaks.
-                    text, reported = await self._stream(chat_messages, request_kwargs, on_delta)
-            except Exception as exc:  # the provider boundary: whatever it raises is a failed model call
-                self.usage.record_failure()
-                raise ModelError(self._describe_failure(exc)) from exc
+            for place, level in enumerate(levels):
+                request_kwargs = self._request_kwargs(level, schema, temperature=temperature, max_tokens=max_tokens)
+                try:
+                    text, reported = await self._ask(chat_messages, request_kwargs, on_delta)
+                    break
+                except Exception as exc:  # the provider boundary: whatever it raises is a failed model call
+                    if place + 1 < len(levels) and refuses_format(exc, ollama=self.ollama_format):
+                        # This model's server does not take this level: remembered, asked one level lower.
+                        self.structured.step_down(self.model, levels[place + 1])
+                        self.usage.record_structured_fallback()
+                        continue
+                    self.usage.record_failure()
+                    raise ModelError(self._describe_failure(exc)) from exc
 
         prompt_tokens, completion_tokens = reported or self._counted_usage(chat_messages, text)
-        self.usage.record_chat(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        self.usage.record_chat(
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, structured=level if json_mode else None
+        )
         entry = CachedResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         if key is not None and self.cache is not None:
+            if level != levels[0]:  # kept under the request that was answered, which later calls will make
+                key = self._cache_key(
+                    chat_messages, temperature=temperature, max_tokens=max_tokens, level=level, schema=schema
+                )
             self.cache.put_soon(key, entry)
         return ChatResult(**entry.model_dump(), cached=False)
+
+    def _request_kwargs(
+        self, level: str, schema: type[BaseModel] | None, *, temperature: float | None, max_tokens: int | None
+    ) -> dict[str, Any]:
+        request_kwargs: dict[str, Any] = {}
+        if self.openai_protocol:
+            if temperature is not None:
+                request_kwargs["temperature"] = temperature
+            if max_tokens is not None:
+                request_kwargs["max_tokens"] = max_tokens
+        return {
+            **request_kwargs,
+            **format_kwargs(level, schema, ollama=self.ollama_format),
+        }
+
+    async def _ask(
+        self, messages: list[ChatMessage], request_kwargs: dict[str, Any], on_delta: DeltaSink | None
+    ) -> tuple[str, tuple[int, int] | None]:
+        if on_delta is None:
+            response = await retry_unusable(
+                lambda: self.llm.achat(messages, **request_kwargs),
+                self.max_retries,
+                on_retry=self.usage.record_retry,
+            )
+            return response.message.content or "", _reported_usage(response)
+        # Not asked again once pieces went out: the query's step retry (and the stream's reset event)
+        # handles a stream that breaks. A refused format fails before any piece.
+        return await self._stream(messages, request_kwargs, on_delta)
 
     async def drain(self) -> None:
         """Wait until the answers given so far are in the response cache on disk (`ResponseCache.drain`)."""
@@ -252,15 +299,19 @@ class ModelClient:
         *,
         temperature: float | None,
         max_tokens: int | None,
-        json_mode: bool,
+        level: str,
+        schema: type[BaseModel] | None,
     ) -> str:
         # The effective temperature belongs in the key: a default changed in settings must not reuse entries.
         effective_temperature = temperature if temperature is not None else getattr(self.llm, "temperature", None)
-        params = {
+        params: dict[str, Any] = {
             "temperature": effective_temperature,
             "max_tokens": max_tokens if max_tokens is not None else getattr(self.llm, "max_tokens", None),
-            "response_format": "json_object" if json_mode else None,
+            "response_format": level if level != "off" else None,
         }
+        if level == "json_schema" and schema is not None:
+            # Another schema is another request (the answer is constrained to it).
+            params["schema"] = strict_schema(schema)
         return cache_key(
             provider=self.provider,
             model=self.model,

@@ -18,6 +18,12 @@ class Usage(BaseModel):
     cache_hits: int = 0
     failed_calls: int = 0
     retried_calls: int = 0
+    # JSON answers by how their format was asked (`driftrag.providers.structured`): a JSON schema, JSON
+    # mode, or the prompt alone; and the requests a server refused for their format, asked again lower.
+    json_schema_calls: int = 0
+    json_object_calls: int = 0
+    prompt_only_json_calls: int = 0
+    structured_fallbacks: int = 0
     embedding_requests: int = 0
     embedded_texts: int = 0
     embedding_tokens: int = 0
@@ -33,6 +39,14 @@ class Usage(BaseModel):
         return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
 
+# The counter of each structured-output level (`driftrag.providers.structured.STRUCTURED_LEVELS`).
+_LEVEL_COUNTERS = {
+    "json_schema": "json_schema_calls",
+    "json_object": "json_object_calls",
+    "off": "prompt_only_json_calls",
+}
+
+
 class UsageTracker:
     """Mutable counters behind a lock: sync embedding calls may run in worker threads."""
 
@@ -45,8 +59,20 @@ class UsageTracker:
             for name, value in deltas.items():
                 self._counts[name] += value
 
-    def record_chat(self, *, prompt_tokens: int, completion_tokens: int) -> None:
-        self._add(chat_calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    def record_chat(self, *, prompt_tokens: int, completion_tokens: int, structured: str | None = None) -> None:
+        """One answered call; `structured` is how a JSON answer's format was asked (`json_schema`,
+        `json_object`, or `off`: the prompt alone), None for a plain-text call."""
+        levels = {
+            "json_schema": "json_schema_calls",
+            "json_object": "json_object_calls",
+            "off": "prompt_only_json_calls",
+        }
+        extra = {levels[structured]: 1} if structured is not None else {}
+        self._add(chat_calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **extra)
+
+    def record_structured_fallback(self) -> None:
+        """A server refused a request's answer format; the same call is asked again one level lower."""
+        self._add(structured_fallbacks=1)
 
     def record_cache_hit(self) -> None:
         self._add(cache_hits=1)

@@ -12,8 +12,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel
+
 from driftrag.errors import ModelError
-from driftrag.providers.chat import ChatModel, ChatReply, DeltaSink, chat_streaming
+from driftrag.providers.chat import ChatModel, ChatReply, DeltaSink, chat_streaming, schema_option
 from driftrag.providers.tokens import tokenizer
 
 # Chat framing per message, as in the provider's own estimate.
@@ -82,9 +84,11 @@ class BudgetedChat:
         *,
         json_mode: bool = False,
         max_tokens: int | None = None,
+        schema: type[BaseModel] | None = None,
     ) -> ChatReply:
+        extra = schema_option(schema)
         return await self._spend(
-            messages, lambda: self._chat.chat(messages, json_mode=json_mode, max_tokens=max_tokens)
+            messages, lambda: self._chat.chat(messages, json_mode=json_mode, max_tokens=max_tokens, **extra)
         )
 
     async def stream_chat(
@@ -94,10 +98,13 @@ class BudgetedChat:
         on_delta: DeltaSink,
         json_mode: bool = False,
         max_tokens: int | None = None,
+        schema: type[BaseModel] | None = None,
     ) -> ChatReply:
         return await self._spend(
             messages,
-            lambda: chat_streaming(self._chat, messages, on_delta=on_delta, json_mode=json_mode, max_tokens=max_tokens),
+            lambda: chat_streaming(
+                self._chat, messages, on_delta=on_delta, json_mode=json_mode, max_tokens=max_tokens, schema=schema
+            ),
         )
 
     async def _spend(self, messages: list[dict[str, str]], call: Callable[[], Awaitable[ChatReply]]) -> ChatReply:

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Self, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from driftrag.models.bounds import Cap
 from driftrag.models.search import Source
-from driftrag.prompts.examples import EXAMPLE_ORG, EXAMPLE_PERSON
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
 from driftrag.providers.handles import NODE_ID, Handles
@@ -39,9 +39,9 @@ from driftrag.providers.json_answer import (
     InvalidModelOutput,
     ask_json,
     extract_json_object,
-    json_example,
     strip_wrappers,
 )
+from driftrag.providers.structured import describe_keys
 from driftrag.providers.tokens import words_within
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.global_search.models import GlobalPoint, KeyPoint, MapPayload, ReportBatch
@@ -77,11 +77,9 @@ class EntityNames(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    names: list[str] = Field(description="Entity names as written in the source text.")
-
-    @classmethod
-    def example(cls) -> Self:
-        return cls(names=[EXAMPLE_PERSON, EXAMPLE_ORG])
+    names: Annotated[list[Annotated[str, Cap(200)]], Cap(20)] = Field(
+        description="Entity names as written in the source text."
+    )
 
 
 def delimit(name: str, text: str) -> str:
@@ -314,7 +312,7 @@ class _JsonAsker:
         self,
         step: str,
         prompt: str,
-        example: str,
+        schema: type[BaseModel],
         parse: Callable[[str], T],
         stream: AnswerPreview | None = None,
         prose: Callable[[str], T | None] | None = None,
@@ -322,7 +320,7 @@ class _JsonAsker:
         """The parsed answer; with `prose`, a last answer without JSON is read as prose (after the re-ask
         only: the re-ask gives the model its chance at the protocol first)."""
         answer = await ask_json(
-            self.chat, self.prompts, prompt, parse, example, max_tokens=self.max_tokens, stream=stream
+            self.chat, self.prompts, prompt, parse, schema, max_tokens=self.max_tokens, stream=stream
         )
         value = answer.value
         if value is None and answer.failure is None and prose is not None and answer.raw:
@@ -344,10 +342,11 @@ class LLMQueryEntityNamer:
         self._fallback = fallback
 
     async def entity_names(self, question: str) -> list[str]:
-        example = json_example(EntityNames.example())
-        prompt = self._asker.prompts.render("query_entities", example=example, question=delimit("QUESTION", question))
+        prompt = self._asker.prompts.render(
+            "query_entities", answer_shape=describe_keys(EntityNames), question=delimit("QUESTION", question)
+        )
         try:
-            return await self._asker.ask("query entities", prompt, example, parse_names)
+            return await self._asker.ask("query entities", prompt, EntityNames, parse_names)
         except InvalidModelOutput as exc:
             if self._fallback is None:
                 raise
@@ -368,10 +367,9 @@ async def _answer_over(
 ) -> AnswerPayload:
     """An `AnswerPayload` from a context; answers and the DRIFT primer differ only in their template."""
     handles = Handles(source.id for source in context.sources)
-    example = json_example(AnswerPayload.example())
     prompt = asker.prompts.render(
         template,
-        example=example,
+        answer_shape=describe_keys(AnswerPayload),
         question=delimit("QUESTION", question),
         max_follow_ups=str(max(max_follow_ups, 0)),
         **{context_slot: delimit("CONTEXT", handles.show(context.text))},
@@ -381,7 +379,7 @@ async def _answer_over(
     return await asker.ask(
         label,
         prompt,
-        example,
+        AnswerPayload,
         lambda raw: parse_answer(raw, handles, max_follow_ups),
         preview,
         prose=lambda raw: prose_answer(raw, handles),
@@ -488,11 +486,10 @@ class LLMDriftReducer:
     async def reduce(
         self, question: str, answers: Sequence[IntermediateAnswer], *, stream: AnswerStream | None = None
     ) -> ReducedAnswer:
-        example = json_example(ReducedAnswer.example())
         handles = Handles(source_id for item in answers for source_id in item.source_ids)
         prompt = self._asker.prompts.render(
             "drift_reduce",
-            example=example,
+            answer_shape=describe_keys(ReducedAnswer),
             question=delimit("QUESTION", question),
             answers=delimit("ANSWERS", render_answers(answers, handles)),
         )
@@ -501,7 +498,7 @@ class LLMDriftReducer:
             return await self._asker.ask(
                 "reduce",
                 prompt,
-                example,
+                ReducedAnswer,
                 lambda raw: parse_reduced(raw, handles),
                 preview,
                 prose=lambda raw: prose_reduced(raw, handles),
@@ -522,16 +519,17 @@ class LLMGlobalMapper:
 
     async def map(self, question: str, batch: ReportBatch, *, max_points: int) -> MapPayload:
         handles = Handles(source.id for source in batch.context.sources)
-        example = json_example(MapPayload.example())
         prompt = self._asker.prompts.render(
             "global_map",
-            example=example,
+            answer_shape=describe_keys(MapPayload),
             question=delimit("QUESTION", question),
             reports=delimit("REPORTS", handles.show(batch.context.text)),
             max_points=str(max(max_points, 0)),
         )
         try:
-            return await self._asker.ask("global map", prompt, example, lambda raw: parse_map(raw, handles, max_points))
+            return await self._asker.ask(
+                "global map", prompt, MapPayload, lambda raw: parse_map(raw, handles, max_points)
+            )
         except InvalidModelOutput as exc:
             if self._fallback is None:
                 raise
@@ -547,12 +545,11 @@ class LLMGlobalReducer:
     async def reduce(
         self, question: str, points: Sequence[GlobalPoint], *, stream: AnswerStream | None = None
     ) -> ReducedAnswer:
-        example = json_example(ReducedAnswer.example())
         handles = Handles(report_id for point in points for report_id in point.report_ids)
         preview = stream.json_answer(handles.written_back) if stream is not None else None
         prompt = self._asker.prompts.render(
             "global_reduce",
-            example=example,
+            answer_shape=describe_keys(ReducedAnswer),
             question=delimit("QUESTION", question),
             points=delimit("POINTS", render_points(points, handles)),
         )
@@ -560,7 +557,7 @@ class LLMGlobalReducer:
             return await self._asker.ask(
                 "global reduce",
                 prompt,
-                example,
+                ReducedAnswer,
                 lambda raw: parse_reduced(raw, handles),
                 stream=preview,
                 prose=lambda raw: prose_reduced(raw, handles),

@@ -7,14 +7,19 @@ Every source is identified by the id it carries in the graph (`chunk-…`, `enti
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from driftrag.models.bounds import Cap
 from driftrag.models.search import Source
-from driftrag.prompts.examples import EXAMPLE_ANSWER, EXAMPLE_FOLLOW_UP, EXAMPLE_REDUCED
 from driftrag.providers.usage import Usage
+
+# Bounds of the answers (`driftrag.providers.structured`): well above `answer_max_tokens`' default, so that
+# they stop a looping model without cutting a real answer.
+MAX_ANSWER_CHARS = 8000
+Citations = Annotated[list[Annotated[str, Cap(100)]], Cap(100)]
 
 
 class _Model(BaseModel):
@@ -96,31 +101,27 @@ class AnswerPayload(_Model):
     Every field is asked for; the parser tolerates a missing score (`NEUTRAL_SCORE`, and says so in
     `tolerated`) rather than throw a good answer away."""
 
-    answer: str = Field(description="The answer in Markdown; say plainly when the context does not answer.")
+    answer: Annotated[str, Cap(MAX_ANSWER_CHARS)] = Field(
+        description="The answer in Markdown; say plainly when the context does not answer."
+    )
     score: int = Field(ge=0, le=100, description="How well the context answers the question, 0-100.")
-    follow_up_queries: list[str] = Field(description="Questions that would complete it.")
-    citations: list[str] = Field(description="Ids of the context sources used.")
+    follow_up_queries: Annotated[list[Annotated[str, Cap(300)]], Cap(20)] = Field(
+        description="Questions that would complete it."
+    )
+    citations: Citations = Field(description="Ids of the context sources used.")
     # Set by the parser, never asked of the model: cited handles or ids the context did not show.
     unknown_citations: SkipJsonSchema[int | None] = None
     # Set by the parser: what it had to tolerate (`DegradedReason` values).
     tolerated: SkipJsonSchema[list[DegradedReason] | None] = None
 
-    @classmethod
-    def example(cls) -> Self:
-        return cls(answer=EXAMPLE_ANSWER, score=75, follow_up_queries=[EXAMPLE_FOLLOW_UP], citations=["S2"])
-
 
 class ReducedAnswer(_Model):
     """The JSON protocol of the DRIFT reduce step."""
 
-    answer: str
-    citations: list[str] = Field(default_factory=list)
+    answer: Annotated[str, Cap(MAX_ANSWER_CHARS)]
+    citations: Citations = Field(default_factory=list)
     unknown_citations: SkipJsonSchema[int | None] = None
     tolerated: SkipJsonSchema[list[DegradedReason] | None] = None
-
-    @classmethod
-    def example(cls) -> Self:
-        return cls(answer=EXAMPLE_REDUCED, citations=["S1", "S2"])
 
 
 class _Items:

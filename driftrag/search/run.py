@@ -24,6 +24,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, GraphDisabledError, ModelError
 from driftrag.models.identifiers import validate_kb_id
+from driftrag.models.search import Source
 from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import BudgetExhausted, QueryBudget
@@ -150,7 +151,8 @@ class QueryRun:
                 step="answer" if user_question is None else "follow-up",
                 cited=[i for i in payload.citations if i in known],
                 unknown_citations=payload.unknown_citations or 0,
-                shown=[question, context.text],
+                asked=[question],
+                sources=context.sources,
             ),
         )
 
@@ -161,14 +163,21 @@ class QueryRun:
         step: str = "answer",
         cited: Sequence[str] = (),
         unknown_citations: int = 0,
-        shown: Iterable[str] = (),
+        asked: Iterable[str] = (),
+        sources: Iterable[Source] = (),
     ) -> dict[str, Any]:
         """The result fields every mode fills the same way; with the final `answer` (its known `cited`
-        ids, its `unknown_citations`, and the texts `shown` to the model), its grounding check too."""
+        ids, its `unknown_citations`, the questions `asked` besides the query's own and the `sources` shown
+        to the model), its grounding check too."""
         degraded = self.tasks.degraded.items()
         if answer is not None:
             degraded += ungrounded(
-                answer, step=step, cited=cited, unknown_citations=unknown_citations, shown=[self.question, *shown]
+                answer,
+                step=step,
+                cited=cited,
+                unknown_citations=unknown_citations,
+                questions=[self.question, *asked],
+                sources=sources,
             )
         return {
             "extractive": self.tasks.extractive,

@@ -80,6 +80,7 @@ class ScriptedJudge:
         json_mode: bool = False,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        schema: type | None = None,
     ) -> ScriptedResult:
         self.calls += 1
         self.requests.append([dict(m) for m in messages])
@@ -128,6 +129,7 @@ class ScriptedQuestionWriter:
         json_mode: bool = False,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        schema: type | None = None,
     ) -> ScriptedResult:
         self.calls += 1
         prompt = messages[0]["content"]

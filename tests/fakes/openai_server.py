@@ -149,6 +149,7 @@ class FakeOpenAIServer:
         rejects_response_format: bool = False,
         prose_around_json: bool = False,
         stream_delay_s: float = 0.0,
+        rejects_json_schema: bool = False,
     ) -> None:
         self.stream_delay_s = stream_delay_s
         self.streamed_requests = 0
@@ -157,6 +158,8 @@ class FakeOpenAIServer:
         self.rejects_response_format = rejects_response_format
         self.prose_around_json = prose_around_json
         self.rejected_response_format = 0
+        # A server that takes JSON mode but not a JSON schema: a 400 for `response_format` of type json_schema.
+        self.rejects_json_schema = rejects_json_schema
         self.responder = responder
         self.fault_rates = fault_rates
         self._seen: dict[str, int] = {}
@@ -380,6 +383,13 @@ class _Handler(BaseHTTPRequestHandler):
             with self.fake._lock:
                 self.fake.rejected_response_format += 1
             error = {"message": "response_format is not supported by this server", "type": "invalid_request_error"}
+            self._send_json(400, {"error": error})
+            return
+        wanted = body.get("response_format") or {}
+        if path.endswith("/chat/completions") and self.fake.rejects_json_schema and wanted.get("type") == "json_schema":
+            with self.fake._lock:
+                self.fake.rejected_response_format += 1
+            error = {"message": "response_format type json_schema is not supported", "type": "invalid_request_error"}
             self._send_json(400, {"error": error})
             return
         if path.endswith("/chat/completions") and body.get("stream"):

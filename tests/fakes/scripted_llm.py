@@ -143,6 +143,7 @@ class ScriptedChatModel:
         json_mode: bool = False,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        schema: type | None = None,
     ) -> ScriptedChatResult:
         self.requests.append([dict(m) for m in messages])
         task = self._task(messages)

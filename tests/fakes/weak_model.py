@@ -10,7 +10,8 @@ the first answer and on the re-ask alike (a weak model repeats its mistake):
 - "prose": no JSON, only the answer's text (inline citations kept);
 - "think": a `<think>…</think>` block before the JSON (reasoning models);
 - "fenced": the JSON in a Markdown code fence;
-- "example_copy": the prompt's own worked example, copied (its names, its handles);
+- "example_copy": a worked example's content instead of the answer (the fictional names earlier prompts
+  showed, which a model may still write from a user's prompt or from memory), in the answer's shape;
 - "wrong_object": `{"Title": "The Dark Lamp"}`, an object of the wrong shape (SmolLM2 on local search).
 
 `chunks_containing` limits the "extract" behaviour to the chunks whose text holds that string (a weak
@@ -21,7 +22,6 @@ model fails on some chunks, not all). `calls` counts the requests per task (the 
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections import Counter
 from collections.abc import Mapping
@@ -45,8 +45,33 @@ BEHAVIOURS = frozenset(
 TASKS = frozenset({*QUERY_MARKS, "extract"})
 WRONG_OBJECT = '{"Title": "The Dark Lamp"}'
 THINK = "<think>\nThe user wants JSON. Let me look at the context first and think about the score.\n</think>\n"
-# The example line of a packaged template: the JSON object just after the protocol's "is required:".
-_EXAMPLE = re.compile(r"(?:is required:|Answer:)\s*\n?(\{.*\})\s*$", re.MULTILINE)
+# What a model copying the examples earlier prompts showed writes (`driftrag.prompts.examples`).
+COPIED_TEXT = "Xel Placeholder runs the Placeholder Guild [S1]; she hired Yan Placeholder [S2]."
+COPIED_GRAPH = {
+    "entities": [
+        {"name": "Xel Placeholder", "type": "PERSON", "description": "Runs the Placeholder Guild."},
+        {"name": "Placeholder Guild", "type": "ORGANIZATION", "description": "A guild run by Xel Placeholder."},
+    ],
+    "relationships": [
+        {"source": "Xel Placeholder", "target": "Placeholder Guild", "type": "LEADS", "description": "", "strength": 9}
+    ],
+}
+
+
+def _copied(obj: dict) -> dict:
+    """The example's content in the shape of `obj`, the good answer."""
+    if "entities" in obj:
+        return COPIED_GRAPH
+    if "points" in obj:
+        return {"points": [{"description": COPIED_TEXT, "score": 80, "citations": ["S1"]}]}
+    if "names" in obj:
+        return {"names": ["Xel Placeholder", "Placeholder Guild"]}
+    copied = {**obj, "answer": COPIED_TEXT}
+    if "citations" in obj:
+        copied["citations"] = ["S1", "S2"]
+    if "follow_up_queries" in obj:
+        copied["follow_up_queries"] = ["Why did Xel Placeholder hire Yan Placeholder?"]
+    return copied
 
 
 def _without_scores(value: object) -> object:
@@ -69,9 +94,6 @@ def spoil(text: str, behaviour: str, prompt: str) -> str:
     """`text` (a good JSON answer to `prompt`) as a weak model would have written it."""
     if behaviour == "wrong_object":
         return WRONG_OBJECT
-    if behaviour == "example_copy":
-        found = _EXAMPLE.search(prompt)
-        return found.group(1) if found else text
     if behaviour == "think":
         return THINK + text
     if behaviour == "fenced":
@@ -82,6 +104,8 @@ def spoil(text: str, behaviour: str, prompt: str) -> str:
         return text
     if not isinstance(obj, dict):
         return text
+    if behaviour == "example_copy":
+        return json.dumps(_copied(obj))
     if behaviour == "prose":
         return str(obj.get("answer") or "; ".join(p.get("description", "") for p in obj.get("points", [])) or text)
     if behaviour == "missing_score":
@@ -128,6 +152,8 @@ class WeakChat:
     def __init__(self, behaviours: dict[str, str]) -> None:
         self.responder = WeakModelResponder(behaviours)
 
-    async def chat(self, messages, *, json_mode=False, max_tokens=None, temperature=None) -> ScriptedChatResult:
+    async def chat(
+        self, messages, *, json_mode=False, max_tokens=None, temperature=None, schema=None
+    ) -> ScriptedChatResult:
         text = self.responder({"messages": messages})
         return ScriptedChatResult(text=text, prompt_tokens=10, completion_tokens=10)

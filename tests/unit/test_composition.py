@@ -48,7 +48,7 @@ class RecordingChat:
     def __init__(self) -> None:
         self.prompts: list[str] = []
 
-    async def chat(self, messages, *, json_mode: bool = False, max_tokens: int | None = None):
+    async def chat(self, messages, *, json_mode: bool = False, max_tokens: int | None = None, schema=None):
         self.prompts.append(messages[-1]["content"])
         return type("Reply", (), {"text": "a hypothetical report", "prompt_tokens": 10, "completion_tokens": 3})()
 

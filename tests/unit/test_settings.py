@@ -38,7 +38,7 @@ ENVIRONMENT = {
     "DRIFTRAG_LLM_MAX_RETRIES": ("llm_max_retries", "5"),
     "DRIFTRAG_LLM_CONCURRENCY": ("llm_concurrency", "3"),
     "DRIFTRAG_LLM_CACHE": ("llm_cache", "false"),
-    "DRIFTRAG_LLM_JSON_RESPONSE_FORMAT": ("llm_json_response_format", "false"),
+    "DRIFTRAG_LLM_STRUCTURED": ("llm_structured", "json_object"),
     "DRIFTRAG_EMBEDDING_PROVIDER": ("embedding_provider", "offline"),
     "DRIFTRAG_EMBEDDING_MODEL": ("embedding_model", "text-embedding-3-large"),
     "DRIFTRAG_EMBEDDING_DIMENSIONS": ("embedding_dimensions", "256"),

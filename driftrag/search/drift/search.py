@@ -309,7 +309,7 @@ class DriftSearch:
                 step="reduce",
                 cited=cited,
                 unknown_citations=reduce_unknown,
-                shown=[source.text for source in self.sources.values()],
+                sources=self.sources.values(),
             ),
         )
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from driftrag.models.bounds import Cap
 from driftrag.models.search import Source
-from driftrag.prompts.examples import EXAMPLE_ORG, EXAMPLE_PERSON
-from driftrag.search.models import DegradedReason, QueryResult, ResultExtras, SearchContext
+from driftrag.search.models import Citations, DegradedReason, QueryResult, ResultExtras, SearchContext
 
 
 class _Model(BaseModel):
@@ -19,36 +19,19 @@ class _Model(BaseModel):
 class KeyPoint(_Model):
     """One key point of a map answer, as the model writes it (citations: report handles, then ids)."""
 
-    description: str = Field(description="One point that helps answer the question, in Markdown.")
+    description: Annotated[str, Cap(2000)] = Field(description="One point that helps answer the question, in Markdown.")
     score: int = Field(ge=0, le=100, description="How important the point is to the answer, 0-100.")
-    citations: list[str] = Field(description="Handles of the reports the point comes from.")
+    citations: Citations = Field(description="Handles of the reports the point comes from.")
 
 
 class MapPayload(_Model):
     """The JSON protocol of a global-search map call. Every field is required."""
 
-    points: list[KeyPoint]
+    points: Annotated[list[KeyPoint], Cap(20)]
     # Set by the parser, never asked of the model: cited handles or ids the batch did not show, and
     # what it tolerated (`DegradedReason` values).
     unknown_citations: SkipJsonSchema[int | None] = None
     tolerated: SkipJsonSchema[list[DegradedReason] | None] = None
-
-    @classmethod
-    def example(cls) -> Self:
-        return cls(
-            points=[
-                KeyPoint(
-                    description=f"The {EXAMPLE_ORG} is the centre of the city's trade, run by {EXAMPLE_PERSON} [S1].",
-                    score=80,
-                    citations=["S1"],
-                ),
-                KeyPoint(
-                    description="Its staff, hired from the port, keep to themselves [S2] [S3].",
-                    score=40,
-                    citations=["S2", "S3"],
-                ),
-            ]
-        )
 
 
 class ReportBatch(_Model):

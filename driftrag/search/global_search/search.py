@@ -206,7 +206,7 @@ class GlobalSearch:
                 step="global reduce",
                 cited=cited_reports,
                 unknown_citations=self.unknown_citations,
-                shown=[source.text for source in sources],
+                sources=sources,
             ),
         )
 

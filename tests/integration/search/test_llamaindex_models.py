@@ -79,8 +79,10 @@ async def test_openai_like_ingests_and_answers_drift(served) -> None:
     assert set(result.source_ids) <= {source.id for source in result.retrieved_sources()}
     assert result.llm_calls >= 3 and result.usage.chat_calls == result.llm_calls
     chats = server.requests_to("/v1/chat/completions")
-    # OpenAILike speaks OpenAI's protocol: the JSON tasks ask for JSON mode and the answer cap is sent.
-    assert any(r.json.get("response_format") == {"type": "json_object"} for r in chats)
+    # OpenAILike speaks OpenAI's protocol: the JSON tasks send their answer's strict schema, and the
+    # answer cap is sent.
+    formats = [r.json["response_format"] for r in chats if "response_format" in r.json]
+    assert formats and all(f["type"] == "json_schema" and f["json_schema"]["strict"] for f in formats)
     assert all("max_tokens" in r.json for r in chats)
 
 

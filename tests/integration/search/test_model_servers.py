@@ -18,7 +18,7 @@ DIMENSION = 384  # the offline embedder's, so the shared vector indexes stay as 
 QUESTION = "What did Captain Mirela Voss tell Jonas Pell about the Grey Reef?"
 
 
-def _settings(neo4j_settings: Settings, server: FakeOpenAIServer, home: Path, *, response_format: bool) -> Settings:
+def _settings(neo4j_settings: Settings, server: FakeOpenAIServer, home: Path, *, structured: str) -> Settings:
     return neo4j_settings.model_copy(
         update={
             "llm_provider": "openai",
@@ -31,7 +31,7 @@ def _settings(neo4j_settings: Settings, server: FakeOpenAIServer, home: Path, *,
             "llm_timeout_s": 5.0,
             "chunk_size": 120,
             "chunk_overlap": 10,
-            "llm_json_response_format": response_format,
+            "llm_structured": structured,
         }
     )
 
@@ -48,27 +48,35 @@ async def _ingest_and_drift(settings: Settings) -> tuple:
     return ingested, result, entities
 
 
-async def test_a_server_refusing_response_format_works_with_the_setting_off(
+async def test_a_server_refusing_response_format_works_with_the_setting_off_or_auto(
     neo4j_settings: Settings, tmp_path: Path
 ) -> None:
     with FakeOpenAIServer(
         responder=ScriptedResponder(), embedding_dimension=DIMENSION, rejects_response_format=True
     ) as server:
         ingested, result, entities = await _ingest_and_drift(
-            _settings(neo4j_settings, server, tmp_path, response_format=False)
+            _settings(neo4j_settings, server, tmp_path, structured="off")
         )
         assert server.rejected_response_format == 0
         assert not ingested.failed_chunks and entities
         assert result.answer.strip() and result.source_ids
         assert set(result.source_ids) <= {s.id for s in result.retrieved_sources()}
-        # With the setting on, the same server refuses every JSON call: extraction fails and says so.
+        # Set to JSON mode, the same server refuses every JSON call: extraction fails and says so.
         kb = f"test-server-{uuid.uuid4().hex[:8]}"
-        async with DriftRAG(_settings(neo4j_settings, server, tmp_path / "on", response_format=True)) as rag:
+        async with DriftRAG(_settings(neo4j_settings, server, tmp_path / "on", structured="json_object")) as rag:
             try:
                 refused = await rag.ingest(kb, texts=CORPUS)
             finally:
                 await rag.delete_kb(kb)
         assert server.rejected_response_format > 0 and refused.failed_chunks
+        # `auto` steps down to the prompt alone on the first refusals and stays there.
+        before = server.rejected_response_format
+        ingested, result, entities = await _ingest_and_drift(
+            _settings(neo4j_settings, server, tmp_path / "auto", structured="auto")
+        )
+        assert not ingested.failed_chunks and entities and result.answer.strip()
+        # Calls already under way when the first refusal came are refused too (at most the concurrency, twice).
+        assert 2 <= server.rejected_response_format - before <= 2 * neo4j_settings.llm_concurrency
 
 
 async def test_json_wrapped_in_prose_is_still_used(neo4j_settings: Settings, tmp_path: Path) -> None:
@@ -76,7 +84,7 @@ async def test_json_wrapped_in_prose_is_still_used(neo4j_settings: Settings, tmp
         responder=ScriptedResponder(), embedding_dimension=DIMENSION, prose_around_json=True
     ) as server:
         ingested, result, entities = await _ingest_and_drift(
-            _settings(neo4j_settings, server, tmp_path, response_format=True)
+            _settings(neo4j_settings, server, tmp_path, structured="auto")
         )
         assert not ingested.failed_chunks and entities
         assert result.answer.strip() and result.source_ids

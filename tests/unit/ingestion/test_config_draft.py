@@ -69,7 +69,7 @@ class ScriptedDraftChat:
         self.answers = list(answers)
         self.conversations: list[list[dict[str, str]]] = []
 
-    async def chat(self, messages, *, json_mode=False, max_tokens=None):
+    async def chat(self, messages, *, json_mode=False, max_tokens=None, schema=None):
         self.conversations.append(messages)
         return _Reply(self.answers.pop(0))
 

@@ -24,7 +24,7 @@ CHUNK = Chunk(
 
 
 class DownChat:
-    async def chat(self, messages, *, json_mode=False, max_tokens=None, temperature=None):
+    async def chat(self, messages, *, json_mode=False, max_tokens=None, temperature=None, schema=None):
         raise ModelError("connection refused")
 
 

@@ -223,7 +223,7 @@ async def test_reporter_gives_a_failed_report_after_attempts():
 
 
 class _BrokenModel:
-    async def chat(self, messages, *, json_mode=False, max_tokens=None):
+    async def chat(self, messages, *, json_mode=False, max_tokens=None, schema=None):
         raise ModelError("chat call failed after 4 attempts: HTTP 500")
 
 

@@ -1,6 +1,5 @@
-"""Every JSON prompt shows a filled-in example that its own model accepts, with every field present."""
-
-import json
+"""Every JSON prompt describes its answer's keys (from the model its schema is sent from), and no
+packaged prompt shows a filled-in example a small model could copy (issue 52)."""
 
 import pytest
 from pydantic import BaseModel
@@ -10,8 +9,9 @@ from driftrag.eval.generate import PersonasPayload, QuestionsPayload
 from driftrag.eval.judge import JudgeVerdict
 from driftrag.ingestion.config_draft import ConfigDraftPayload
 from driftrag.models.graph import ExtractionPayload, ReportPayload
+from driftrag.prompts.examples import example_names_in
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptRegistry
-from driftrag.providers.json_answer import json_example
+from driftrag.providers.structured import describe_keys
 from driftrag.search.global_search.models import KeyPoint, MapPayload
 from driftrag.search.llm_tasks import EntityNames
 from driftrag.search.models import AnswerPayload, ReducedAnswer
@@ -41,34 +41,26 @@ def _shown_fields(model: type[BaseModel]) -> set[str]:
     }
 
 
-def _assert_every_field(model: type[BaseModel], data: object) -> None:
-    """Every field the model shows is in the example, recursively (lists checked item by item)."""
-    assert isinstance(data, dict)
-    assert set(data) == _shown_fields(model), model.__name__
-    for name, value in data.items():
-        annotation = model.model_fields[name].annotation
-        inner = getattr(annotation, "__args__", (annotation,))[0]
-        if isinstance(inner, type) and issubclass(inner, BaseModel):
-            assert value, f"{model.__name__}.{name} is empty in the example"
-            for item in value if isinstance(value, list) else [value]:
-                _assert_every_field(inner, item)
-
-
-def test_every_json_task_has_an_example_model():
-    assert set(MODEL_OF_TASK) == {task for task, slots in TASK_PLACEHOLDERS.items() if "example" in slots}
+def test_every_json_task_describes_its_answer_shape():
+    assert set(MODEL_OF_TASK) == {task for task, slots in TASK_PLACEHOLDERS.items() if "answer_shape" in slots}
 
 
 @pytest.mark.parametrize("task", sorted(MODEL_OF_TASK))
-def test_rendered_prompt_embeds_an_example_its_model_validates(task):
-    model = MODEL_OF_TASK[task]
-    example = json_example(model.example())
+def test_rendered_prompt_shows_the_answer_shape_not_a_schema(task):
+    shape = describe_keys(MODEL_OF_TASK[task])
     values = {slot: f"<{slot}>" for slot in TASK_PLACEHOLDERS[task]}
-    text = PromptRegistry.load().render(task, **{**values, "example": example})
-    assert example in text
+    text = PromptRegistry.load().render(task, **{**values, "answer_shape": shape})
+    assert shape in text
     assert "$defs" not in text and '"properties"' not in text, "a raw JSON schema leaked into the prompt"
-    data = json.loads(example)
-    model.model_validate(data)
-    _assert_every_field(model, data)
+    # Every key the model is asked for is named.
+    assert all(f'"{name}"' in shape for name in _shown_fields(MODEL_OF_TASK[task]))
+
+
+def test_no_packaged_prompt_holds_an_example_a_model_could_copy():
+    registry = PromptRegistry.load()
+    for name in registry.names:
+        assert example_names_in(registry.template(name)) == [], name
+        assert "EXAMPLE" not in registry.template(name), name
 
 
 def test_answer_payload_requires_every_field():
@@ -76,15 +68,3 @@ def test_answer_payload_requires_every_field():
     for model in (AnswerPayload, ReportPayload, MapPayload, KeyPoint):
         shown = _shown_fields(model)
         assert all(field.is_required() for name, field in model.model_fields.items() if name in shown)
-
-
-def test_extraction_example_answers_its_passage():
-    """The worked example pairs a passage with its answer: every entity name occurs in the passage, and
-    nickname and pronoun are resolved to one name, not extracted."""
-    from driftrag.models.graph import EXTRACTION_EXAMPLE_PASSAGE
-
-    payload = ExtractionPayload.example()
-    names = {entity.name for entity in payload.entities}
-    assert all(name in EXTRACTION_EXAMPLE_PASSAGE for name in names)
-    assert {"she", "Vanya"}.isdisjoint(names)
-    assert all(r.source in names and r.target in names for r in payload.relationships)

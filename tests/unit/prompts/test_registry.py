@@ -2,7 +2,7 @@ import pytest
 
 from driftrag.models.graph import ExtractionPayload
 from driftrag.prompts.registry import TASK_PLACEHOLDERS, PromptError, PromptRegistry
-from driftrag.providers.json_answer import json_example
+from driftrag.providers.structured import describe_keys
 
 
 def _valid_templates() -> dict[str, str]:
@@ -12,7 +12,7 @@ def _valid_templates() -> dict[str, str]:
 def test_packaged_templates_load_and_render():
     registry = PromptRegistry.load()
     assert registry.names == sorted(TASK_PLACEHOLDERS)
-    text = registry.render("repair_json", error="bad", example=json_example(ExtractionPayload.example()))
+    text = registry.render("repair_json", error="bad", answer_shape=describe_keys(ExtractionPayload))
     assert "bad" in text and '"entities"' in text
 
 
@@ -56,7 +56,7 @@ def test_render_refuses_missing_and_extra_values():
     with pytest.raises(PromptError, match="missing values"):
         registry.render("repair_json", error="x")
     with pytest.raises(PromptError, match=r"unexpected values \['extra'\]"):
-        registry.render("repair_json", error="x", example="{}", extra="y")
+        registry.render("repair_json", error="x", answer_shape="{}", extra="y")
 
 
 def test_override_directory_replaces_one_template(tmp_path):

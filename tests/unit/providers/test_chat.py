@@ -24,7 +24,7 @@ class _CountingChat:
         self.model = model
         self.under_way = self.peak = self.calls = 0
 
-    async def chat(self, messages, *, json_mode=False, max_tokens=None):
+    async def chat(self, messages, *, json_mode=False, max_tokens=None, schema=None):
         self.under_way += 1
         self.calls += 1
         self.peak = max(self.peak, self.under_way)

@@ -208,16 +208,31 @@ async def test_model_names_unknown_to_llama_index_work(
     assert openai_server.requests_to(CHAT)[0].json["model"] == "llama3-8b-instruct"
 
 
-async def test_response_format_can_be_turned_off_for_servers_that_reject_it(
+async def test_a_server_refusing_response_format_gets_the_prompt_alone_under_auto(
     openai_settings: Settings, openai_server: FakeOpenAIServer
 ) -> None:
     openai_server.rejects_response_format = True
     with pytest.raises(ModelError, match=r"400|response_format"):
-        await _client(openai_settings).chat([{"role": "user", "content": "{}"}], json_mode=True)
-    result = await _client(openai_settings, llm_json_response_format=False).chat(
+        await _client(openai_settings, llm_structured="json_object").chat(
+            [{"role": "user", "content": "{}"}], json_mode=True
+        )
+    result = await _client(openai_settings, llm_structured="off").chat(
         [{"role": "user", "content": "Who?"}], json_mode=True
     )
     assert result.text and "response_format" not in openai_server.requests_to(CHAT)[-1].json
+    # `auto`: refused in JSON mode, the same call is asked without a format, and the level is kept.
+    client = _client(openai_settings)
+    refused = openai_server.rejected_response_format
+    assert (await client.chat([{"role": "user", "content": "Why?"}], json_mode=True)).text
+    assert (await client.chat([{"role": "user", "content": "When?"}], json_mode=True)).text
+    assert openai_server.rejected_response_format == refused + 1
+    usage = client.usage.snapshot()
+    assert (usage.chat_calls, usage.structured_fallbacks, usage.prompt_only_json_calls, usage.failed_calls) == (
+        2,
+        1,
+        2,
+        0,
+    )
 
 
 async def test_openai_clients_share_one_tls_context_each_with_its_own_pool(

@@ -26,7 +26,7 @@ class CountingChat:
         self.calls = 0
         self.reply = reply or Reply()
 
-    async def chat(self, messages, *, json_mode=False, max_tokens=None):
+    async def chat(self, messages, *, json_mode=False, max_tokens=None, schema=None):
         self.calls += 1
         return self.reply
 

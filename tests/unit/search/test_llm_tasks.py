@@ -39,7 +39,7 @@ def test_query_templates_are_registered_and_start_with_their_marker() -> None:
         starting = [name for name in QUERY_TEMPLATES if registry.template(name).startswith(mark)]
         assert len(starting) == 1, mark
     for name in ("query_entities", "local_answer", "drift_primer", "drift_reduce", "global_map", "global_reduce"):
-        assert "$example" in registry.template(name)
+        assert "$answer_shape" in registry.template(name)
     assert "at most $max_follow_ups follow-up queries" in registry.template("local_answer")
     assert "at most $max_follow_ups follow-up queries" in registry.template("drift_primer")
     assert "at most $max_points key points" in registry.template("global_map")
@@ -182,7 +182,7 @@ async def test_answers_are_capped_at_answer_max_tokens() -> None:
     seen: list[int | None] = []
 
     class Recording(ScriptedChatModel):
-        async def chat(self, messages, *, json_mode=False, max_tokens=None, temperature=None):
+        async def chat(self, messages, *, json_mode=False, max_tokens=None, temperature=None, schema=None):
             seen.append(max_tokens)
             return await super().chat(messages, json_mode=json_mode, max_tokens=max_tokens)
 

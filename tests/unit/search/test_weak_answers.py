@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from driftrag.errors import ModelError
+from driftrag.models.search import Source
 from driftrag.offline.query.tasks import offline_query_tasks
-from driftrag.prompts.examples import EXAMPLE_PERSON, example_names_in
+from driftrag.prompts.examples import EXAMPLE_ORG, EXAMPLE_PERSON, example_names_in
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.handles import Handles
 from driftrag.providers.json_answer import InvalidModelOutput, strip_wrappers
@@ -98,13 +99,33 @@ def test_a_map_without_scores_gets_the_neutral_score_counted_once() -> None:
 def test_an_answer_repeating_the_example_or_citing_only_unknown_sources_is_ungrounded() -> None:
     copied = f"{EXAMPLE_PERSON} runs the guild [S1]."
     assert example_names_in(copied) == [EXAMPLE_PERSON, "Placeholder"]
-    [flag] = ungrounded(copied, step="answer", cited=["chunk-aaa1"], unknown_citations=0, shown=["the light"])
+    chunk = Source(id="chunk-aaa1", kind="chunk", title="light.txt", text="the light")
+    [flag] = ungrounded(copied, step="answer", cited=["chunk-aaa1"], unknown_citations=0, questions=[], sources=[chunk])
     assert flag.reason == "ungrounded" and EXAMPLE_PERSON in flag.detail
-    # A corpus that does name it is answered from, not copied.
-    assert ungrounded(copied, step="answer", cited=[], unknown_citations=0, shown=[f"{EXAMPLE_PERSON} is real"]) == []
-    [unknown] = ungrounded("The keeper [S9].", step="reduce", cited=[], unknown_citations=3, shown=[])
+    # A corpus whose documents do name it is answered from, not copied; so is a question that names it.
+    real = chunk.model_copy(update={"text": f"{EXAMPLE_PERSON} is real"})
+    assert ungrounded(copied, step="answer", cited=[], unknown_citations=0, questions=[], sources=[real]) == []
+    asked = [f"Who is {EXAMPLE_PERSON}?"]
+    assert ungrounded(copied, step="answer", cited=[], unknown_citations=0, questions=asked, sources=[]) == []
+    [unknown] = ungrounded("The keeper [S9].", step="reduce", cited=[], unknown_citations=3, questions=[], sources=[])
     assert "all 3 citation(s)" in unknown.detail
-    assert ungrounded("The keeper.", step="answer", cited=[], unknown_citations=0, shown=[]) == []
+    assert ungrounded("The keeper.", step="answer", cited=[], unknown_citations=0, questions=[], sources=[]) == []
+
+
+def test_an_example_name_is_flagged_even_when_a_report_or_summary_holds_it() -> None:
+    """A report or an entity summary was written by a model: a copied one is how an example's names got
+    into a knowledge base's sources (issue 52), so only a document's own chunk vouches for them."""
+    copied = f"{EXAMPLE_PERSON} runs the {EXAMPLE_ORG} [S1]."
+    written = [
+        Source(
+            id="community-0-1", kind="community", title="Guild", text=f"# {EXAMPLE_ORG}\n\n{EXAMPLE_PERSON} runs it."
+        ),
+        Source(id="entity-1", kind="entity", title=EXAMPLE_PERSON, text=f"{EXAMPLE_PERSON}: runs the {EXAMPLE_ORG}."),
+    ]
+    [flag] = ungrounded(
+        copied, step="global reduce", cited=["community-0-1"], unknown_citations=0, questions=["Who?"], sources=written
+    )
+    assert flag.reason == "ungrounded" and EXAMPLE_PERSON in flag.detail and EXAMPLE_ORG in flag.detail
 
 
 # --- the tasks: accounting and fallbacks ------------------------------------------------------------------

@@ -1,0 +1,154 @@
+"""Answer schemas: every JSON task's model as a strict, bounded JSON schema, and its one-line key description."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel
+
+from driftrag.eval.generate import PersonasPayload, QuestionsPayload
+from driftrag.eval.judge import JudgeVerdict
+from driftrag.ingestion.config_draft import ConfigDraftPayload
+from driftrag.models.bounds import Cap
+from driftrag.models.graph import ENTITY_TYPES, ExtractedEntity, ExtractionPayload, ReportPayload
+from driftrag.prompts.examples import example_names_in
+from driftrag.providers.structured import (
+    StructuredLevels,
+    UnboundedSchemaError,
+    describe_keys,
+    response_format,
+    strict_schema,
+)
+from driftrag.search.global_search.models import MapPayload
+from driftrag.search.llm_tasks import EntityNames
+from driftrag.search.models import AnswerPayload, ReducedAnswer
+
+ANSWER_MODELS: list[type[BaseModel]] = [
+    ExtractionPayload,
+    ReportPayload,
+    EntityNames,
+    AnswerPayload,
+    ReducedAnswer,
+    MapPayload,
+    JudgeVerdict,
+    PersonasPayload,
+    QuestionsPayload,
+    ConfigDraftPayload,
+]
+# What OpenAI's strict structured outputs (and llama.cpp's schema grammar) accept.
+ACCEPTED = {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "anyOf",
+    "description",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "pattern",
+}
+
+
+def _nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    found = [node]
+    for child in node.get("properties", {}).values():
+        found += _nodes(child)
+    if "items" in node:
+        found += _nodes(node["items"])
+    for option in node.get("anyOf", []):
+        found += _nodes(option)
+    return found
+
+
+@pytest.mark.parametrize("model", ANSWER_MODELS, ids=lambda m: m.__name__)
+def test_every_answer_schema_is_strict_and_bounded(model: type[BaseModel]) -> None:
+    schema = strict_schema(model)
+    assert schema["type"] == "object"
+    for node in _nodes(schema):
+        assert set(node) <= ACCEPTED, set(node) - ACCEPTED
+        if node.get("type") == "object":
+            assert node["additionalProperties"] is False
+            assert node["required"] == list(node["properties"])
+        if node.get("type") == "string":
+            assert "enum" in node or 0 < node["maxLength"] <= 8000
+        if node.get("type") == "array":
+            assert 0 < node["maxItems"] <= 100
+    # Fields the parser sets (SkipJsonSchema) are never asked of the model.
+    assert not {"unknown_citations", "tolerated", "original_type"} & set(schema["properties"])
+    sent = response_format(model)
+    assert sent["type"] == "json_schema"
+    assert sent["json_schema"] == {"name": model.__name__, "schema": schema, "strict": True}
+
+
+def test_enums_and_numeric_bounds_are_in_the_schemas() -> None:
+    entity = strict_schema(ExtractionPayload)["properties"]["entities"]["items"]["properties"]
+    assert entity["type"] == {"enum": [*ENTITY_TYPES, "OTHER"], "type": "string"}
+    relation = strict_schema(ExtractionPayload)["properties"]["relationships"]["items"]["properties"]
+    assert (relation["strength"]["minimum"], relation["strength"]["maximum"]) == (1, 10)
+    report = strict_schema(ReportPayload)["properties"]
+    assert (report["rating"]["minimum"], report["rating"]["maximum"]) == (0, 10)
+    assert report["findings"]["maxItems"] == 5
+    answer = strict_schema(AnswerPayload)["properties"]
+    assert (answer["score"]["minimum"], answer["score"]["maximum"]) == (0, 100)
+    assert strict_schema(JudgeVerdict)["properties"]["directness"]["enum"] == ["1", "2", "tie"]
+
+
+def test_a_value_over_its_bound_is_cut_not_refused() -> None:
+    entity = ExtractedEntity(name="N" * 500, type="PERSON", description="d" * 5000)
+    assert (len(entity.name), len(entity.description)) == (200, 600)
+    payload = ExtractionPayload(entities=[ExtractedEntity(name=f"E{i}") for i in range(40)])
+    assert len(payload.entities) == 25
+    # The entity type the schema offers as a closed list is still parsed from any tame word.
+    assert ExtractedEntity(name="Alice", type="CHARACTER").type == "CHARACTER"
+
+
+def test_an_unbounded_string_or_list_is_refused_when_the_schema_is_made() -> None:
+    class Loose(BaseModel):
+        text: str
+
+    class LooseList(BaseModel):
+        items: list[Annotated[str, Cap(10)]]  # bounded items, an unbounded list
+
+    with pytest.raises(UnboundedSchemaError, match="text"):
+        strict_schema(Loose)
+    with pytest.raises(UnboundedSchemaError, match="items"):
+        strict_schema(LooseList)
+
+
+@pytest.mark.parametrize("model", ANSWER_MODELS, ids=lambda m: m.__name__)
+def test_the_key_description_names_every_key_and_no_content(model: type[BaseModel]) -> None:
+    shape = describe_keys(model)
+    assert all(f'"{key}"' in shape for key in strict_schema(model)["properties"])
+    assert example_names_in(shape) == []
+    assert '"properties"' not in shape and "$defs" not in shape
+
+
+def test_key_descriptions_read_as_the_schema_says() -> None:
+    assert describe_keys(EntityNames) == '{"names": [≤20 × string ≤200]}'
+    assert describe_keys(ReducedAnswer) == '{"answer": string ≤8000, "citations": [≤100 × string ≤100]}'
+    assert '"strength": integer 1-10' in describe_keys(ExtractionPayload)
+    assert '"type": one of "PERSON"|' in describe_keys(ExtractionPayload)
+
+
+def test_auto_only_ever_steps_down_and_a_fixed_level_stays() -> None:
+    levels = StructuredLevels("auto", can_send=True)
+    assert levels.levels("m", json_mode=True, schema=True) == ("json_schema", "json_object", "off")
+    assert levels.levels("m", json_mode=True, schema=False) == ("json_object", "off")
+    assert levels.levels("m", json_mode=False, schema=True) == ("off",)
+    levels.step_down("m", "off")
+    levels.step_down("m", "json_object")  # a call refused late, sent before the first refusal was known
+    assert levels.current("m") == "off" and levels.current("other") == "json_schema"
+    assert StructuredLevels("json_schema", can_send=True).levels("m", json_mode=True, schema=True) == ("json_schema",)
+    # An LLM with no way to say a format gets the prompt alone.
+    assert StructuredLevels("auto", can_send=False).levels("m", json_mode=True, schema=True) == ("off",)
+    with pytest.raises(ValueError, match="structured"):
+        StructuredLevels("grammar", can_send=True)
