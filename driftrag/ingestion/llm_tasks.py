@@ -235,8 +235,12 @@ def llm_ingestion_tasks(chat: ChatModel, settings: Settings, prompts: PromptRegi
     """The LLM-backed implementations of the ingestion tasks, configured from settings."""
     return IngestionTasks(
         extractor=LLMGraphExtractor(
-            chat, prompts, max_attempts=settings.extraction_attempts, max_gleanings=settings.max_gleanings
+            chat,
+            prompts,
+            max_attempts=settings.extraction_attempts,
+            max_gleanings=settings.max_gleanings,
+            max_tokens=settings.extraction_max_tokens,
         ),
-        summarizer=LLMDescriptionSummarizer(chat, prompts),
-        reporter=LLMCommunityReporter(chat, prompts),
+        summarizer=LLMDescriptionSummarizer(chat, prompts, max_tokens=settings.summary_max_tokens),
+        reporter=LLMCommunityReporter(chat, prompts, max_tokens=settings.report_max_tokens),
     )

@@ -118,6 +118,8 @@ def model_client(
         max_retries=settings.llm_max_retries,
         timeout_s=settings.llm_timeout_s,
         json_response_format=settings.llm_json_response_format,
+        context_window=settings.llm_context_window or None,
+        disable_thinking=settings.llm_disable_thinking,
     )
 
 

@@ -27,13 +27,15 @@ from llama_index.core.llms import LLM
 from llama_index.llms.openai import OpenAI
 from pydantic import BaseModel, ConfigDict, Field
 
-from driftrag.errors import ModelError
+from driftrag.errors import ModelError, PromptTooLongError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
 from driftrag.providers.chat import DeltaSink
 from driftrag.providers.http_clients import openai_http_client
-from driftrag.providers.tokens import tokenizer
+from driftrag.providers.thinking import ThinkingFilter, no_thinking_request, split_thinking
+from driftrag.providers.tokens import count_tokens, tokenizer
 from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
+from driftrag.providers.window import MIN_OUTPUT_TOKENS, metadata_window, probe_server_window, server_tokens
 from driftrag.settings import Settings
 
 # Per-message framing tokens of the chat format, used only when a provider reports no usage.
@@ -115,6 +117,8 @@ class ModelClient:
         max_retries: int = 0,
         timeout_s: float | None = None,
         json_response_format: bool = True,
+        context_window: int | None = None,
+        disable_thinking: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -133,6 +137,39 @@ class ModelClient:
         self.openai_protocol = isinstance(llm, OpenAI)
         self._limit = asyncio.Semaphore(concurrency)
         self._tokenizer: Callable[[str], list[int]] | None = None
+        # The window: configured, or found once at first need (`context_window`).
+        self._window = context_window
+        self._window_known = context_window is not None
+        self._window_lock = asyncio.Lock()
+        self._no_thinking = no_thinking_request(base_url, model) if disable_thinking and self.openai_protocol else {}
+
+    async def context_window(self) -> int | None:
+        """The model's context window in tokens, or None when nothing tells it: the configured one, the
+        LLM's metadata for a known model, or the server's own report, asked once."""
+        if self._window_known:
+            return self._window
+        async with self._window_lock:
+            if not self._window_known:
+                window = metadata_window(self.llm)
+                if window is None and self.base_url is not None and self.openai_protocol:
+                    window = await probe_server_window(self.base_url, self.model)
+                self._window, self._window_known = window, True
+        return self._window
+
+    async def _fit_output(self, messages: list[ChatMessage], max_tokens: int | None) -> int | None:
+        """`max_tokens` lowered so that prompt and answer fit the window (set when the window is known and
+        none was asked); PromptTooLongError when the prompt leaves too little room."""
+        window = await self.context_window()
+        if window is None:
+            return max_tokens
+        prompt = server_tokens(sum(count_tokens(m.content or "") for m in messages), len(messages))
+        room = window - prompt
+        if room < MIN_OUTPUT_TOKENS:
+            raise PromptTooLongError(
+                f"a prompt of about {prompt} tokens leaves no room for an answer in the {window}-token context "
+                f"window of model {self.model!r}; it was not sent"
+            )
+        return room if max_tokens is None else min(max_tokens, room)
 
     async def chat(
         self,
@@ -172,7 +209,8 @@ class ModelClient:
     ) -> ChatResult:
         chat_messages = [_as_chat_message(m) for m in messages]
         json_mode = json_mode and self.json_response_format and self.openai_protocol
-        request_kwargs: dict[str, Any] = {}
+        max_tokens = await self._fit_output(chat_messages, max_tokens)
+        request_kwargs: dict[str, Any] = dict(self._no_thinking)
         if self.openai_protocol:
             if temperature is not None:
                 request_kwargs["temperature"] = temperature
@@ -203,16 +241,23 @@ class ModelClient:
                     )
                     text = response.message.content or ""
                     reported = _reported_usage(response)
+                    reasoning = _reported_reasoning(response)
                 else:
                     # Not asked again once pieces went out: the query's step retry (and the stream's
                     # reset event) handles a stream that breaks.
-                    text, reported = await self._stream(chat_messages, request_kwargs, on_delta)
+                    text, reported, reasoning = await self._stream(chat_messages, request_kwargs, on_delta)
             except Exception as exc:  # the provider boundary: whatever it raises is a failed model call
                 self.usage.record_failure()
                 raise ModelError(self._describe_failure(exc)) from exc
 
         prompt_tokens, completion_tokens = reported or self._counted_usage(chat_messages, text)
-        self.usage.record_chat(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        # Thinking that came despite the request is no part of any task's answer (plain text included).
+        text, thinking = split_thinking(text)
+        if not reasoning:  # not reported (llama.cpp does not): the tokens of the block that came
+            reasoning = len(self._encode(thinking)) if thinking else 0
+        self.usage.record_chat(
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, reasoning_tokens=reasoning
+        )
         entry = CachedResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         if key is not None and self.cache is not None:
             self.cache.put_soon(key, entry)
@@ -225,26 +270,36 @@ class ModelClient:
 
     async def _stream(
         self, messages: list[ChatMessage], request_kwargs: dict[str, Any], on_delta: DeltaSink
-    ) -> tuple[str, tuple[int, int] | None]:
+    ) -> tuple[str, tuple[int, int] | None, int | None]:
         kwargs = dict(request_kwargs)
         if self.openai_protocol:
             # OpenAI-compatible servers report a stream's usage only in a last chunk, when asked.
             kwargs["stream_options"] = {"include_usage": True}
         pieces: list[str] = []
         reported = None
+        reasoning = None
         last: ChatResponse | None = None
+        # A leading think block is kept from the reader; the whole text (with it) is split after the stream.
+        shown = ThinkingFilter()
         async for chunk in await self.llm.astream_chat(messages, **kwargs):
             last = chunk
             if chunk.delta:
                 pieces.append(chunk.delta)
-                await on_delta(chunk.delta)
+                visible = shown.feed(chunk.delta)
+                if visible:
+                    await on_delta(visible)
             reported = _reported_usage(chunk) or reported
+            reasoning = _reported_reasoning(chunk) if reasoning is None else reasoning
         streamed = "".join(pieces)
+        rest = shown.flush()
+        if rest:
+            await on_delta(rest)
         # The last chunk's message holds the whole text for LLMs that send no deltas.
         text = streamed or (last.message.content or "" if last is not None else "")
         if text and not streamed:
-            await on_delta(text)
-        return text, reported
+            answer, _ = split_thinking(text)
+            await on_delta(answer)
+        return text, reported, reasoning
 
     def _cache_key(
         self,
@@ -270,10 +325,13 @@ class ModelClient:
 
     def _counted_usage(self, messages: list[ChatMessage], text: str) -> tuple[int, int]:
         """Tokens counted with the project's tokenizer, for models that report no usage."""
+        prompt = sum(len(self._encode(m.content or "")) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
+        return prompt, len(self._encode(text))
+
+    def _encode(self, text: str) -> list[int]:
         if self._tokenizer is None:
             self._tokenizer = tokenizer()
-        prompt = sum(len(self._tokenizer(m.content or "")) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
-        return prompt, len(self._tokenizer(text))
+        return self._tokenizer(text)
 
     def _describe_failure(self, exc: Exception) -> str:
         where = f"model {self.model!r} ({self.provider}) at {self.base_url or 'the default endpoint'}"
@@ -318,6 +376,13 @@ def _reported_usage(response: ChatResponse) -> tuple[int, int] | None:
             if pair is not None:
                 return pair
     return _int_pair(raw, *_OLLAMA_FIELDS)
+
+
+def _reported_reasoning(response: ChatResponse) -> int | None:
+    """Thinking tokens as reported (`usage.completion_tokens_details.reasoning_tokens`), or None."""
+    details = _field(_field(response.raw, "usage"), "completion_tokens_details")
+    value = _field(details, "reasoning_tokens") if details is not None else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _int_pair(obj: Any, first: str, second: str) -> tuple[int, int] | None:

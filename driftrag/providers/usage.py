@@ -15,6 +15,8 @@ class Usage(BaseModel):
     chat_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of the completion tokens, those a reasoning model spent thinking (reported, or its stripped block's).
+    reasoning_tokens: int = 0
     cache_hits: int = 0
     failed_calls: int = 0
     retried_calls: int = 0
@@ -45,8 +47,13 @@ class UsageTracker:
             for name, value in deltas.items():
                 self._counts[name] += value
 
-    def record_chat(self, *, prompt_tokens: int, completion_tokens: int) -> None:
-        self._add(chat_calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    def record_chat(self, *, prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0) -> None:
+        self._add(
+            chat_calls=1,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            reasoning_tokens=reasoning_tokens,
+        )
 
     def record_cache_hit(self) -> None:
         self._add(cache_hits=1)

@@ -22,7 +22,13 @@ from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, GraphDisabledError, ModelError
+from driftrag.errors import (
+    BackendUnavailableError,
+    EmbeddingDimensionMismatchError,
+    GraphDisabledError,
+    ModelError,
+    PromptTooLongError,
+)
 from driftrag.models.identifiers import validate_kb_id
 from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.providers.usage import Usage
@@ -41,7 +47,7 @@ MAX_RETRY_DELAY_S = 5.0
 
 def is_transient(error: BaseException) -> bool:
     return isinstance(error, ModelError | BackendUnavailableError) and not isinstance(
-        error, BudgetExhausted | GraphDisabledError | InvalidModelOutput
+        error, BudgetExhausted | GraphDisabledError | InvalidModelOutput | PromptTooLongError
     )
 
 
