@@ -204,6 +204,9 @@ def _report_ingestion(result, as_json: bool) -> None:
     if result.unknown_report_citations:
         text += f"\nreport citations of handles not in their context (dropped): {result.unknown_report_citations}"
     _emit(result, as_json, text)
+    if counts.extraction_warning:
+        # On stderr whatever the output format: a mostly offline or empty graph must not pass unseen.
+        err_console.print(f"warning: {counts.extraction_warning}", highlight=False, soft_wrap=True)
     if result.failed_chunks:
         raise typer.Exit(4)
 
@@ -269,5 +272,7 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
         lines.append("  stale: half-built (chunks changed since the last complete rebuild); `driftrag communities`")
     if result.incomplete:
         lines.append(f"  incomplete: the model failed on some parts; `driftrag repair --kb {kb}` asks for them again")
+    if result.counts.extraction_warning:
+        lines.append(f"  warning: {result.counts.extraction_warning}")
     lines += [f"  failed {c.id} (document {c.document_id}, #{c.index}): {c.error}" for c in result.failed_chunks]
     _emit(result, as_json, "\n".join(lines))

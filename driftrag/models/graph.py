@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 # Re-exported: the extraction config is imported from here by every stage.
@@ -380,6 +380,10 @@ class KbCounts(BaseModel):
         default=0,
         description="Chunks whose model extraction stayed unusable, extracted by the offline extractor instead.",
     )
+    empty_extracted_chunks: int = Field(
+        default=0,
+        description="Chunks whose model extraction named no entity (0 for a kb ingested offline).",
+    )
     failed_chunks: int = Field(
         default=0, description="Chunks whose extraction failed (the model failed after its retries); retried next run."
     )
@@ -392,6 +396,25 @@ class KbCounts(BaseModel):
         default=0,
         description="Community reports the model failed on (a placeholder, rating 0, stands in); retried next run.",
     )
+
+    extraction_warning: str | None = Field(
+        default=None,
+        description="Set when more than half of the chunks got no usable model extraction (no entity, or the "
+        "offline extractor filled in): the graph is then mostly not the model's.",
+    )
+
+    @model_validator(mode="after")
+    def _warn_on_unusable_extraction(self) -> KbCounts:
+        # Derived here, so every place that shows the counts (ingest, stats, the HTTP job) says it.
+        unusable = self.offline_extracted_chunks + self.empty_extracted_chunks
+        self.extraction_warning = (
+            f"{unusable} of {self.chunks} chunks got no usable model extraction ({self.offline_extracted_chunks} "
+            f"extracted offline, {self.empty_extracted_chunks} with no entity): the graph is mostly not the "
+            "model's; check the model and its server (docs/models.md)"
+            if self.chunks and unusable * 2 > self.chunks
+            else None
+        )
+        return self
 
     @property
     def incomplete(self) -> bool:
@@ -412,6 +435,8 @@ class KbCounts(BaseModel):
         if every:
             parts.append(plural(self.aliases, "alias"))
             parts.append(plural(self.offline_extracted_chunks, "chunk extracted offline", "chunks extracted offline"))
+            if self.empty_extracted_chunks:
+                parts.append(plural(self.empty_extracted_chunks, "chunk with no entity", "chunks with no entity"))
         return ", ".join(parts)
 
 
