@@ -208,6 +208,9 @@ class ModelClient:
         on_delta: DeltaSink | None = None,
     ) -> ChatResult:
         chat_messages = [_as_chat_message(m) for m in messages]
+        # A JSON task's parser strips a think block itself (and says so in `degraded`); plain text is
+        # stripped here, so no summary, HyDE probe or prose answer keeps one.
+        strip_thinking = not json_mode
         json_mode = json_mode and self.json_response_format and self.openai_protocol
         max_tokens = await self._fit_output(chat_messages, max_tokens)
         request_kwargs: dict[str, Any] = dict(self._no_thinking)
@@ -245,14 +248,18 @@ class ModelClient:
                 else:
                     # Not asked again once pieces went out: the query's step retry (and the stream's
                     # reset event) handles a stream that breaks.
-                    text, reported, reasoning = await self._stream(chat_messages, request_kwargs, on_delta)
+                    text, reported, reasoning = await self._stream(
+                        chat_messages, request_kwargs, on_delta, strip_thinking=strip_thinking
+                    )
             except Exception as exc:  # the provider boundary: whatever it raises is a failed model call
                 self.usage.record_failure()
                 raise ModelError(self._describe_failure(exc)) from exc
 
         prompt_tokens, completion_tokens = reported or self._counted_usage(chat_messages, text)
-        # Thinking that came despite the request is no part of any task's answer (plain text included).
-        text, thinking = split_thinking(text)
+        # Thinking that came despite the request is counted apart, and is no part of a plain-text answer.
+        answer, thinking = split_thinking(text)
+        if strip_thinking:
+            text = answer
         if not reasoning:  # not reported (llama.cpp does not): the tokens of the block that came
             reasoning = len(self._encode(thinking)) if thinking else 0
         self.usage.record_chat(
@@ -269,7 +276,12 @@ class ModelClient:
             await self.cache.drain()
 
     async def _stream(
-        self, messages: list[ChatMessage], request_kwargs: dict[str, Any], on_delta: DeltaSink
+        self,
+        messages: list[ChatMessage],
+        request_kwargs: dict[str, Any],
+        on_delta: DeltaSink,
+        *,
+        strip_thinking: bool = True,
     ) -> tuple[str, tuple[int, int] | None, int | None]:
         kwargs = dict(request_kwargs)
         if self.openai_protocol:
@@ -285,7 +297,7 @@ class ModelClient:
             last = chunk
             if chunk.delta:
                 pieces.append(chunk.delta)
-                visible = shown.feed(chunk.delta)
+                visible = shown.feed(chunk.delta) if strip_thinking else chunk.delta
                 if visible:
                     await on_delta(visible)
             reported = _reported_usage(chunk) or reported
@@ -297,8 +309,7 @@ class ModelClient:
         # The last chunk's message holds the whole text for LLMs that send no deltas.
         text = streamed or (last.message.content or "" if last is not None else "")
         if text and not streamed:
-            answer, _ = split_thinking(text)
-            await on_delta(answer)
+            await on_delta(split_thinking(text)[0] if strip_thinking else text)
         return text, reported, reasoning
 
     def _cache_key(

@@ -30,6 +30,8 @@ class _Model(BaseModel):
 #   primer, the question's own local search) answered instead;
 # - dropped: a DRIFT follow-up whose answer stayed unusable was left out;
 # - ungrounded: the final answer repeats a prompt example's names, or every citation it made is unknown.
+# - degenerate: the final answer is a loop (one phrase or token repeated), a lone citation id, or the
+#   prompt's example retold from sources that copy it (`driftrag.search.degenerate`).
 DegradedReason = Literal[
     "missing_score",
     "malformed_score",
@@ -40,6 +42,7 @@ DegradedReason = Literal[
     "fallback",
     "dropped",
     "ungrounded",
+    "degenerate",
 ]
 NEUTRAL_SCORE = 50
 

@@ -33,6 +33,7 @@ from driftrag.models.identifiers import validate_kb_id
 from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import BudgetExhausted, QueryBudget
+from driftrag.search.degenerate import degenerate
 from driftrag.search.deps import QueryDeps
 from driftrag.search.grounding import ungrounded
 from driftrag.search.models import SearchContext, SearchResult
@@ -173,9 +174,12 @@ class QueryRun:
         ids, its `unknown_citations`, and the texts `shown` to the model), its grounding check too."""
         degraded = self.tasks.degraded.items()
         if answer is not None:
+            shown = list(shown)
             degraded += ungrounded(
                 answer, step=step, cited=cited, unknown_citations=unknown_citations, shown=[self.question, *shown]
             )
+            if not self.tasks.extractive:  # extracted sentences are the corpus's own, not a model's loop
+                degraded += degenerate(answer, step=step, question=self.question, shown=shown)
         return {
             "extractive": self.tasks.extractive,
             "usage": self.deps.usage.since(self.usage_start),
