@@ -31,7 +31,7 @@ from driftrag.errors import ModelError, PromptTooLongError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
 from driftrag.providers.chat import DeltaSink
 from driftrag.providers.http_clients import openai_http_client
-from driftrag.providers.thinking import ThinkingFilter, no_thinking_request, split_thinking
+from driftrag.providers.thinking import ThinkingFilter, is_openai_host, no_thinking_request, split_thinking
 from driftrag.providers.tokens import count_tokens, tokenizer
 from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
@@ -151,7 +151,8 @@ class ModelClient:
         async with self._window_lock:
             if not self._window_known:
                 window = metadata_window(self.llm)
-                if window is None and self.base_url is not None and self.openai_protocol:
+                # OpenAI's own API reports no window: its models are known to the metadata, or unknown.
+                if window is None and self.openai_protocol and not is_openai_host(self.base_url):
                     window = await probe_server_window(self.base_url, self.model)
                 self._window, self._window_known = window, True
         return self._window

@@ -170,6 +170,7 @@ def fit_settings(settings: Settings, window: int | None) -> Settings:
     }
     update["chunk_overlap"] = min(settings.chunk_overlap, update["chunk_size"] // 4)
     changed = {k: v for k, v in update.items() if getattr(settings, k) != v}
-    if changed:
-        log.info("fitted to a %d-token context window: %s", window, changed)
+    if not changed:
+        return settings
+    log.info("fitted to a %d-token context window: %s", window, changed)
     return settings.model_copy(update=changed)
