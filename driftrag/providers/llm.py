@@ -40,6 +40,9 @@ from driftrag.settings import Settings
 
 # Per-message framing tokens of the chat format, used only when a provider reports no usage.
 _MESSAGE_OVERHEAD_TOKENS = 4
+# Room an uncapped call is left with before a cap is sent to fit the window (OpenAI refuses a
+# `max_tokens` above a model's own output limit, 16,384 for gpt-4o-mini).
+UNCAPPED_ROOM_TOKENS = 16_384
 # Status codes the openai client retries (besides connection errors and timeouts).
 _RETRIED_STATUS = frozenset({408, 409, 429})
 
@@ -163,6 +166,10 @@ class ModelClient:
         window = await self.context_window()
         if window is None:
             return max_tokens
+        # A token is at least one byte: a prompt whose bytes fit leaves the cap as it is, uncounted.
+        most = server_tokens(sum(len((m.content or "").encode()) for m in messages), len(messages))
+        if most + (max_tokens or UNCAPPED_ROOM_TOKENS) <= window:
+            return max_tokens
         prompt = server_tokens(sum(count_tokens(m.content or "") for m in messages), len(messages))
         room = window - prompt
         if room < MIN_OUTPUT_TOKENS:
@@ -170,7 +177,10 @@ class ModelClient:
                 f"a prompt of about {prompt} tokens leaves no room for an answer in the {window}-token context "
                 f"window of model {self.model!r}; it was not sent"
             )
-        return room if max_tokens is None else min(max_tokens, room)
+        if max_tokens is None:
+            # Uncapped, the server may write up to what is left; a cap is sent only where that is little.
+            return room if room < UNCAPPED_ROOM_TOKENS else None
+        return min(max_tokens, room)
 
     async def chat(
         self,

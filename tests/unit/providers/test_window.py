@@ -109,3 +109,21 @@ async def test_configured_window_is_not_probed(tmp_path: object) -> None:
         assert client is not None
         assert await client.context_window() == 4096
         assert server.props_requests == 0
+
+
+async def test_a_large_window_leaves_caps_and_uncapped_calls_alone(tmp_path: object) -> None:
+    with FakeOpenAIServer() as server:
+        settings = Settings(
+            _env_file=None,
+            llm_provider="openai",
+            openai_api_key="k",
+            openai_base_url=server.base_url,
+            llm_context_window=128_000,
+            home=tmp_path,
+        )
+        client = build_providers(settings).model_client
+        assert client is not None
+        await client.chat([{"role": "user", "content": "word " * 3000}])
+        await client.chat([{"role": "user", "content": "other " * 3000}], max_tokens=4096)
+        first, second = (request.json for request in server.requests_to(CHAT))
+        assert "max_tokens" not in first and second["max_tokens"] == 4096
