@@ -106,11 +106,10 @@ class AnswerQuality(_Model):
 
     @classmethod
     def of(cls, result: QueryResult) -> AnswerQuality:
-        reasons = {item.reason for item in result.degraded}
         return cls(
             degraded=bool(result.degraded),
-            ungrounded="ungrounded" in reasons,
-            degenerate="degenerate" in reasons,
+            ungrounded=result.ungrounded,
+            degenerate=result.degenerate,
             extractive=result.extractive,
             degradations=list(result.degraded),
         )

@@ -168,6 +168,11 @@ class QueryResult(_Model):
     def ungrounded(self) -> bool:
         return any(item.reason == "ungrounded" for item in self.degraded)
 
+    @property
+    def degenerate(self) -> bool:
+        """The final answer is a loop, a lone citation id or a retold example (`driftrag.search.degenerate`)."""
+        return any(item.reason == "degenerate" for item in self.degraded)
+
     def retrieved_sources(self) -> list[Source]:
         """Everything retrieved, best-ranked first (the order retrieval metrics truncate in). Each mode's
         result says it; the base knows no sources."""

@@ -146,6 +146,7 @@ async def test_a_degenerate_answer_is_flagged_in_every_mode(
     finally:
         responder.behaviours = {}
     assert (step, "degenerate") in [(item.step, item.reason) for item in result.degraded], result.degraded
+    assert result.degenerate and result.answer.strip()
 
 
 async def test_a_well_formed_model_degrades_nothing(weak: tuple) -> None:
