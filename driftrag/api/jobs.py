@@ -99,7 +99,8 @@ class IngestOutcome(_Model):
     seconds_per_stage: dict[str, float]
     warnings: list[str] = Field(
         default_factory=list,
-        description="What the run must not pass over, e.g. most chunks got no usable model extraction.",
+        description="What the run must not pass over, e.g. more than half of the chunks got no usable model "
+        "extraction (no entity, or the offline extractor filled in).",
     )
 
     @classmethod
@@ -111,7 +112,7 @@ class IngestOutcome(_Model):
             extracted_chunks=result.extracted_chunks,
             usage=result.usage,
             seconds_per_stage=result.seconds_per_stage,
-            warnings=[result.counts.extraction_warning] if result.counts.extraction_warning else [],
+            warnings=result.warnings,
         )
 
 

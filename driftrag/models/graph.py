@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 # Re-exported: the extraction config is imported from here by every stage.
@@ -397,24 +397,22 @@ class KbCounts(BaseModel):
         description="Community reports the model failed on (a placeholder, rating 0, stands in); retried next run.",
     )
 
-    extraction_warning: str | None = Field(
-        default=None,
-        description="Set when more than half of the chunks got no usable model extraction (no entity, or the "
-        "offline extractor filled in): the graph is then mostly not the model's.",
-    )
-
-    @model_validator(mode="after")
-    def _warn_on_unusable_extraction(self) -> KbCounts:
-        # Derived here, so every place that shows the counts (ingest, stats, the HTTP job) says it.
+    def extraction_warning(self) -> str | None:
+        """What to say when more than half of the chunks got no usable model extraction (no entity, or the
+        offline extractor filled in): the graph is then mostly not the model's. None otherwise."""
         unusable = self.offline_extracted_chunks + self.empty_extracted_chunks
-        self.extraction_warning = (
+        if not self.chunks or unusable * 2 <= self.chunks:
+            return None
+        return (
             f"{unusable} of {self.chunks} chunks got no usable model extraction ({self.offline_extracted_chunks} "
             f"extracted offline, {self.empty_extracted_chunks} with no entity): the graph is mostly not the "
             "model's; check the model and its server (docs/models.md)"
-            if self.chunks and unusable * 2 > self.chunks
-            else None
         )
-        return self
+
+    def warnings(self) -> list[str]:
+        """What a run or `stats` must not pass over (the extraction warning, when there is one)."""
+        warning = self.extraction_warning()
+        return [warning] if warning else []
 
     @property
     def incomplete(self) -> bool:
