@@ -11,6 +11,11 @@ usage of a stream) are OpenAI's request fields, so they are sent only to LlamaIn
 LLM (Anthropic, Ollama's own client, a `CustomLLM`) is called with the messages alone: its own fields
 set its temperature, output cap and JSON mode, and JSON answers rely on the prompt's example and the
 repair re-ask (`driftrag.providers.json_answer`).
+
+With a known context window (`context_window`: configured, the LLM's metadata, or the server's report,
+`driftrag.providers.window`) each call's `max_tokens` is lowered to what the prompt leaves, and a prompt
+that leaves no room is refused before it is sent (`PromptTooLongError`). Reasoning models are asked not
+to think where the server accepts it, and their thinking is counted apart (`driftrag.providers.thinking`).
 """
 
 from __future__ import annotations
