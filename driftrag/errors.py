@@ -51,6 +51,11 @@ class ModelError(DriftRAGError):
     """A model call failed after its retries, or its output could not be used."""
 
 
+class PromptTooLongError(ModelError):
+    """A prompt that leaves no room for an answer in the model's context window: refused, not sent (the
+    server would cut it or fail). Not transient: the same prompt fails again; a caller may send less."""
+
+
 class KnowledgeBaseNotFoundError(DriftRAGError):
     """No knowledge base with this id exists (distinct from a knowledge base with no match)."""
 

@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, aclosing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -115,6 +115,8 @@ class DriftRAG:
         self._connected: ServerInfo | None = None
         self._ingestion: IngestionDeps | None = None
         self._queries: QueryDeps | None = None
+        # The settings the runs use: `settings` fitted to the model's context window (`_fit_to_window`).
+        self._run_settings: Settings | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
@@ -246,8 +248,25 @@ class DriftRAG:
 
     def ingestion_deps(self) -> IngestionDeps:
         if self._ingestion is None:
-            self._ingestion = ingestion_deps(self.settings, self.stores, self.providers, self._chat)
+            self._ingestion = ingestion_deps(self._settings_for_runs(), self.stores, self.providers, self._chat)
         return self._ingestion
+
+    def _settings_for_runs(self) -> Settings:
+        return self._run_settings or self.settings
+
+    async def _fit_to_window(self) -> None:
+        """Shrink the prompt budgets and output caps to the model's context window, found once per engine
+        at its first model run (settings, the LLM's metadata or the server's report; unknown: unchanged)."""
+        if self._run_settings is not None:
+            return
+        from driftrag.providers.window import fit_settings
+
+        model = self._chat or self.providers.model_client
+        probe = getattr(model, "context_window", None)
+        window = await probe() if probe is not None else None
+        self._run_settings = fit_settings(self.settings, window)
+        if self._run_settings is not self.settings:
+            self._ingestion = self._queries = None  # built before the window was known
 
     async def ingest(
         self,
@@ -370,6 +389,7 @@ class DriftRAG:
     async def _run_ingestion(self, start: Any, on_progress: ProgressHandler | None) -> IngestionResult:
         from driftrag.workflows.ingestion import IngestionWorkflow, IngestProgress
 
+        await self._fit_to_window()
         handler = IngestionWorkflow(self.ingestion_deps()).run(start_event=start)
         async for event in handler.stream_events():
             if on_progress is not None and isinstance(event, IngestProgress):
@@ -502,6 +522,7 @@ class DriftRAG:
         if not chosen.enabled:
             notes.append("the config's `enabled` is off: ingestion would not extract this now")
         await self._probe_dimension()
+        await self._fit_to_window()
         from driftrag.ingestion.preview import preview_extraction
 
         return await preview_extraction(self.ingestion_deps(), kb, text, chosen, mode=self.mode, notes=notes)
@@ -552,7 +573,7 @@ class DriftRAG:
 
     def query_deps(self) -> QueryDeps:
         if self._queries is None:
-            self._queries = query_deps(self.settings, self.stores, self.providers, self._chat)
+            self._queries = query_deps(self._settings_for_runs(), self.stores, self.providers, self._chat)
         return self._queries
 
     async def query(
@@ -571,6 +592,7 @@ class DriftRAG:
         from driftrag.workflows.query import run_query
 
         options = QueryOptions.of(community_level=community_level)
+        await self._fit_to_window()
         return await run_query(self.query_deps(), mode, kb, question, on_progress=on_progress, options=options)
 
     def stream(
@@ -585,10 +607,18 @@ class DriftRAG:
                 if isinstance(event, AnswerDelta):
                     print(event.text, end="", flush=True)
         """
+        options = QueryOptions.of(community_level=community_level)
+        return self._stream_fitted(mode, kb, question, options)
+
+    async def _stream_fitted(
+        self, mode: str, kb: str, question: str, options: QueryOptions
+    ) -> AsyncGenerator[StreamEvent, None]:
         from driftrag.workflows.query import stream_query
 
-        options = QueryOptions.of(community_level=community_level)
-        return stream_query(self.query_deps(), mode, kb, question, options=options)
+        await self._fit_to_window()
+        async with aclosing(stream_query(self.query_deps(), mode, kb, question, options=options)) as events:
+            async for event in events:
+                yield event
 
     # --- LlamaIndex parts ----------------------------------------------------------------------------
 

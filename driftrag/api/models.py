@@ -128,7 +128,8 @@ class QueryResponse(_Model):
     degraded: list[Degradation] = Field(
         default_factory=list,
         description="What the query's steps tolerated or replaced in the model's answers (a missing score, "
-        "prose, a think block, a step that fell back to the offline extractive answer, an ungrounded answer); "
+        "prose, a think block, a step that fell back to the offline extractive answer, an ungrounded or a "
+        "degenerate answer); "
         "empty when every answer was well-formed.",
     )
     usage: Usage = Field(

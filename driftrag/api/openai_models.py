@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.models.search import Source
+from driftrag.search.models import Degradation, QueryResult
 
 
 class _Lenient(BaseModel):
@@ -89,8 +90,34 @@ class Choice(_Model):
     finish_reason: Literal["stop"] = "stop"
 
 
+class AnswerQuality(_Model):
+    """How far the answer can be trusted (driftrag's own field, `driftrag`, beside OpenAI's): the query's
+    `degraded` list and the flags a chat client can show without reading it."""
+
+    degraded: bool = Field(description="Something was tolerated or replaced on the way: `degradations` says what.")
+    ungrounded: bool = Field(
+        description="The answer repeats a prompt example's names, or cites only sources it was never shown."
+    )
+    degenerate: bool = Field(
+        description="The answer is a loop (one phrase or token repeated), a lone citation id, or a retold example."
+    )
+    extractive: bool = Field(description="Written by the offline extractive mode (or its fallback), not a model.")
+    degradations: list[Degradation] = Field(description="Each degradation: step, reason, detail.")
+
+    @classmethod
+    def of(cls, result: QueryResult) -> AnswerQuality:
+        return cls(
+            degraded=bool(result.degraded),
+            ungrounded=result.ungrounded,
+            degenerate=result.degenerate,
+            extractive=result.extractive,
+            degradations=list(result.degraded),
+        )
+
+
 class ChatCompletion(_Model):
-    """OpenAI's `chat.completion`, plus `sources` (not in OpenAI's schema; clients ignore it)."""
+    """OpenAI's `chat.completion`, plus `sources` and `driftrag` (not in OpenAI's schema; clients ignore
+    them)."""
 
     id: str
     object: Literal["chat.completion"] = "chat.completion"
@@ -99,6 +126,9 @@ class ChatCompletion(_Model):
     choices: list[Choice]
     usage: Usage = Field(description="The model tokens of the whole query (every call it made); 0 offline.")
     sources: list[Source] = Field(description="The sources the answer cites, with their text (driftrag's own).")
+    driftrag: AnswerQuality = Field(
+        description="How far the answer can be trusted: degraded, ungrounded… (driftrag's own)."
+    )
 
 
 class Delta(_Model):
@@ -113,7 +143,8 @@ class ChunkChoice(_Model):
 
 
 class ChatCompletionChunk(_Model):
-    """One event of a streamed completion; the last one with choices carries `finish_reason` and `sources`."""
+    """One event of a streamed completion; the last one with choices carries `finish_reason`, `sources` and
+    `driftrag` (the answer's flags)."""
 
     id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
@@ -122,6 +153,7 @@ class ChatCompletionChunk(_Model):
     choices: list[ChunkChoice]
     usage: Usage | None = None
     sources: list[Source] | None = None
+    driftrag: AnswerQuality | None = Field(default=None, description="With `sources`: the answer's flags.")
 
 
 # --- models -------------------------------------------------------------------------------------------

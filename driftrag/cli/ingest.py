@@ -204,6 +204,9 @@ def _report_ingestion(result, as_json: bool) -> None:
     if result.unknown_report_citations:
         text += f"\nreport citations of handles not in their context (dropped): {result.unknown_report_citations}"
     _emit(result, as_json, text)
+    for warning in result.warnings:
+        # On stderr whatever the output format: a mostly offline or empty graph must not pass unseen.
+        err_console.print(f"warning: {warning}", highlight=False, soft_wrap=True)
     if result.failed_chunks:
         raise typer.Exit(4)
 
@@ -256,12 +259,20 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
         incomplete: bool
         counts: KbCounts
         failed_chunks: list[FailedChunk]
+        warnings: list[str]
 
     async def action() -> Stats:
         async with DriftRAG(load_settings()) as rag:
             status = await rag.status(kb)  # an unknown kb is an error (exit 1), as HTTP's 404
             counts, failed = await rag.stats(kb), await rag.failed_chunks(kb)
-            return Stats(kb=kb, stale=status.stale, incomplete=counts.incomplete, counts=counts, failed_chunks=failed)
+            return Stats(
+                kb=kb,
+                stale=status.stale,
+                incomplete=counts.incomplete,
+                counts=counts,
+                failed_chunks=failed,
+                warnings=counts.warnings(),
+            )
 
     result = _arun(ctx, action)
     lines = [f"kb {kb}: {result.counts.describe(every=True)}"]
@@ -269,5 +280,6 @@ def stats(ctx: typer.Context, kb: KbOption, as_json: JsonOption = False) -> None
         lines.append("  stale: half-built (chunks changed since the last complete rebuild); `driftrag communities`")
     if result.incomplete:
         lines.append(f"  incomplete: the model failed on some parts; `driftrag repair --kb {kb}` asks for them again")
+    lines += [f"  warning: {warning}" for warning in result.warnings]
     lines += [f"  failed {c.id} (document {c.document_id}, #{c.index}): {c.error}" for c in result.failed_chunks]
     _emit(result, as_json, "\n".join(lines))

@@ -36,7 +36,7 @@ from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, turn
 from driftrag.providers.json_answer import InvalidModelOutput, ask_json
 from driftrag.providers.structured import describe_keys
-from driftrag.providers.tokens import words_within
+from driftrag.providers.tokens import count_tokens, words_within
 from driftrag.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -169,16 +169,27 @@ def _relationship_key(rel: ExtractedRelationship) -> tuple[str, str, str]:
 class LLMDescriptionSummarizer:
     """`DescriptionSummarizer` asking a chat model for one consolidated description."""
 
-    def __init__(self, chat: ChatModel, prompts: PromptRegistry, *, max_words: int = 150, max_tokens: int | None = 500):
+    def __init__(
+        self,
+        chat: ChatModel,
+        prompts: PromptRegistry,
+        *,
+        max_words: int = 150,
+        max_tokens: int | None = 500,
+        max_input_tokens: int | None = None,
+    ):
         self._chat = chat
         self._prompts = prompts
         self._max_words = max_words
         self._max_tokens = max_tokens
+        # The descriptions shown at most (a much-mentioned entity has hundreds): the prompt fits the window.
+        self._max_input_tokens = max_input_tokens
 
     async def summarize(self, name: str, descriptions: list[str]) -> str:
         distinct = list(dict.fromkeys(d.strip() for d in descriptions if d.strip()))
         if len(distinct) < 2:
             return distinct[0] if distinct else ""
+        distinct = self._within_budget(distinct)
         prompt = self._prompts.render(
             "summarize_descriptions",
             name=name,
@@ -202,6 +213,17 @@ class LLMDescriptionSummarizer:
                 )
         # An empty answer must not erase what we know: fall back to the descriptions themselves.
         return text or " ".join(distinct)
+
+    def _within_budget(self, descriptions: list[str]) -> list[str]:
+        if self._max_input_tokens is None:
+            return descriptions
+        kept, used = [], 0
+        for description in descriptions:
+            used += count_tokens(description) + 2
+            if kept and used > self._max_input_tokens:
+                break
+            kept.append(description)
+        return kept
 
 
 class LLMCommunityReporter:
@@ -253,8 +275,14 @@ def llm_ingestion_tasks(chat: ChatModel, settings: Settings, prompts: PromptRegi
     """The LLM-backed implementations of the ingestion tasks, configured from settings."""
     return IngestionTasks(
         extractor=LLMGraphExtractor(
-            chat, prompts, max_attempts=settings.extraction_attempts, max_gleanings=settings.max_gleanings
+            chat,
+            prompts,
+            max_attempts=settings.extraction_attempts,
+            max_gleanings=settings.max_gleanings,
+            max_tokens=settings.extraction_max_tokens,
         ),
-        summarizer=LLMDescriptionSummarizer(chat, prompts),
-        reporter=LLMCommunityReporter(chat, prompts),
+        summarizer=LLMDescriptionSummarizer(
+            chat, prompts, max_tokens=settings.summary_max_tokens, max_input_tokens=settings.report_context_tokens
+        ),
+        reporter=LLMCommunityReporter(chat, prompts, max_tokens=settings.report_max_tokens),
     )

@@ -114,6 +114,11 @@ class IngestionResult(BaseModel):
     embedded: dict[str, int] = Field(default_factory=dict)
     usage: Usage
     seconds_per_stage: dict[str, float] = Field(default_factory=dict)
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What the run must not pass over: more than half of the chunks got no usable model "
+        "extraction (no entity, or the offline extractor filled in).",
+    )
 
 
 class RepairResult(BaseModel):

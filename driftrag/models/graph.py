@@ -333,6 +333,10 @@ class KbCounts(BaseModel):
         default=0,
         description="Chunks whose model extraction stayed unusable, extracted by the offline extractor instead.",
     )
+    empty_extracted_chunks: int = Field(
+        default=0,
+        description="Chunks whose model extraction named no entity (0 for a kb ingested offline).",
+    )
     failed_chunks: int = Field(
         default=0, description="Chunks whose extraction failed (the model failed after its retries); retried next run."
     )
@@ -345,6 +349,23 @@ class KbCounts(BaseModel):
         default=0,
         description="Community reports the model failed on (a placeholder, rating 0, stands in); retried next run.",
     )
+
+    def extraction_warning(self) -> str | None:
+        """What to say when more than half of the chunks got no usable model extraction (no entity, or the
+        offline extractor filled in): the graph is then mostly not the model's. None otherwise."""
+        unusable = self.offline_extracted_chunks + self.empty_extracted_chunks
+        if not self.chunks or unusable * 2 <= self.chunks:
+            return None
+        return (
+            f"{unusable} of {self.chunks} chunks got no usable model extraction ({self.offline_extracted_chunks} "
+            f"extracted offline, {self.empty_extracted_chunks} with no entity): the graph is mostly not the "
+            "model's; check the model and its server (docs/models.md)"
+        )
+
+    def warnings(self) -> list[str]:
+        """What a run or `stats` must not pass over (the extraction warning, when there is one)."""
+        warning = self.extraction_warning()
+        return [warning] if warning else []
 
     @property
     def incomplete(self) -> bool:
@@ -365,6 +386,8 @@ class KbCounts(BaseModel):
         if every:
             parts.append(plural(self.aliases, "alias"))
             parts.append(plural(self.offline_extracted_chunks, "chunk extracted offline", "chunks extracted offline"))
+            if self.empty_extracted_chunks:
+                parts.append(plural(self.empty_extracted_chunks, "chunk with no entity", "chunks with no entity"))
         return ", ".join(parts)
 
 

@@ -159,6 +159,8 @@ def model_client(
         max_retries=settings.llm_max_retries,
         timeout_s=timeout_s if timeout_s is not None else settings.llm_timeout_s,
         structured=settings.llm_structured,
+        context_window=settings.llm_context_window or None,
+        disable_thinking=settings.llm_disable_thinking,
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import json_repair
 from pydantic import BaseModel
 
-from driftrag.errors import ModelError
+from driftrag.errors import ModelError, PromptTooLongError
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.chat import ChatModel, chat_streaming, turn
 from driftrag.providers.structured import describe_keys
@@ -149,6 +149,9 @@ async def ask_json(
                 result = await chat_streaming(
                     chat, messages, on_delta=stream.feed, json_mode=True, max_tokens=max_tokens, schema=schema
                 )
+        except PromptTooLongError as exc:
+            # Not sent: as unusable as a bad answer, so the task's fallback takes over (a re-ask grows it).
+            return JsonAnswer(None, str(exc), attempt, raw, messages, prompt_tokens, completion_tokens)
         except ModelError as exc:
             return JsonAnswer(
                 None, f"model call failed: {exc}", attempt, raw, messages, prompt_tokens, completion_tokens, exc

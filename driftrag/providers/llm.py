@@ -16,6 +16,11 @@ A JSON answer's format is asked at the level of the `llm_structured` setting: `j
 answer model's strict schema, `driftrag.providers.structured`), `json_object` (JSON mode) or `off`.
 With `auto`, a server that refuses a level (HTTP 400 naming `response_format` or `json_schema`) gets the
 same call again one level lower, and the client keeps that level for the model from then on.
+
+With a known context window (`context_window`: configured, the LLM's metadata, or the server's report,
+`driftrag.providers.window`) each call's `max_tokens` is lowered to what the prompt leaves, and a prompt
+that leaves no room is refused before it is sent (`PromptTooLongError`). Reasoning models are asked not
+to think where the server accepts it, and their thinking is counted apart (`driftrag.providers.thinking`).
 """
 
 from __future__ import annotations
@@ -32,18 +37,23 @@ from llama_index.core.llms import LLM
 from llama_index.llms.openai import OpenAI
 from pydantic import BaseModel, ConfigDict, Field
 
-from driftrag.errors import ModelError
+from driftrag.errors import ModelError, PromptTooLongError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
 from driftrag.providers.chat import DeltaSink
 from driftrag.providers.http_clients import openai_http_client
 from driftrag.providers.structured import StructuredLevels, format_kwargs, refuses_format, strict_schema
-from driftrag.providers.tokens import tokenizer
+from driftrag.providers.thinking import ThinkingFilter, is_openai_host, no_thinking_request, split_thinking
+from driftrag.providers.tokens import count_tokens, tokenizer
 from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
+from driftrag.providers.window import MIN_OUTPUT_TOKENS, metadata_window, probe_server_window, server_tokens
 from driftrag.settings import Settings
 
 # Per-message framing tokens of the chat format, used only when a provider reports no usage.
 _MESSAGE_OVERHEAD_TOKENS = 4
+# Room an uncapped call is left with before a cap is sent to fit the window (OpenAI refuses a
+# `max_tokens` above a model's own output limit, 16,384 for gpt-4o-mini).
+UNCAPPED_ROOM_TOKENS = 16_384
 # Status codes the openai client retries (besides connection errors and timeouts).
 _RETRIED_STATUS = frozenset({408, 409, 429})
 
@@ -121,6 +131,8 @@ class ModelClient:
         max_retries: int = 0,
         timeout_s: float | None = None,
         structured: str = "auto",
+        context_window: int | None = None,
+        disable_thinking: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -139,6 +151,47 @@ class ModelClient:
         self.structured = StructuredLevels(structured, can_send=self.openai_protocol or self.ollama_format)
         self._limit = asyncio.Semaphore(concurrency)
         self._tokenizer: Callable[[str], list[int]] | None = None
+        # The window: configured, or found once at first need (`context_window`).
+        self._window = context_window
+        self._window_known = context_window is not None
+        self._window_lock = asyncio.Lock()
+        self._no_thinking = no_thinking_request(base_url, model) if disable_thinking and self.openai_protocol else {}
+
+    async def context_window(self) -> int | None:
+        """The model's context window in tokens, or None when nothing tells it: the configured one, the
+        LLM's metadata for a known model, or the server's own report, asked once."""
+        if self._window_known:
+            return self._window
+        async with self._window_lock:
+            if not self._window_known:
+                window = metadata_window(self.llm)
+                # OpenAI's own API reports no window: its models are known to the metadata, or unknown.
+                if window is None and self.openai_protocol and not is_openai_host(self.base_url):
+                    window = await probe_server_window(self.base_url, self.model)
+                self._window, self._window_known = window, True
+        return self._window
+
+    async def _fit_output(self, messages: list[ChatMessage], max_tokens: int | None) -> int | None:
+        """`max_tokens` lowered so that prompt and answer fit the window (set when the window is known and
+        none was asked); PromptTooLongError when the prompt leaves too little room."""
+        window = await self.context_window()
+        if window is None:
+            return max_tokens
+        # A token is at least one byte: a prompt whose bytes fit leaves the cap as it is, uncounted.
+        most = server_tokens(sum(len((m.content or "").encode()) for m in messages), len(messages))
+        if most + (max_tokens or UNCAPPED_ROOM_TOKENS) <= window:
+            return max_tokens
+        prompt = server_tokens(sum(count_tokens(m.content or "") for m in messages), len(messages))
+        room = window - prompt
+        if room < MIN_OUTPUT_TOKENS:
+            raise PromptTooLongError(
+                f"a prompt of about {prompt} tokens leaves no room for an answer in the {window}-token context "
+                f"window of model {self.model!r}; it was not sent"
+            )
+        if max_tokens is None:
+            # Uncapped, the server may write up to what is left; a cap is sent only where that is little.
+            return room if room < UNCAPPED_ROOM_TOKENS else None
+        return min(max_tokens, room)
 
     async def chat(
         self,
@@ -193,6 +246,10 @@ class ModelClient:
         on_delta: DeltaSink | None = None,
     ) -> ChatResult:
         chat_messages = [_as_chat_message(m) for m in messages]
+        # A JSON task's parser strips a think block itself (and says so in `degraded`); plain text is
+        # stripped here, so no summary, HyDE probe or prose answer keeps one.
+        strip_thinking = not json_mode
+        max_tokens = await self._fit_output(chat_messages, max_tokens)
         if not self.openai_protocol:
             temperature = max_tokens = None  # not sent, so not part of the request's identity either
         levels = self.structured.levels(self.model, json_mode=json_mode, schema=schema is not None)
@@ -213,7 +270,7 @@ class ModelClient:
             for place, level in enumerate(levels):
                 request_kwargs = self._request_kwargs(level, schema, temperature=temperature, max_tokens=max_tokens)
                 try:
-                    text, reported = await self._ask(chat_messages, request_kwargs, on_delta)
+                    text, reported, reasoning = await self._ask(chat_messages, request_kwargs, on_delta, strip_thinking)
                     break
                 except Exception as exc:  # the provider boundary: whatever it raises is a failed model call
                     if place + 1 < len(levels) and refuses_format(exc, ollama=self.ollama_format):
@@ -225,8 +282,17 @@ class ModelClient:
                     raise ModelError(self._describe_failure(exc)) from exc
 
         prompt_tokens, completion_tokens = reported or self._counted_usage(chat_messages, text)
+        # Thinking that came despite the request is counted apart, and is no part of a plain-text answer.
+        answer, thinking = split_thinking(text)
+        if strip_thinking:
+            text = answer
+        if not reasoning:  # not reported (llama.cpp does not): the tokens of the block that came
+            reasoning = len(self._encode(thinking)) if thinking else 0
         self.usage.record_chat(
-            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, structured=level if json_mode else None
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            reasoning_tokens=reasoning,
+            structured=level if json_mode else None,
         )
         entry = CachedResponse(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
         if key is not None and self.cache is not None:
@@ -240,7 +306,7 @@ class ModelClient:
     def _request_kwargs(
         self, level: str, schema: type[BaseModel] | None, *, temperature: float | None, max_tokens: int | None
     ) -> dict[str, Any]:
-        request_kwargs: dict[str, Any] = {}
+        request_kwargs: dict[str, Any] = dict(self._no_thinking)
         if self.openai_protocol:
             if temperature is not None:
                 request_kwargs["temperature"] = temperature
@@ -252,18 +318,23 @@ class ModelClient:
         }
 
     async def _ask(
-        self, messages: list[ChatMessage], request_kwargs: dict[str, Any], on_delta: DeltaSink | None
-    ) -> tuple[str, tuple[int, int] | None]:
+        self,
+        messages: list[ChatMessage],
+        request_kwargs: dict[str, Any],
+        on_delta: DeltaSink | None,
+        strip_thinking: bool,
+    ) -> tuple[str, tuple[int, int] | None, int | None]:
+        """The answer's text, its reported (prompt, completion) tokens and its reported thinking tokens."""
         if on_delta is None:
             response = await retry_unusable(
                 lambda: self.llm.achat(messages, **request_kwargs),
                 self.max_retries,
                 on_retry=self.usage.record_retry,
             )
-            return response.message.content or "", _reported_usage(response)
+            return response.message.content or "", _reported_usage(response), _reported_reasoning(response)
         # Not asked again once pieces went out: the query's step retry (and the stream's reset event)
         # handles a stream that breaks. A refused format fails before any piece.
-        return await self._stream(messages, request_kwargs, on_delta)
+        return await self._stream(messages, request_kwargs, on_delta, strip_thinking=strip_thinking)
 
     async def drain(self) -> None:
         """Wait until the answers given so far are in the response cache on disk (`ResponseCache.drain`)."""
@@ -271,27 +342,41 @@ class ModelClient:
             await self.cache.drain()
 
     async def _stream(
-        self, messages: list[ChatMessage], request_kwargs: dict[str, Any], on_delta: DeltaSink
-    ) -> tuple[str, tuple[int, int] | None]:
+        self,
+        messages: list[ChatMessage],
+        request_kwargs: dict[str, Any],
+        on_delta: DeltaSink,
+        *,
+        strip_thinking: bool = True,
+    ) -> tuple[str, tuple[int, int] | None, int | None]:
         kwargs = dict(request_kwargs)
         if self.openai_protocol:
             # OpenAI-compatible servers report a stream's usage only in a last chunk, when asked.
             kwargs["stream_options"] = {"include_usage": True}
         pieces: list[str] = []
         reported = None
+        reasoning = None
         last: ChatResponse | None = None
+        # A leading think block is kept from the reader; the whole text (with it) is split after the stream.
+        shown = ThinkingFilter()
         async for chunk in await self.llm.astream_chat(messages, **kwargs):
             last = chunk
             if chunk.delta:
                 pieces.append(chunk.delta)
-                await on_delta(chunk.delta)
+                visible = shown.feed(chunk.delta) if strip_thinking else chunk.delta
+                if visible:
+                    await on_delta(visible)
             reported = _reported_usage(chunk) or reported
+            reasoning = _reported_reasoning(chunk) if reasoning is None else reasoning
         streamed = "".join(pieces)
+        rest = shown.flush()
+        if rest:
+            await on_delta(rest)
         # The last chunk's message holds the whole text for LLMs that send no deltas.
         text = streamed or (last.message.content or "" if last is not None else "")
         if text and not streamed:
-            await on_delta(text)
-        return text, reported
+            await on_delta(split_thinking(text)[0] if strip_thinking else text)
+        return text, reported, reasoning
 
     def _cache_key(
         self,
@@ -321,10 +406,13 @@ class ModelClient:
 
     def _counted_usage(self, messages: list[ChatMessage], text: str) -> tuple[int, int]:
         """Tokens counted with the project's tokenizer, for models that report no usage."""
+        prompt = sum(len(self._encode(m.content or "")) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
+        return prompt, len(self._encode(text))
+
+    def _encode(self, text: str) -> list[int]:
         if self._tokenizer is None:
             self._tokenizer = tokenizer()
-        prompt = sum(len(self._tokenizer(m.content or "")) + _MESSAGE_OVERHEAD_TOKENS for m in messages)
-        return prompt, len(self._tokenizer(text))
+        return self._tokenizer(text)
 
     def _describe_failure(self, exc: Exception) -> str:
         # A server started on first use (the local provider) has its address on the LLM only.
@@ -371,6 +459,13 @@ def _reported_usage(response: ChatResponse) -> tuple[int, int] | None:
             if pair is not None:
                 return pair
     return _int_pair(raw, *_OLLAMA_FIELDS)
+
+
+def _reported_reasoning(response: ChatResponse) -> int | None:
+    """Thinking tokens as reported (`usage.completion_tokens_details.reasoning_tokens`), or None."""
+    details = _field(_field(response.raw, "usage"), "completion_tokens_details")
+    value = _field(details, "reasoning_tokens") if details is not None else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _int_pair(obj: Any, first: str, second: str) -> tuple[int, int] | None:

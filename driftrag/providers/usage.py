@@ -15,6 +15,8 @@ class Usage(BaseModel):
     chat_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of the completion tokens, those a reasoning model spent thinking (reported, or its stripped block's).
+    reasoning_tokens: int = 0
     cache_hits: int = 0
     failed_calls: int = 0
     retried_calls: int = 0
@@ -59,7 +61,9 @@ class UsageTracker:
             for name, value in deltas.items():
                 self._counts[name] += value
 
-    def record_chat(self, *, prompt_tokens: int, completion_tokens: int, structured: str | None = None) -> None:
+    def record_chat(
+        self, *, prompt_tokens: int, completion_tokens: int, reasoning_tokens: int = 0, structured: str | None = None
+    ) -> None:
         """One answered call; `structured` is how a JSON answer's format was asked (`json_schema`,
         `json_object`, or `off`: the prompt alone), None for a plain-text call."""
         levels = {
@@ -68,7 +72,13 @@ class UsageTracker:
             "off": "prompt_only_json_calls",
         }
         extra = {levels[structured]: 1} if structured is not None else {}
-        self._add(chat_calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **extra)
+        self._add(
+            chat_calls=1,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            reasoning_tokens=reasoning_tokens,
+            **extra,
+        )
 
     def record_structured_fallback(self) -> None:
         """A server refused a request's answer format; the same call is asked again one level lower."""

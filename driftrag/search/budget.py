@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from driftrag.errors import ModelError
+from driftrag.errors import ModelError, PromptTooLongError
 from driftrag.providers.chat import ChatModel, ChatReply, DeltaSink, chat_streaming, schema_option
 from driftrag.providers.tokens import tokenizer
 
@@ -113,7 +113,13 @@ class BudgetedChat:
         estimate = await asyncio.to_thread(self._budget.count_prompt_tokens, messages)
         # Reserved before the call's await: concurrent callers can never overshoot together.
         self._budget.admit(estimate)
-        result = await call()
+        try:
+            result = await call()
+        except PromptTooLongError:
+            # Refused before it was sent: it spent nothing.
+            self._budget.calls -= 1
+            self._budget.prompt_tokens -= estimate
+            raise
         if getattr(result, "cached", False):
             # A cache hit costs nothing: give the reservation back.
             self._budget.calls -= 1

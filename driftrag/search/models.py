@@ -35,6 +35,8 @@ class _Model(BaseModel):
 #   primer, the question's own local search) answered instead;
 # - dropped: a DRIFT follow-up whose answer stayed unusable was left out;
 # - ungrounded: the final answer repeats a prompt example's names, or every citation it made is unknown.
+# - degenerate: the final answer is a loop (one phrase or token repeated), a lone citation id, or the
+#   prompt's example retold from sources that copy it (`driftrag.search.degenerate`).
 DegradedReason = Literal[
     "missing_score",
     "malformed_score",
@@ -45,6 +47,7 @@ DegradedReason = Literal[
     "fallback",
     "dropped",
     "ungrounded",
+    "degenerate",
 ]
 NEUTRAL_SCORE = 50
 
@@ -165,6 +168,11 @@ class QueryResult(_Model):
     @property
     def ungrounded(self) -> bool:
         return any(item.reason == "ungrounded" for item in self.degraded)
+
+    @property
+    def degenerate(self) -> bool:
+        """The final answer is a loop, a lone citation id or a retold example (`driftrag.search.degenerate`)."""
+        return any(item.reason == "degenerate" for item in self.degraded)
 
     def retrieved_sources(self) -> list[Source]:
         """Everything retrieved, best-ranked first (the order retrieval metrics truncate in). Each mode's

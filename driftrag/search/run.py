@@ -22,12 +22,19 @@ from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from driftrag.errors import BackendUnavailableError, EmbeddingDimensionMismatchError, GraphDisabledError, ModelError
+from driftrag.errors import (
+    BackendUnavailableError,
+    EmbeddingDimensionMismatchError,
+    GraphDisabledError,
+    ModelError,
+    PromptTooLongError,
+)
 from driftrag.models.identifiers import validate_kb_id
 from driftrag.models.search import Source
 from driftrag.providers.json_answer import InvalidModelOutput
 from driftrag.providers.usage import Usage
 from driftrag.search.budget import BudgetExhausted, QueryBudget
+from driftrag.search.degenerate import degenerate
 from driftrag.search.deps import QueryDeps
 from driftrag.search.grounding import ungrounded
 from driftrag.search.models import SearchContext, SearchResult
@@ -42,7 +49,7 @@ MAX_RETRY_DELAY_S = 5.0
 
 def is_transient(error: BaseException) -> bool:
     return isinstance(error, ModelError | BackendUnavailableError) and not isinstance(
-        error, BudgetExhausted | GraphDisabledError | InvalidModelOutput
+        error, BudgetExhausted | GraphDisabledError | InvalidModelOutput | PromptTooLongError
     )
 
 
@@ -171,6 +178,7 @@ class QueryRun:
         to the model), its grounding check too."""
         degraded = self.tasks.degraded.items()
         if answer is not None:
+            sources = list(sources)
             degraded += ungrounded(
                 answer,
                 step=step,
@@ -179,6 +187,9 @@ class QueryRun:
                 questions=[self.question, *asked],
                 sources=sources,
             )
+            if not self.tasks.extractive:  # extracted sentences are the corpus's own, not a model's loop
+                shown = [source.text for source in sources]
+                degraded += degenerate(answer, step=step, question=self.question, shown=shown)
         return {
             "extractive": self.tasks.extractive,
             "usage": self.deps.usage.since(self.usage_start),

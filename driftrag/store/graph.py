@@ -149,6 +149,11 @@ class GraphStore:
                 "status": "failed" if outcome.failed else "ok",
                 "error": outcome.error,
                 "origin": outcome.origin,
+                # The model answered, and named nothing: counted apart (`KbCounts.empty_extracted_chunks`).
+                "empty": outcome.origin == "model"
+                and not outcome.failed
+                and outcome.skipped_reason is None
+                and not outcome.entities,
             }
             for outcome in outcomes
         ]
@@ -633,7 +638,7 @@ class GraphStore:
         """Every knowledge base, by id, with its counts and how it was last ingested."""
         summaries = []
         for row in await self._store.read(cy.LIST_KBS):
-            counts = KbCounts.model_validate({field: row[field] for field in KbCounts.model_fields})
+            counts = KbCounts.model_validate({field: row[field] for field in KbCounts.model_fields if field in row})
             rest = {field: row[field] for field in KbSummary.model_fields if field != "counts"}
             summaries.append(KbSummary(**rest, counts=counts))
         return summaries

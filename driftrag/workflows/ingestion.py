@@ -278,6 +278,7 @@ class IngestionWorkflow(Workflow):
             embedded=embedded,
             usage=state.usage,
             seconds_per_stage=dict(state.seconds_per_stage),
+            warnings=counts.warnings(),
         )
         return StopEvent(result=result)
 

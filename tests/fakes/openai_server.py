@@ -150,8 +150,15 @@ class FakeOpenAIServer:
         prose_around_json: bool = False,
         stream_delay_s: float = 0.0,
         rejects_json_schema: bool = False,
+        context_window: int | None = None,
+        total_slots: int = 1,
     ) -> None:
         self.stream_delay_s = stream_delay_s
+        # llama.cpp's `GET /props` (at the root, not under /v1): answered only with a `context_window`, as
+        # its `n_ctx` (the whole server's, shared by `total_slots`); probes are counted, not recorded.
+        self.context_window = context_window
+        self.total_slots = total_slots
+        self.props_requests = 0
         self.streamed_requests = 0
         # Two behaviours of real OpenAI-compatible servers and small models: a 400 for any request
         # carrying `response_format`, and JSON answers wrapped in chatty prose.
@@ -350,9 +357,22 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: tests assert on recorded requests instead."""
 
+    def do_GET(self) -> None:
+        path = self.path.rstrip("/")
+        if path != "/props" or self.fake.context_window is None:
+            self._send_json(404, {"error": {"message": f"unknown path {path}", "type": "not_found"}})
+            return
+        with self.fake._lock:
+            self.fake.props_requests += 1
+        n_ctx = self.fake.context_window * self.fake.total_slots
+        self._send_json(200, {"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": self.fake.total_slots})
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        if self.path.rstrip("/") == "/api/show":  # Ollama's model report: not this server (not recorded)
+            self._send_json(404, {"error": {"message": "unknown path /api/show", "type": "not_found"}})
+            return
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:

@@ -30,7 +30,7 @@ It counts calls per task in `calls` ("names", "answer", "hyde", "primer", "reduc
 substring of a chunk's text to a failure mode for that chunk: "truncated" (JSON cut short), "prose"
 (prose and a code fence around the JSON), "wrong_types" (strings for numbers, out-of-range strength,
 missing names and descriptions), "invalid" (never JSON), "invalid_once" (invalid first, valid on the
-re-ask).
+re-ask), "empty" (valid JSON naming nothing, as a model that finds no entity).
 `query_misbehave` maps a query task name to "invalid", "invalid_once" or "prose" likewise.
 """
 
@@ -56,7 +56,7 @@ GLEAN_MARK = "were MISSED in the last extraction"
 REPAIR_MARK = "Your previous answer could not be used"
 SUMMARY_MARK = "You write one comprehensive description"
 REPORT_MARK = "You write a report on one community"
-MODES = frozenset({"truncated", "prose", "wrong_types", "invalid", "invalid_once"})
+MODES = frozenset({"truncated", "prose", "wrong_types", "invalid", "invalid_once", "empty"})
 # First lines of the query templates.
 QUERY_MARKS = {
     "names": "You list the entities a question names",
@@ -187,6 +187,8 @@ class ScriptedChatModel:
         mode = self._mode(text)
         if mode in ("invalid", "invalid_once"):
             return "I am sorry, I cannot produce a graph for this passage."
+        if mode == "empty":
+            return json.dumps({"entities": [], "relationships": []})
         if mode == "truncated":
             full = json.dumps(graph)
             return full[: int(len(full) * 0.7)]

@@ -12,7 +12,9 @@ the first answer and on the re-ask alike (a weak model repeats its mistake):
 - "fenced": the JSON in a Markdown code fence;
 - "example_copy": a worked example's content instead of the answer (the fictional names earlier prompts
   showed, which a model may still write from a user's prompt or from memory), in the answer's shape;
-- "wrong_object": `{"Title": "The Dark Lamp"}`, an object of the wrong shape (SmolLM2 on local search).
+- "wrong_object": `{"Title": "The Dark Lamp"}`, an object of the wrong shape (SmolLM2 on local search);
+- "loop" / "token_run" / "lone_citation": a degenerate answer text (issue 52): "The answer is: " over and
+  over, the answer followed by `[x][x][x]…`, or only "S1".
 
 `chunks_containing` limits the "extract" behaviour to the chunks whose text holds that string (a weak
 model fails on some chunks, not all). `calls` counts the requests per task (the re-asks under "repair").
@@ -40,8 +42,16 @@ BEHAVIOURS = frozenset(
         "fenced",
         "example_copy",
         "wrong_object",
+        "loop",
+        "token_run",
+        "lone_citation",
     }
 )
+_DEGENERATE = {
+    "loop": lambda answer: "The answer is: " * 8,
+    "token_run": lambda answer: f"{answer} " + "[x]" * 40,
+    "lone_citation": lambda answer: "S1",
+}
 TASKS = frozenset({*QUERY_MARKS, "extract"})
 WRONG_OBJECT = '{"Title": "The Dark Lamp"}'
 THINK = "<think>\nThe user wants JSON. Let me look at the context first and think about the score.\n</think>\n"
@@ -112,6 +122,8 @@ def spoil(text: str, behaviour: str, prompt: str) -> str:
         return json.dumps(_without_scores(obj))
     if behaviour == "malformed_score":
         return json.dumps(_with_word_scores(obj))
+    if behaviour in _DEGENERATE and "answer" in obj:
+        return json.dumps({**obj, "answer": _DEGENERATE[behaviour](str(obj["answer"]))})
     if behaviour in ("response_key", "Answer_key") and "answer" in obj:
         key = behaviour.removesuffix("_key")
         return json.dumps({(key if k == "answer" else k): v for k, v in obj.items()})

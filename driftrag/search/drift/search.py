@@ -17,10 +17,11 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from driftrag.errors import BackendUnavailableError, ModelError
+from driftrag.errors import BackendUnavailableError, ModelError, PromptTooLongError
 from driftrag.models.search import Source
 from driftrag.models.seen_rows import SeenRows
 from driftrag.providers.embeddings import aembed_queries
+from driftrag.providers.tokens import count_tokens
 from driftrag.search.budget import BudgetExhausted
 from driftrag.search.context import entity_source, unique_sources
 from driftrag.search.deps import QueryDeps
@@ -123,6 +124,9 @@ class DriftSearch:
                 except BudgetExhausted:
                     self.hyde_text = self.question
                     self.notes.append("budget exhausted before HyDE: searched with the question")
+                except PromptTooLongError:
+                    self.hyde_text = self.question
+                    self.notes.append("the HyDE template does not fit the model's window: searched with the question")
                 [self.question_vector] = await question_embedding
                 if self.hyde_text == self.question:
                     self._hyde_vector = self.question_vector
@@ -343,6 +347,7 @@ class DriftSearch:
         not shown (counted with the intermediate answers' own)."""
         if not chosen:
             return "The knowledge base holds nothing that answers this question.", [], 0
+        chosen = self._within_context(chosen)
         # Drop the weakest answers until the reduce fits the token budget that is left.
         for keep in range(len(chosen), 0, -1):
             try:
@@ -356,6 +361,21 @@ class DriftSearch:
             return reduced.answer, reduced.citations, reduced.unknown_citations or 0
         self.notes.append("budget exhausted before the reduce: the best intermediate answer is returned as is")
         return chosen[0].answer, list(chosen[0].source_ids), 0
+
+    def _within_context(self, chosen: list[IntermediateAnswer]) -> list[IntermediateAnswer]:
+        """The best answers whose texts fit one context (`local_context_tokens`, fitted to the model's
+        window): the reduce's input is sized like any other context."""
+        kept: list[IntermediateAnswer] = []
+        used = 0
+        for answer in chosen:
+            size = count_tokens(answer.answer)
+            if kept and used + size > self.settings.local_context_tokens:
+                break
+            kept.append(answer)
+            used += size
+        if len(kept) < len(chosen):
+            self.notes.append(f"the reduce kept the {len(kept)} best answers of {len(chosen)} to fit one context")
+        return kept
 
     async def _local(self, follow_up: FollowUp, depth: int) -> IntermediateAnswer | None:
         try:

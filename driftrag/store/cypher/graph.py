@@ -101,7 +101,7 @@ SET_CHUNK_EXTRACTIONS = """
 UNWIND $rows AS row
 MATCH (c:__Chunk__ {kb: $kb, id: row.id})
 SET c.extraction = row.extraction, c.extraction_status = row.status, c.extraction_error = row.error,
-    c.extraction_origin = row.origin
+    c.extraction_origin = row.origin, c.extraction_empty = row.empty
 """
 
 MATCH_KB_EXTRACTIONS = """
@@ -534,7 +534,12 @@ CALL (kb_id) { MATCH (d:__Document__ {kb: kb_id}) WHERE d.id IS NOT NULL RETURN 
 CALL (kb_id) {
   MATCH (c:__Chunk__ {kb: kb_id}) WHERE c.id IS NOT NULL
   RETURN count(c) AS chunks, count(CASE WHEN c.extraction_origin = 'offline' THEN 1 END) AS offline_extracted_chunks,
-         count(CASE WHEN c.extraction_status = 'failed' THEN 1 END) AS failed_chunks
+         count(CASE WHEN c.extraction_status = 'failed' THEN 1 END) AS failed_chunks,
+         count(CASE WHEN c.extraction_status = 'ok' AND c.extraction_empty THEN 1 END) AS model_empty_chunks
+}
+CALL (kb_id) {
+  OPTIONAL MATCH (k:__KnowledgeBase__ {kb: kb_id})
+  RETURN coalesce(k.mode, '') = 'offline' AS offline_kb
 }
 CALL (kb_id) {
   MATCH (e:__Entity__ {kb: kb_id}) WHERE e.id IS NOT NULL
@@ -551,14 +556,15 @@ CALL (kb_id) {
   RETURN count(c) AS communities, count(c.summary) AS reports,
          count(CASE WHEN c.report_failed THEN 1 END) AS placeholder_reports
 }
-WITH *, placeholder_entity_summaries + placeholder_relationship_summaries AS placeholder_summaries
+WITH *, placeholder_entity_summaries + placeholder_relationship_summaries AS placeholder_summaries,
+     CASE WHEN offline_kb THEN 0 ELSE model_empty_chunks END AS empty_extracted_chunks
 """
 
 COUNT_KB = (
     "WITH $kb AS kb_id"
     + _KB_COUNTS
     + """RETURN documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks,
-       failed_chunks, placeholder_summaries, placeholder_reports
+       empty_extracted_chunks, failed_chunks, placeholder_summaries, placeholder_reports
 """
 )
 
@@ -573,7 +579,7 @@ WITH k, k.kb AS kb_id"""
        failed_chunks > 0 OR placeholder_summaries > 0 OR placeholder_reports > 0 AS incomplete,
        k.mode AS mode, k.embedder AS embedder, k.embedding_dimension AS embedding_dimension,
        documents, chunks, entities, relationships, communities, reports, aliases, offline_extracted_chunks,
-       failed_chunks, placeholder_summaries, placeholder_reports
+       empty_extracted_chunks, failed_chunks, placeholder_summaries, placeholder_reports
 ORDER BY kb
 """
 )

@@ -44,6 +44,10 @@ def test_a_completion_is_the_query_answer_with_its_cited_sources(chat, reader: h
     extra = completion.model_extra["sources"]
     assert {source["id"] for source in extra} == set(plain["cited_source_ids"])
     assert all(source["text"] for source in extra)
+    # The answer's flags, as the query route's `degraded` says them.
+    flags = completion.model_extra["driftrag"]
+    assert flags["degradations"] == plain["degraded"] and flags["degraded"] == bool(plain["degraded"])
+    assert flags["extractive"] and not flags["ungrounded"] and not flags["degenerate"]
     # Offline: no model call, so no tokens.
     assert (completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens) == (
         0,
@@ -85,6 +89,7 @@ def test_the_streamed_text_equals_the_completion(chat, corpus_kb: str, mode: str
     assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens == 0
     assert "".join(texts) == ask(chat, model).choices[0].message.content
     cited = {source["id"] for source in finished[0].model_extra["sources"]}
+    assert finished[0].model_extra["driftrag"]["extractive"]
     assert cited and all(f"[{source_id}]" in "".join(texts) for source_id in cited)
 
 

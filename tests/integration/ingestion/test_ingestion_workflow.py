@@ -72,7 +72,7 @@ async def test_ingested_graph_has_provenance_merges_summaries_reports_and_vector
         min(
             n
             for name, n in counts.model_dump().items()
-            if name not in ("aliases", "offline_extracted_chunks", *FAILURES)
+            if name not in ("aliases", "offline_extracted_chunks", "empty_extracted_chunks", *FAILURES)
         )
         > 0
     ), counts
@@ -524,6 +524,21 @@ async def test_an_unusable_extraction_is_filled_offline_and_marked(ingestor: Ing
     [offline] = [o for o in await ingestor.graph.extractions(kb) if o.origin == "offline"]
     assert offline.attempts == 2 and "extracted offline" in offline.warnings[0]
     assert (await ingestor.graph.counts(kb)).offline_extracted_chunks == 1
+
+
+async def test_a_run_where_most_chunks_got_no_model_extraction_says_so(ingestor: Ingestor, kb: str) -> None:
+    corpus = {
+        "fine.txt": "Lady Orsolya Quint bought rope from Widow Brannoch at the long pier of Harbor Town.",
+        "empty.txt": "Master Idris Kell repaired the Amber Lantern with mothglass panes in Harbor Town.",
+        "invalid.txt": "Sister Nell Varga lit ravenknot candles inside the Salt Chapel with Sister Nell Varga's aunt.",
+    }
+    chat = DescriptiveChatModel(misbehave={"mothglass": "empty", "ravenknot": "invalid"})
+    run = await ingestor.run(kb, chat, texts=texts_of(corpus))
+    counts = run.result.counts
+    assert (counts.offline_extracted_chunks, counts.empty_extracted_chunks, counts.chunks) == (1, 1, 3)
+    [warning] = run.result.warnings
+    assert warning.startswith("2 of 3 chunks got no usable model extraction") and warning == counts.extraction_warning()
+    assert (await ingestor.graph.counts(kb)).warnings() == run.result.warnings
 
 
 # --- 8. bad input -------------------------------------------------------------------------------------------------

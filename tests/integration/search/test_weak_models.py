@@ -126,6 +126,29 @@ async def test_every_mode_answers_a_weak_model_and_says_how(
         assert any(f.query == QUESTION and f.status == "searched" for f in result.follow_ups)
 
 
+@pytest.mark.parametrize(
+    ("mode", "task", "behaviour", "step"),
+    [
+        ("basic", "answer", "lone_citation", "answer"),
+        ("local", "answer", "token_run", "answer"),
+        ("entity", "answer", "loop", "answer"),
+        ("drift", "reduce", "loop", "reduce"),
+        ("global", "global_reduce", "lone_citation", "global reduce"),
+    ],
+)
+async def test_a_degenerate_answer_is_flagged_in_every_mode(
+    weak: tuple, mode: str, task: str, behaviour: str, step: str
+) -> None:
+    rag, kb, responder, _ = weak
+    responder.behaviours = {task: behaviour}
+    try:
+        result = await rag.query(kb, QUESTION, mode=mode)
+    finally:
+        responder.behaviours = {}
+    assert (step, "degenerate") in [(item.step, item.reason) for item in result.degraded], result.degraded
+    assert result.degenerate and result.answer.strip()
+
+
 async def test_a_well_formed_model_degrades_nothing(weak: tuple) -> None:
     rag, kb, _, _ = weak
     for mode in ("basic", "local", "drift"):
