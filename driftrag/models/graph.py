@@ -257,8 +257,8 @@ class Community(_Model):
 
 
 class Finding(_Model):
-    summary: Annotated[str, Cap(300)]
-    explanation: Annotated[str, Cap(1500)]
+    summary: Annotated[str, Cap(200)]
+    explanation: Annotated[str, Cap(800)]
 
 
 class Citations(_Model):
@@ -268,12 +268,16 @@ class Citations(_Model):
 
 
 class ReportPayload(_Model):
-    """The JSON protocol of community reports: every field required (schema sent, keys described in the prompt)."""
+    """The JSON protocol of community reports: every field required (schema sent, keys described in the prompt).
+
+    The short fields come first: a constrained model writes the keys in this order, and an answer cut at its
+    output cap (a small model that fills its summary to the bound) still has its title and rating; the bounds
+    keep a whole report near 2,000 tokens, the default cap."""
 
     title: Annotated[str, Cap(200)] = Field(min_length=1)
-    summary: Annotated[str, Cap(4000)]
     rating: float = Field(ge=0, le=10, description="Impact/importance of the community, 0 to 10.")
-    rating_explanation: Annotated[str, Cap(500)]
+    rating_explanation: Annotated[str, Cap(300)]
+    summary: Annotated[str, Cap(2000)]
     findings: Annotated[list[Finding], Cap(MAX_FINDINGS)]
     citations: Annotated[list[Annotated[str, Cap(100)]], Cap(MAX_REPORT_CITATIONS)] = Field(
         description="Handles (S1, S2…) of the context rows that support the report."
