@@ -11,7 +11,15 @@ from driftrag.eval.generate import PersonasPayload, QuestionsPayload
 from driftrag.eval.judge import JudgeVerdict
 from driftrag.ingestion.config_draft import ConfigDraftPayload
 from driftrag.models.bounds import Cap
-from driftrag.models.graph import ENTITY_TYPES, ExtractedEntity, ExtractionPayload, ReportPayload
+from driftrag.models.graph import (
+    ENTITY_TYPES,
+    MAX_DESCRIPTION_CHARS,
+    MAX_ITEMS_PER_CHUNK,
+    MAX_NAME_CHARS,
+    ExtractedEntity,
+    ExtractionPayload,
+    ReportPayload,
+)
 from driftrag.prompts.examples import example_names_in
 from driftrag.providers.structured import (
     StructuredLevels,
@@ -104,9 +112,9 @@ def test_enums_and_numeric_bounds_are_in_the_schemas() -> None:
 
 def test_a_value_over_its_bound_is_cut_not_refused() -> None:
     entity = ExtractedEntity(name="N" * 500, type="PERSON", description="d" * 5000)
-    assert (len(entity.name), len(entity.description)) == (200, 600)
+    assert (len(entity.name), len(entity.description)) == (MAX_NAME_CHARS, MAX_DESCRIPTION_CHARS)
     payload = ExtractionPayload(entities=[ExtractedEntity(name=f"E{i}") for i in range(40)])
-    assert len(payload.entities) == 25
+    assert len(payload.entities) == MAX_ITEMS_PER_CHUNK
     # The entity type the schema offers as a closed list is still parsed from any tame word.
     assert ExtractedEntity(name="Alice", type="CHARACTER").type == "CHARACTER"
 
