@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTEMPTS = 2
 DEFAULT_MAX_GLEANINGS = 1
+# An extraction's output cap grows with its chunk (`extraction_cap`): a base for the JSON's frame and short
+# passages, and twice the chunk's tokens.
+EXTRACTION_TOKENS_BASE = 256
+EXTRACTION_TOKENS_PER_CHUNK_TOKEN = 2
 
 
 class LLMGraphExtractor:
@@ -68,13 +72,14 @@ class LLMGraphExtractor:
         if skipped is not None:
             return skipped
         messages = build_extraction_messages(self._prompts, chunk, config)
+        max_tokens = extraction_cap(chunk, self._max_tokens)
         answer = await ask_json(
             self._chat,
             self._prompts,
             messages,
             lambda raw: parse_extraction(raw, config.tags),
             ExtractionPayload,
-            max_tokens=self._max_tokens,
+            max_tokens=max_tokens,
             attempts=self._max_attempts,
         )
         if answer.value is None:
@@ -96,14 +101,18 @@ class LLMGraphExtractor:
             attempts=answer.attempts,
             warnings=warnings,
         )
-        return await self._glean(outcome, answer.conversation, config.tags)
+        return await self._glean(outcome, answer.conversation, config.tags, max_tokens)
 
     @staticmethod
     def _failed(chunk: Chunk, error: str, raw: str | None, attempts: int) -> ExtractionOutcome:
         return ExtractionOutcome(chunk_id=chunk.id, failed=True, error=error, raw_output=raw, attempts=attempts)
 
     async def _glean(
-        self, outcome: ExtractionOutcome, conversation: list[dict[str, str]], tags: Sequence[str]
+        self,
+        outcome: ExtractionOutcome,
+        conversation: list[dict[str, str]],
+        tags: Sequence[str],
+        max_tokens: int | None,
     ) -> ExtractionOutcome:
         """Re-ask for missed items; stop at the bound or as soon as a round adds nothing new."""
         entities: list[ExtractedEntity] = list(outcome.entities)
@@ -118,7 +127,7 @@ class LLMGraphExtractor:
             rounds += 1
             try:
                 reply = await self._chat.chat(
-                    conversation, json_mode=True, max_tokens=self._max_tokens, schema=ExtractionPayload
+                    conversation, json_mode=True, max_tokens=max_tokens, schema=ExtractionPayload
                 )
                 raw = reply.text
                 payload, round_warnings = parse_extraction(raw, tags)
@@ -144,6 +153,15 @@ class LLMGraphExtractor:
                 "warnings": warnings,
             }
         )
+
+
+def extraction_cap(chunk: Chunk, cap: int | None) -> int | None:
+    """The output cap of one chunk's extraction: the setting's, or less for a short chunk. An answer that
+    restates a passage as entities and relationships needs about twice the passage's tokens; a model that
+    loops inside its answer (one phrase over and over, the same entity again) is cut there, not at a cap
+    sized for the longest chunk, and the cut answer is repaired and kept."""
+    proportional = EXTRACTION_TOKENS_BASE + EXTRACTION_TOKENS_PER_CHUNK_TOKEN * chunk.n_tokens
+    return proportional if cap is None else min(cap, proportional)
 
 
 def _without_example(payload: ExtractionPayload, text: str) -> tuple[ExtractionPayload, int]:

@@ -74,3 +74,37 @@ async def test_every_mode_answers_with_the_model(real_engine: DriftRAG, mode: st
     assert result.answer.strip() and not result.extractive
     assert not [d for d in result.degraded if d.reason in FALLBACK_REASONS], result.degraded
     assert result.llm_calls >= 1
+
+
+async def test_a_model_too_small_to_extract_degrades_without_failing(
+    neo4j_settings: Settings, smollm2_gguf: Path, tmp_path: Path
+) -> None:
+    """SmolLM2-135M loops inside its answers: every answer still ends (schema bounds, fitted caps), the
+    ingestion still succeeds, and a query answers, saying what it degraded rather than failing."""
+    (tmp_path / "voyage.md").write_text(STORY, encoding="utf-8")
+    settings = neo4j_settings.model_copy(
+        update={
+            "llm_provider": "local",
+            "local_model": smollm2_gguf,
+            "llm_cache": False,
+            "local_threads": 1,
+            "llm_concurrency": 1,
+            "local_context": 2048,
+            "max_gleanings": 0,
+        }
+    )
+    kb = "real-model-small"
+    async with DriftRAG(settings) as rag:
+        await rag.connect()
+        await rag.delete_kb(kb)
+        try:
+            result = await rag.ingest(kb, paths=[tmp_path])
+            counts = await rag.stats(kb)
+            assert counts.chunks == 1 and counts.failed_chunks == 0
+            usage = result.usage
+            # Every extraction answer ended by its cap at the latest: a quarter of the 2,048-token window.
+            assert usage.completion_tokens <= usage.chat_calls * 512
+            answer = await rag.query(kb, QUESTION, mode="local")
+            assert answer.answer.strip()
+        finally:
+            await rag.delete_kb(kb)
