@@ -100,7 +100,7 @@ async def test_a_model_too_small_to_extract_degrades_without_failing(
         try:
             result = await rag.ingest(kb, paths=[tmp_path])
             counts = await rag.stats(kb)
-            assert counts.chunks == 1 and counts.failed_chunks == 0
+            assert counts.chunks >= 1 and counts.failed_chunks == 0
             usage = result.usage
             # Every extraction answer ended by its cap at the latest: a quarter of the 2,048-token window.
             assert usage.completion_tokens <= usage.chat_calls * 512
