@@ -35,7 +35,7 @@ TypeName = Annotated[str, Field(pattern=TYPE_PATTERN)]
 # Bounds of the model's answers (`driftrag.providers.structured`): what a useful answer needs, so that a
 # constrained answer ends well before its output cap; a longer value is cut, not refused. Entities (and,
 # separately, relationships) per chunk: a model listing every noun of a passage adds noise, not knowledge.
-MAX_ITEMS_PER_CHUNK = 20
+MAX_ITEMS_PER_CHUNK = 25
 MAX_NAME_CHARS = 100
 MAX_DESCRIPTION_CHARS = 300
 MAX_FINDINGS = 5
