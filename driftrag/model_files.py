@@ -14,7 +14,6 @@ Neo4j's cache, so later runs (the test suite, `benchmarks/real_model.py`) find i
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from driftrag.corpora import sha256_file
 from driftrag.errors import ChecksumMismatchError, ConfigurationError, DownloadUnavailableError
 
 _BLOCK = 1 << 20
@@ -106,14 +106,6 @@ def get_model_file(name: str) -> ModelFile:
 def models_dir(home: Path) -> Path:
     """`<DRIFTRAG_HOME>/models`, beside the local Neo4j's `<home>/neo4j`: pass `Settings().home`."""
     return home / "models"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(_BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def cached_model_file(name: str, *, home: Path) -> Path | None:
