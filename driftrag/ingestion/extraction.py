@@ -31,6 +31,8 @@ from driftrag.models.graph import (
     ExtractedRelationship,
     ExtractionOutcome,
     ExtractionPayload,
+    extraction_payload,
+    items_for_passage,
 )
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers.json_answer import InvalidModelOutput, extract_json_object, json_example
@@ -177,11 +179,17 @@ def chunk_message(chunk: Chunk) -> str:
     return f"{CHUNK_OPEN}\n{chunk.text}\n{CHUNK_CLOSE}"
 
 
+def chunk_answer_model(chunk: Chunk) -> type[ExtractionPayload]:
+    """The answer model whose schema a chunk's extraction sends: lists bounded by the passage's length."""
+    return extraction_payload(items_for_passage(chunk.n_tokens))
+
+
 def build_extraction_messages(prompts: PromptRegistry, chunk: Chunk, config: ExtractConfig) -> list[dict[str, str]]:
+    answer_model = chunk_answer_model(chunk)
     system = prompts.render(
         "extract_graph",
-        answer_shape=describe_keys(ExtractionPayload),
-        max_entities=str(MAX_ITEMS_PER_CHUNK),
+        answer_shape=describe_keys(answer_model),
+        max_entities=str(items_for_passage(chunk.n_tokens)),
         chunk_open=CHUNK_OPEN,
         chunk_close=CHUNK_CLOSE,
         kb_guidance=build_kb_guidance(config),

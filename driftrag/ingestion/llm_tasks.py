@@ -15,6 +15,7 @@ from driftrag.ingestion.extraction import (
     CHUNK_CLOSE,
     CHUNK_OPEN,
     build_extraction_messages,
+    chunk_answer_model,
     parse_extraction,
     skipped_outcome,
 )
@@ -78,7 +79,7 @@ class LLMGraphExtractor:
             self._prompts,
             messages,
             lambda raw: parse_extraction(raw, config.tags),
-            ExtractionPayload,
+            chunk_answer_model(chunk),
             max_tokens=max_tokens,
             attempts=self._max_attempts,
         )
@@ -101,7 +102,7 @@ class LLMGraphExtractor:
             attempts=answer.attempts,
             warnings=warnings,
         )
-        return await self._glean(outcome, answer.conversation, config.tags, max_tokens)
+        return await self._glean(outcome, answer.conversation, config.tags, max_tokens, chunk_answer_model(chunk))
 
     @staticmethod
     def _failed(chunk: Chunk, error: str, raw: str | None, attempts: int) -> ExtractionOutcome:
@@ -113,6 +114,7 @@ class LLMGraphExtractor:
         conversation: list[dict[str, str]],
         tags: Sequence[str],
         max_tokens: int | None,
+        answer_model: type[ExtractionPayload],
     ) -> ExtractionOutcome:
         """Re-ask for missed items; stop at the bound or as soon as a round adds nothing new."""
         entities: list[ExtractedEntity] = list(outcome.entities)
@@ -126,9 +128,7 @@ class LLMGraphExtractor:
             conversation = [*conversation, turn("user", glean)]
             rounds += 1
             try:
-                reply = await self._chat.chat(
-                    conversation, json_mode=True, max_tokens=max_tokens, schema=ExtractionPayload
-                )
+                reply = await self._chat.chat(conversation, json_mode=True, max_tokens=max_tokens, schema=answer_model)
                 raw = reply.text
                 payload, round_warnings = parse_extraction(raw, tags)
             except ModelError as exc:

@@ -6,12 +6,13 @@ derived from content hashes (see the helpers below) so re-ingesting the same tex
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from driftrag.models.bounds import Cap
@@ -36,10 +37,17 @@ TypeName = Annotated[str, Field(pattern=TYPE_PATTERN)]
 # constrained answer ends well before its output cap; a longer value is cut, not refused. Entities (and,
 # separately, relationships) per chunk: a model listing every noun of a passage adds noise, not knowledge.
 MAX_ITEMS_PER_CHUNK = 25
+# A short passage gets fewer: about one item per TOKENS_PER_ITEM tokens, never under MIN_ITEMS_PER_CHUNK
+# (`extraction_payload`). A small model fills every slot its schema leaves open, with invented or
+# repeated items, so the bound must follow the passage, not the longest one.
+MIN_ITEMS_PER_CHUNK = 5
+TOKENS_PER_ITEM = 25
 MAX_NAME_CHARS = 100
-MAX_DESCRIPTION_CHARS = 300
+# One or two sentences for an entity, one for a relationship: a small model loops one phrase to the bound.
+MAX_DESCRIPTION_CHARS = 200
+MAX_RELATIONSHIP_DESCRIPTION_CHARS = 150
 MAX_FINDINGS = 5
-MAX_REPORT_CITATIONS = 50
+MAX_REPORT_CITATIONS = 30
 
 
 def stable_hash(*parts: str, length: int = 20) -> str:
@@ -136,7 +144,7 @@ class ExtractedRelationship(_Model):
     source: Annotated[str, Cap(MAX_NAME_CHARS)] = Field(min_length=1)
     target: Annotated[str, Cap(MAX_NAME_CHARS)] = Field(min_length=1)
     type: Annotated[TypeName, Cap(64)] = GENERIC_RELATIONSHIP_TYPE
-    description: Annotated[str, Cap(MAX_DESCRIPTION_CHARS)] = ""
+    description: Annotated[str, Cap(MAX_RELATIONSHIP_DESCRIPTION_CHARS)] = ""
     strength: int = Field(default=5, ge=1, le=10)
     # Raw type string from the model, kept as data; hidden from the schema shown to the model.
     original_type: SkipJsonSchema[str | None] = None
@@ -147,6 +155,25 @@ class ExtractionPayload(_Model):
 
     entities: Annotated[list[ExtractedEntity], Cap(MAX_ITEMS_PER_CHUNK)] = Field(default_factory=list)
     relationships: Annotated[list[ExtractedRelationship], Cap(MAX_ITEMS_PER_CHUNK)] = Field(default_factory=list)
+
+
+def items_for_passage(n_tokens: int) -> int:
+    """How many entities (and, apart, relationships) a passage of `n_tokens` tokens may give."""
+    return max(MIN_ITEMS_PER_CHUNK, min(MAX_ITEMS_PER_CHUNK, -(-n_tokens // TOKENS_PER_ITEM)))
+
+
+@functools.cache
+def extraction_payload(max_items: int) -> type[ExtractionPayload]:
+    """`ExtractionPayload` whose lists are bounded at `max_items` in the schema sent to the model (one
+    class per bound, made once). Parsing still accepts up to `MAX_ITEMS_PER_CHUNK`."""
+    if max_items == MAX_ITEMS_PER_CHUNK:
+        return ExtractionPayload
+    return create_model(
+        ExtractionPayload.__name__,
+        __base__=ExtractionPayload,
+        entities=(Annotated[list[ExtractedEntity], Cap(max_items)], Field(default_factory=list)),
+        relationships=(Annotated[list[ExtractedRelationship], Cap(max_items)], Field(default_factory=list)),
+    )
 
 
 class ExtractionOutcome(_Model):
@@ -258,7 +285,7 @@ class Community(_Model):
 
 class Finding(_Model):
     summary: Annotated[str, Cap(200)]
-    explanation: Annotated[str, Cap(800)]
+    explanation: Annotated[str, Cap(500)]
 
 
 class Citations(_Model):
@@ -272,14 +299,14 @@ class ReportPayload(_Model):
 
     The short fields come first: a constrained model writes the keys in this order, and an answer cut at its
     output cap (a small model that fills its summary to the bound) still has its title and rating; the bounds
-    keep a whole report near 2,000 tokens, the default cap."""
+    keep a whole report, filled to every bound, under 2,000 tokens, the default cap."""
 
     title: Annotated[str, Cap(200)] = Field(min_length=1)
     rating: float = Field(ge=0, le=10, description="Impact/importance of the community, 0 to 10.")
     rating_explanation: Annotated[str, Cap(300)]
-    summary: Annotated[str, Cap(2000)]
+    summary: Annotated[str, Cap(1200)]
     findings: Annotated[list[Finding], Cap(MAX_FINDINGS)]
-    citations: Annotated[list[Annotated[str, Cap(100)]], Cap(MAX_REPORT_CITATIONS)] = Field(
+    citations: Annotated[list[Annotated[str, Cap(64)]], Cap(MAX_REPORT_CITATIONS)] = Field(
         description="Handles (S1, S2…) of the context rows that support the report."
     )
 

@@ -16,10 +16,14 @@ from driftrag.models.bounds import Cap
 from driftrag.models.search import Source
 from driftrag.providers.usage import Usage
 
-# Bounds of the answers (`driftrag.providers.structured`): well above `answer_max_tokens`' default, so that
-# they stop a looping model without cutting a real answer.
+# Bounds of the answers (`driftrag.providers.structured`): the answer well above `answer_max_tokens`'
+# default, so that it stops a looping model without cutting a real answer; the lists after it short (a
+# small model fills every slot a schema leaves open: 20 follow-ups and 100 citations were 80 % of its
+# output). Citations are handles (S1) or ids.
 MAX_ANSWER_CHARS = 8000
-Citations = Annotated[list[Annotated[str, Cap(100)]], Cap(100)]
+MAX_FOLLOW_UPS = 10
+MAX_CITATIONS = 20
+Citations = Annotated[list[Annotated[str, Cap(64)]], Cap(MAX_CITATIONS)]
 
 
 class _Model(BaseModel):
@@ -108,7 +112,7 @@ class AnswerPayload(_Model):
         description="The answer in Markdown; say plainly when the context does not answer."
     )
     score: int = Field(ge=0, le=100, description="How well the context answers the question, 0-100.")
-    follow_up_queries: Annotated[list[Annotated[str, Cap(300)]], Cap(20)] = Field(
+    follow_up_queries: Annotated[list[Annotated[str, Cap(200)]], Cap(MAX_FOLLOW_UPS)] = Field(
         description="Questions that would complete it."
     )
     citations: Citations = Field(description="Ids of the context sources used.")

@@ -19,7 +19,7 @@ class _Model(BaseModel):
 class KeyPoint(_Model):
     """One key point of a map answer, as the model writes it (citations: report handles, then ids)."""
 
-    description: Annotated[str, Cap(2000)] = Field(description="One point that helps answer the question, in Markdown.")
+    description: Annotated[str, Cap(800)] = Field(description="One point that helps answer the question, in Markdown.")
     score: int = Field(ge=0, le=100, description="How important the point is to the answer, 0-100.")
     citations: Citations = Field(description="Handles of the reports the point comes from.")
 
@@ -27,7 +27,7 @@ class KeyPoint(_Model):
 class MapPayload(_Model):
     """The JSON protocol of a global-search map call. Every field is required."""
 
-    points: Annotated[list[KeyPoint], Cap(20)]
+    points: Annotated[list[KeyPoint], Cap(10)]
     # Set by the parser, never asked of the model: cited handles or ids the batch did not show, and
     # what it tolerated (`DegradedReason` values).
     unknown_citations: SkipJsonSchema[int | None] = None

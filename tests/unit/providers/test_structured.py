@@ -16,9 +16,12 @@ from driftrag.models.graph import (
     MAX_DESCRIPTION_CHARS,
     MAX_ITEMS_PER_CHUNK,
     MAX_NAME_CHARS,
+    MIN_ITEMS_PER_CHUNK,
     ExtractedEntity,
     ExtractionPayload,
     ReportPayload,
+    extraction_payload,
+    items_for_passage,
 )
 from driftrag.prompts.examples import example_names_in
 from driftrag.providers.structured import (
@@ -31,6 +34,7 @@ from driftrag.providers.structured import (
 from driftrag.search.global_search.models import MapPayload
 from driftrag.search.llm_tasks import EntityNames
 from driftrag.search.models import AnswerPayload, ReducedAnswer
+from driftrag.settings import Settings
 
 ANSWER_MODELS: list[type[BaseModel]] = [
     ExtractionPayload,
@@ -142,7 +146,7 @@ def test_the_key_description_names_every_key_and_no_content(model: type[BaseMode
 
 def test_key_descriptions_read_as_the_schema_says() -> None:
     assert describe_keys(EntityNames) == '{"names": [≤20 × string ≤200]}'
-    assert describe_keys(ReducedAnswer) == '{"answer": string ≤8000, "citations": [≤100 × string ≤100]}'
+    assert describe_keys(ReducedAnswer) == '{"answer": string ≤8000, "citations": [≤20 × string ≤64]}'
     assert '"strength": integer 1-10' in describe_keys(ExtractionPayload)
     assert '"type": one of "PERSON"|' in describe_keys(ExtractionPayload)
 
@@ -160,3 +164,32 @@ def test_auto_only_ever_steps_down_and_a_fixed_level_stays() -> None:
     assert StructuredLevels("auto", can_send=False).levels("m", json_mode=True, schema=True) == ("off",)
     with pytest.raises(ValueError, match="structured"):
         StructuredLevels("grammar", can_send=True)
+
+
+def test_a_passage_bounds_its_lists_by_its_length() -> None:
+    # A small model fills every slot its schema leaves open: a short passage gets few, a long one the most.
+    assert items_for_passage(40) == MIN_ITEMS_PER_CHUNK
+    assert items_for_passage(300) == 12
+    assert items_for_passage(5000) == MAX_ITEMS_PER_CHUNK
+    bounded = strict_schema(extraction_payload(items_for_passage(300)))["properties"]
+    assert bounded["entities"]["maxItems"] == bounded["relationships"]["maxItems"] == 12
+    assert extraction_payload(12) is extraction_payload(12)
+    assert extraction_payload(MAX_ITEMS_PER_CHUNK) is ExtractionPayload
+
+
+def test_a_report_filled_to_every_bound_fits_its_default_cap() -> None:
+    # A constrained report ends inside its output cap even when a model fills every string and list
+    # (at about 4 characters a token), so a small model's report is never cut mid-JSON. (An extraction is
+    # not bounded so: its cap follows its chunk, and a cut answer is repaired.)
+    assert _filled_chars(strict_schema(ReportPayload)) / 4 <= Settings().report_max_tokens
+
+
+def _filled_chars(node: dict[str, Any]) -> int:
+    kind = node.get("type")
+    if kind == "object":
+        return sum(len(name) + 4 + _filled_chars(child) for name, child in node["properties"].items())
+    if kind == "array":
+        return node["maxItems"] * (_filled_chars(node["items"]) + 2)
+    if kind == "string":
+        return node.get("maxLength", max((len(v) for v in node.get("enum", [""])), default=0)) + 2
+    return 4

@@ -15,7 +15,16 @@ from driftrag.eval.judge import JudgeVerdict, PairwiseJudge, TrialSpec
 from driftrag.ingestion.config_draft import ConfigDraftPayload, LLMConfigDrafter
 from driftrag.ingestion.llm_tasks import LLMCommunityReporter, LLMGraphExtractor
 from driftrag.ingestion.reports import build_report_context
-from driftrag.models.graph import Chunk, Community, ExtractConfig, ExtractionPayload, MergedEntity, ReportPayload
+from driftrag.models.graph import (
+    MAX_ITEMS_PER_CHUNK,
+    Chunk,
+    Community,
+    ExtractConfig,
+    MergedEntity,
+    ReportPayload,
+    extraction_payload,
+    items_for_passage,
+)
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers import ModelClient, UsageTracker, build_providers
 from driftrag.providers.structured import response_format, strict_schema
@@ -86,8 +95,11 @@ async def test_the_ingestion_tasks_send_their_answer_schema(
     report = await LLMCommunityReporter(client, PROMPTS).report(_community_context())
     assert outcome.entities and outcome.gleaning_rounds == 1 and not report.failed
     extraction, gleaning, reporting = _formats(openai_server)
-    _assert_schema_of(extraction, ExtractionPayload)
-    _assert_schema_of(gleaning, ExtractionPayload)
+    # A short chunk's lists are bounded by its length, in the first question and the gleaning alike.
+    bounded = extraction_payload(items_for_passage(CHUNK.n_tokens))
+    _assert_schema_of(extraction, bounded)
+    _assert_schema_of(gleaning, bounded)
+    assert extraction["json_schema"]["schema"]["properties"]["entities"]["maxItems"] < MAX_ITEMS_PER_CHUNK
     _assert_schema_of(reporting, ReportPayload)
     assert client.usage.snapshot().json_schema_calls == 3
 
