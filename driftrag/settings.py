@@ -113,8 +113,9 @@ class Settings(BaseSettings):
     llm_concurrency: int = Field(
         default=8,
         ge=1,
-        description="Model calls in flight at once, per model; with `llm_provider=local` also the server's parallel "
-        f"slots, {LOCAL_DEFAULT_SLOTS} unless set (each slot holds a whole context in memory).",
+        description="Model calls in flight at once, per model; unset, at most the parallel slots an "
+        "OpenAI-compatible server reports (llama.cpp's `/props`). With `llm_provider=local` also the server's "
+        f"parallel slots, {LOCAL_DEFAULT_SLOTS} unless set (each slot holds a whole context in memory).",
     )
     llm_cache: bool = Field(default=True, description="Keep successful model responses on disk.")
     llm_structured: Literal["auto", "json_schema", "json_object", "off"] = Field(
