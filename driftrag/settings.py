@@ -257,7 +257,12 @@ class Settings(BaseSettings):
         ge=16,
         description="Longest question (cl100k tokens) any entry point accepts: Python API, CLI and HTTP.",
     )
-    query_timeout_s: float = Field(default=300.0, gt=0, description="Timeout of a whole query workflow.")
+    query_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Timeout of a whole query. Unset, it follows the model: the mode's model calls made one after "
+        "another × the call time-out + 60 s, when that is longer (a local model's DRIFT: 9 × 600 + 60 s).",
+    )
     query_step_retries: int = Field(default=1, ge=0, description="Retries of a failed query step.")
     extraction_offline_fallback: bool = Field(
         default=True,
