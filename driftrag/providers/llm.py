@@ -154,11 +154,8 @@ class ModelClient:
         self.ollama_format = type(llm).__name__ == "Ollama"
         self.structured = StructuredLevels(structured, can_send=self.openai_protocol or self.ollama_format)
         self._limit = asyncio.Semaphore(concurrency)
-        self._concurrency, self._concurrency_source, self._timeout_source = (
-            concurrency,
-            concurrency_source,
-            timeout_source,
-        )
+        self._concurrency, self._concurrency_source = concurrency, concurrency_source
+        self._timeout_source = timeout_source
         # Lowered to the slots the server reports, once, before the first call takes a place.
         self._follow_server_slots = follow_server_slots
         self._report: ServerReport | None = None
