@@ -157,8 +157,14 @@ def query_deps(settings: Settings, stores: Stores, providers: Providers, chat: C
             return offline_query_tasks(settings, language)
 
         factory = offline_tasks
+    client = providers.model_client if chat is None else None
     return QueryDeps(
-        settings=settings, stores=stores, embedder=providers.embedder, usage=providers.usage, task_factory=factory
+        settings=settings,
+        stores=stores,
+        embedder=providers.embedder,
+        usage=providers.usage,
+        task_factory=factory,
+        call_limits=client.call_limits if client is not None else None,
     )
 
 

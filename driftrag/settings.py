@@ -113,8 +113,9 @@ class Settings(BaseSettings):
     llm_concurrency: int = Field(
         default=8,
         ge=1,
-        description="Model calls in flight at once, per model; with `llm_provider=local` also the server's parallel "
-        f"slots, {LOCAL_DEFAULT_SLOTS} unless set (each slot holds a whole context in memory).",
+        description="Model calls in flight at once, per model; unset, at most the parallel slots an "
+        "OpenAI-compatible server reports (llama.cpp's `/props`). With `llm_provider=local` also the server's "
+        f"parallel slots, {LOCAL_DEFAULT_SLOTS} unless set (each slot holds a whole context in memory).",
     )
     llm_cache: bool = Field(default=True, description="Keep successful model responses on disk.")
     llm_structured: Literal["auto", "json_schema", "json_object", "off"] = Field(
@@ -256,7 +257,12 @@ class Settings(BaseSettings):
         ge=16,
         description="Longest question (cl100k tokens) any entry point accepts: Python API, CLI and HTTP.",
     )
-    query_timeout_s: float = Field(default=300.0, gt=0, description="Timeout of a whole query workflow.")
+    query_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Timeout of a whole query. Unset, it follows the model: the mode's model calls made one after "
+        "another × the call time-out + 60 s, when that is longer (a local model's DRIFT: 9 × 600 + 60 s).",
+    )
     query_step_retries: int = Field(default=1, ge=0, description="Retries of a failed query step.")
     extraction_offline_fallback: bool = Field(
         default=True,

@@ -177,10 +177,12 @@ def schema_reset_vectors(
 @app.command("info", examples=["driftrag info --json"])
 def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show the chat model and the embedder the engine uses (a local model's file, size, quantisation and
-    context from its GGUF header) and where the graph lives (no network call, no model loaded)."""
+    context from its GGUF header), how many model calls run at once and each call's time-out, with where
+    each comes from, and where the graph lives (no model loaded; a compatible server is asked for its
+    slots, 3 s at most)."""
     from pydantic import BaseModel
 
-    from driftrag.providers.model_info import ModelInfo, model_info
+    from driftrag.providers.model_info import ModelInfo, model_info, server_report
     from driftrag.providers.structured import structured_outputs
 
     class Info(BaseModel):
@@ -191,9 +193,10 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
         neo4j_uri: str
         local_neo4j: bool
 
-    def action() -> Info:
+    async def action() -> Info:
         settings = load_settings()
-        models = model_info(settings)  # what the models are, without loading them
+        # What the models are, without loading them; the slots of a server the concurrency follows.
+        models = model_info(settings, server=await server_report(settings))
         return Info(
             mode=models.mode,
             description=models.description,
@@ -203,7 +206,7 @@ def info(ctx: typer.Context, as_json: JsonOption = False) -> None:
             local_neo4j=settings.neo4j_uri is None,
         )
 
-    result = _run(ctx, action)
+    result = _arun(ctx, action)
     _emit(
         result,
         as_json,

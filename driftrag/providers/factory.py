@@ -142,22 +142,30 @@ def model_client(
     provider: str,
     model: str,
     base_url: str | None,
-    timeout_s: float | None = None,
-    concurrency: int | None = None,
+    local: bool = False,
+    given: bool = False,
 ) -> ModelClient:
-    """`llm` with what it lacks: the response cache, the concurrency limit, usage accounting, one error type."""
+    """`llm` with what it lacks: the response cache, the concurrency limit, usage accounting, one error type.
+    Its concurrency and call time-out follow the provider (`local`), an LLM `given` to the engine its own
+    time-out, and a compatible server its slots (`driftrag.providers.limits`)."""
+    from driftrag.providers.limits import call_timeout, concurrency, follows_server_slots
     from driftrag.providers.llm import ModelClient
 
+    at_once, at_once_source = concurrency(settings, local=local)
+    timeout_s, timeout_source = call_timeout(settings, local=local, llm=llm if given else None)
     return ModelClient(
         llm,
         provider=provider,
         model=model,
         usage=usage,
         cache=ResponseCache(settings.llm_cache_dir) if settings.llm_cache else None,
-        concurrency=concurrency or settings.llm_concurrency,
+        concurrency=at_once,
+        concurrency_source=at_once_source,
+        follow_server_slots=follows_server_slots(settings, local=local),
         base_url=base_url,
         max_retries=settings.llm_max_retries,
-        timeout_s=timeout_s if timeout_s is not None else settings.llm_timeout_s,
+        timeout_s=timeout_s,
+        timeout_source=timeout_source,
         structured=settings.llm_structured,
         context_window=settings.llm_context_window or None,
         disable_thinking=settings.llm_disable_thinking,
@@ -180,7 +188,7 @@ def _given(settings: Settings, usage: UsageTracker, llm: LLM | None, embed_model
         return replace(base, embedder=embedder, embedding_dimension=dimension, description=note)
     model = llm.metadata.model_name
     base_url = getattr(llm, "api_base", None) if _is_openai_llm(llm) else None
-    client = model_client(llm, settings, usage, provider=llm.class_name(), model=model, base_url=base_url)
+    client = model_client(llm, settings, usage, provider=llm.class_name(), model=model, base_url=base_url, given=True)
     where = f" at {base_url}" if base_url else ""
     embed_note = embed_note or f"embeddings {embedder.model_name} ({dimension} d)"
     cache_note = f"response cache {settings.llm_cache_dir}" if settings.llm_cache else "no response cache"
@@ -258,8 +266,7 @@ def _local(settings: Settings, usage: UsageTracker, plan: ModelPlan, embedder: A
         provider="local",
         model=server.model_path.name,
         base_url=None,  # known once the server runs (`Providers.start`)
-        timeout_s=settings.local_timeout_s,
-        concurrency=settings.local_slots(),
+        local=True,
     )
     return Providers(
         mode="local",

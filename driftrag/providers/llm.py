@@ -41,12 +41,13 @@ from driftrag.errors import ModelError, PromptTooLongError
 from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
 from driftrag.providers.chat import DeltaSink
 from driftrag.providers.http_clients import openai_http_client
+from driftrag.providers.limits import CallLimits, within_slots
 from driftrag.providers.structured import StructuredLevels, format_kwargs, refuses_format, strict_schema
 from driftrag.providers.thinking import ThinkingFilter, is_openai_host, no_thinking_request, split_thinking
 from driftrag.providers.tokens import count_tokens, tokenizer
 from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
-from driftrag.providers.window import MIN_OUTPUT_TOKENS, metadata_window, probe_server_window, server_tokens
+from driftrag.providers.window import MIN_OUTPUT_TOKENS, ServerReport, metadata_window, probe_server, server_tokens
 from driftrag.settings import Settings
 
 # Per-message framing tokens of the chat format, used only when a provider reports no usage.
@@ -130,6 +131,9 @@ class ModelClient:
         base_url: str | None = None,
         max_retries: int = 0,
         timeout_s: float | None = None,
+        concurrency_source: str = "given",
+        timeout_source: str = "given",
+        follow_server_slots: bool = False,
         structured: str = "auto",
         context_window: int | None = None,
         disable_thinking: bool = False,
@@ -150,6 +154,12 @@ class ModelClient:
         self.ollama_format = type(llm).__name__ == "Ollama"
         self.structured = StructuredLevels(structured, can_send=self.openai_protocol or self.ollama_format)
         self._limit = asyncio.Semaphore(concurrency)
+        self._concurrency, self._concurrency_source = concurrency, concurrency_source
+        self._timeout_source = timeout_source
+        # Lowered to the slots the server reports, once, before the first call takes a place.
+        self._follow_server_slots = follow_server_slots
+        self._report: ServerReport | None = None
+        self._report_lock = asyncio.Lock()
         self._tokenizer: Callable[[str], list[int]] | None = None
         # The window: configured, or found once at first need (`context_window`).
         self._window = context_window
@@ -165,11 +175,42 @@ class ModelClient:
         async with self._window_lock:
             if not self._window_known:
                 window = metadata_window(self.llm)
-                # OpenAI's own API reports no window: its models are known to the metadata, or unknown.
-                if window is None and self.openai_protocol and not is_openai_host(self.base_url):
-                    window = await probe_server_window(self.base_url, self.model)
+                if window is None:
+                    window = (await self._server_report()).window
                 self._window, self._window_known = window, True
         return self._window
+
+    async def call_limits(self) -> CallLimits:
+        """The concurrency and call time-out in force, each with where it came from; asks the server for
+        its slots first when they decide the concurrency (`driftrag.providers.limits`)."""
+        if self._follow_server_slots:
+            await self._server_report()
+        return CallLimits(
+            concurrency=self._concurrency,
+            concurrency_source=self._concurrency_source,
+            timeout_s=self.timeout_s,
+            timeout_source=self._timeout_source,
+        )
+
+    async def _server_report(self) -> ServerReport:
+        """What the model's server says of itself, asked once (OpenAI's own API says nothing: its models are
+        known to the metadata, or unknown); the concurrency follows its slots when it is to."""
+        if self._report is not None:
+            return self._report
+        async with self._report_lock:
+            if self._report is None:
+                base_url = self.base_url
+                report = ServerReport()
+                if self.openai_protocol and base_url is not None and not is_openai_host(base_url):
+                    report = await probe_server(base_url, self.model)
+                    if self._follow_server_slots:
+                        before = self._concurrency
+                        self._concurrency, self._concurrency_source = within_slots(before, report.slots)
+                        if self._concurrency != before:
+                            # No call holds a place yet: every call waits for this report before taking one.
+                            self._limit = asyncio.Semaphore(self._concurrency)
+                self._report = report
+        return self._report
 
     async def _fit_output(self, messages: list[ChatMessage], max_tokens: int | None) -> int | None:
         """`max_tokens` lowered so that prompt and answer fit the window (set when the window is known and
@@ -249,6 +290,8 @@ class ModelClient:
         # A JSON task's parser strips a think block itself (and says so in `degraded`); plain text is
         # stripped here, so no summary, HyDE probe or prose answer keeps one.
         strip_thinking = not json_mode
+        if self._follow_server_slots:
+            await self._server_report()
         max_tokens = await self._fit_output(chat_messages, max_tokens)
         if not self.openai_protocol:
             temperature = max_tokens = None  # not sent, so not part of the request's identity either

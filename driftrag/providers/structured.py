@@ -11,6 +11,7 @@ prompt, in place of a filled-in example a small model would copy.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -126,6 +127,11 @@ def describe_keys(model: type[BaseModel]) -> str:
     """The expected answer as one compact line, e.g. `{"names": [≤20 × string ≤200]}`: key names, types
     and bounds only, nothing a model could copy as content."""
     return _describe(strict_schema(model))
+
+
+# The describer's own notation (`string ≤8000`, `[≤20 × …`, `"score": integer 0-100`), which no answer
+# writes unless it copied the prompt's key line: `driftrag.search.degenerate` flags an answer holding it.
+SHAPE_NOTATION = re.compile(r'\bstring ≤\d+|\[≤\d+ ×|"\w+": (?:string|integer|number)\b')
 
 
 def _describe(node: dict[str, Any]) -> str:

@@ -4,6 +4,8 @@ The window comes from `llm_context_window` when set, else from the LlamaIndex LL
 names a known model (not llama-index's generic default), else from the server's own report: llama.cpp's
 `GET /props` (the per-slot context: some versions divide `n_ctx` among `total_slots`), Ollama's
 `POST /api/show`. Unknown, nothing is changed: the settings' budgets and caps stand as they are.
+The same `/props` tells the server's parallel slots (`probe_server`), which the model client's
+concurrency follows (`driftrag.providers.limits`).
 
 Prompts are counted with cl100k here, and with the model's own tokenizer by the server: small models'
 vocabularies cut the same text into more tokens, so a count is scaled by `SERVER_TOKEN_RATIO` before it is
@@ -15,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -101,20 +104,37 @@ def ollama_window(show: Mapping[str, Any]) -> int | None:
     return None
 
 
-async def probe_server_window(base_url: str, model: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> int | None:
-    """The window the server at `base_url` reports (llama.cpp, then Ollama), or None."""
+@dataclass(frozen=True)
+class ServerReport:
+    """What a compatible server says of itself: its per-slot context window and its parallel slots
+    (llama.cpp's `total_slots`: requests it decodes at once; more wait in its queue)."""
+
+    window: int | None = None
+    slots: int | None = None
+
+
+def llamacpp_slots(props: Mapping[str, Any]) -> int | None:
+    """The parallel slots of llama.cpp's `/props` (`total_slots`), or None."""
+    slots = props.get("total_slots")
+    return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
+
+
+async def probe_server(base_url: str, model: str, *, timeout_s: float = PROBE_TIMEOUT_S) -> ServerReport:
+    """What the server at `base_url` reports: llama.cpp's `/props` (window and slots), else Ollama's
+    `/api/show` (window only: Ollama does not say how many requests it runs at once)."""
     root = server_root(base_url)
     try:
         async with httpx.AsyncClient(timeout=timeout_s) as client:
             props = await _json(client.get(f"{root}/props"))
             window = llamacpp_window(props) if props is not None else None
-            if window is not None:
-                return window
-            show = await _json(client.post(f"{root}/api/show", json={"model": model}))
-            return ollama_window(show) if show is not None else None
+            slots = llamacpp_slots(props) if props is not None else None
+            if window is None:
+                show = await _json(client.post(f"{root}/api/show", json={"model": model}))
+                window = ollama_window(show) if show is not None else None
+            return ServerReport(window=window, slots=slots)
     except (httpx.HTTPError, ValueError) as exc:
-        log.debug("no context window reported by %s: %s", root, exc)
-        return None
+        log.debug("nothing reported by %s: %s", root, exc)
+        return ServerReport()
 
 
 async def _json(request: Any) -> Mapping[str, Any] | None:

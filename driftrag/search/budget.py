@@ -9,6 +9,7 @@ later step (DRIFT keeps one call for its reduce) and released just before that s
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -37,6 +38,8 @@ class QueryBudget:
     held_calls: int = 0
     held_tokens: int = 0
     refused: int = 0
+    # The longest a model call of the query took (cache hits aside): the pace a deadline is judged by.
+    slowest_call_s: float = 0.0
     _count_tokens: Callable[[str], list[int]] = field(default_factory=tokenizer, repr=False)
 
     def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int:
@@ -113,6 +116,7 @@ class BudgetedChat:
         estimate = await asyncio.to_thread(self._budget.count_prompt_tokens, messages)
         # Reserved before the call's await: concurrent callers can never overshoot together.
         self._budget.admit(estimate)
+        started = time.monotonic()
         try:
             result = await call()
         except PromptTooLongError:
@@ -126,6 +130,7 @@ class BudgetedChat:
             self._budget.prompt_tokens -= estimate
             self._budget.cache_hits += 1
             return result
+        self._budget.slowest_call_s = max(self._budget.slowest_call_s, time.monotonic() - started)
         reported = getattr(result, "prompt_tokens", 0) or estimate
         self._budget.prompt_tokens += reported - estimate
         self._budget.completion_tokens += getattr(result, "completion_tokens", 0) or 0

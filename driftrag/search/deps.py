@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,7 +13,9 @@ from driftrag.settings import Settings
 # Named in annotations only (the budget loads the tokenizer module): an engine that never queries skips them.
 if TYPE_CHECKING:
     from driftrag.providers.embeddings import Embedder
+    from driftrag.providers.limits import CallLimits
     from driftrag.search.budget import QueryBudget
+    from driftrag.search.deadline import QueryDeadline
     from driftrag.search.tasks import QueryTasks
 
 
@@ -25,6 +27,11 @@ class QueryDeps:
     usage: UsageTracker
     # The query tasks of one query, spending from its budget (the offline tasks make no calls).
     task_factory: Callable[[QueryBudget], QueryTasks]
+    # The model calls' concurrency and time-out (asking the server for its slots once); None without a
+    # model client of driftrag's (offline, or a chat model given as it is).
+    call_limits: Callable[[], Awaitable[CallLimits]] | None = None
+    # One query's deadline, set by the query front (`driftrag.workflows.query`) on its copy of the deps.
+    deadline: QueryDeadline | None = None
 
     def budget(self) -> QueryBudget:
         """A fresh per-query budget (`query_max_llm_calls`, `query_max_prompt_tokens`)."""

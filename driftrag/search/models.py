@@ -52,6 +52,7 @@ DegradedReason = Literal[
     "dropped",
     "ungrounded",
     "degenerate",
+    "time_limit",
 ]
 NEUTRAL_SCORE = 50
 

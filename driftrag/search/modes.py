@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from driftrag.search.models import SearchContext
     from driftrag.search.options import QueryOptions
     from driftrag.search.run import QueryRun
+    from driftrag.settings import Settings
 
 Retriever = Callable[["QueryRun"], Awaitable["SearchContext"]]
 SEARCH_WORKFLOW = "driftrag.workflows.search:SearchWorkflow"
@@ -54,6 +55,9 @@ class Mode:
     workflow: str = SEARCH_WORKFLOW
     # The `QueryOptions` fields this mode reads.
     options: frozenset[str] = frozenset()
+    # Model calls a query makes one after another (its time-out follows them, `driftrag.search.deadline`):
+    # a number, or "module:function" of (settings, concurrency) for a mode whose calls fan out.
+    sequential_calls: int | str = 1
 
     def __post_init__(self) -> None:
         if (self.retriever is None) == (self.workflow == SEARCH_WORKFLOW):
@@ -72,6 +76,12 @@ class Mode:
         """The workflow class (a `driftrag.workflows.query.QueryWorkflow`)."""
         return _load(self.workflow)
 
+    def sequential_model_calls(self, settings: Settings, concurrency: int) -> int:
+        """Model calls a query makes one after another, at most its call budget (`query_max_llm_calls`)."""
+        calls = self.sequential_calls
+        count = calls if isinstance(calls, int) else _load(calls)(settings, concurrency)
+        return max(1, min(count, settings.query_max_llm_calls))
+
     def check_options(self, options: QueryOptions) -> QueryOptions:
         """`options`, or InvalidQueryError naming an option this mode does not read."""
         extra = sorted(options.given() - self.options)
@@ -87,12 +97,14 @@ MODES: dict[str, Mode] = {
             "drift",
             "HyDE, community reports, rounds of follow-up local searches, one reduced answer.",
             workflow="driftrag.workflows.drift:DriftWorkflow",
+            sequential_calls="driftrag.search.drift.search:sequential_calls",
         ),
         Mode(
             "global",
             "Map over the community reports of one level (key points), reduce the best: corpus-wide themes.",
             workflow="driftrag.workflows.global_search:GlobalWorkflow",
             options=frozenset({"community_level"}),
+            sequential_calls="driftrag.search.global_search.search:sequential_calls",
         ),
         Mode(
             "local",
@@ -103,6 +115,7 @@ MODES: dict[str, Mode] = {
             "entity",
             "Chunks linked to the entities the question names, beside vector search.",
             retriever="driftrag.search.entity:retrieve_entity",
+            sequential_calls=2,  # the question's entity names, then the answer
         ),
         Mode(
             "basic",

@@ -11,7 +11,8 @@
 An answer the model keeps getting wrong is not a transient failure: the tasks re-ask it once themselves
 and then fall back (`driftrag.search.llm_tasks`), so `retrying` does not ask the same prompt again.
 
-The whole query's timeout (`query_timeout_s`) is the workflow's (`driftrag.workflows.query`).
+The whole query's time-out is the workflow's (`driftrag.workflows.query`), its `deadline` here
+(`driftrag.search.deadline`).
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ class QueryRun:
         self.uses_graph = uses_graph
         self.stream = stream
         self.started = time.monotonic()
+        # Set by the query front; None when a mode's search is driven directly (tests).
+        self.deadline = deps.deadline
         self.usage_start: Usage = deps.usage.snapshot()
         self.budget = budget if budget is not None else deps.budget()
         self._calls_start, self._tokens_start = self.budget.calls, self.budget.prompt_tokens

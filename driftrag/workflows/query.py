@@ -4,8 +4,9 @@
 
 The mode's workflow (`driftrag.search.modes.MODES`: `SearchWorkflow` for the single-pass modes, DRIFT's
 and global search's own) builds its start event and streams its progress as `QueryProgressEvent`s; all
-get their budget, retries, guard and accounting from `QueryRun`, and `query_timeout_s` from here
-(`QueryTimeoutError` past it). `options` (`QueryOptions`, e.g. global search's `community_level`) are
+get their budget, retries, guard and accounting from `QueryRun`, and their time-out from here:
+`query_timeout_s` when set, else one that follows the model (`driftrag.search.deadline`;
+`QueryTimeoutError` past it). `options` (`QueryOptions`, e.g. global search's `community_level`) are
 checked against the mode first. `on_progress` (sync or async) receives each progress event's payload
 (`SearchProgress`, `DriftProgress`, `GlobalProgress`…); all carry `phase` and `message`. The facade, the
 CLI (through the facade), the HTTP API (through the facade) and the evaluation all call this.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from workflows import Workflow
@@ -26,6 +28,7 @@ from workflows.events import StartEvent
 from workflows.handler import WorkflowHandler
 
 from driftrag.errors import QueryTimeoutError
+from driftrag.search.deadline import QueryDeadline, query_deadline
 from driftrag.search.deps import QueryDeps
 from driftrag.search.models import QueryResult
 from driftrag.search.modes import get_mode
@@ -44,18 +47,30 @@ class QueryWorkflow(Protocol):
     def start_event(self, mode: str, kb: str, question: str, options: QueryOptions, *, stream: bool) -> StartEvent: ...
 
 
-def _start(
+async def _start(
     deps: QueryDeps, mode: str, kb: str, question: str, options: QueryOptions, *, stream: bool
-) -> WorkflowHandler:
-    """The mode's running workflow."""
-    workflow: QueryWorkflow = get_mode(mode).workflow_class()
+) -> tuple[WorkflowHandler, QueryDeadline]:
+    """The mode's running workflow, and the query's deadline (`driftrag.search.deadline`)."""
+    entry = get_mode(mode)
+    deadline = await deadline_of(deps, mode)
+    workflow: QueryWorkflow = entry.workflow_class()
     start = workflow.start_event(mode, kb, question, options, stream=stream)
-    return workflow(deps, timeout=deps.settings.query_timeout_s).run(start_event=start)
+    run_deps = replace(deps, deadline=deadline)
+    return workflow(run_deps, timeout=deadline.timeout_s).run(start_event=start), deadline
 
 
-def _timeout(deps: QueryDeps, mode: str, kb: str) -> QueryTimeoutError:
-    limit = deps.settings.query_timeout_s
-    return QueryTimeoutError(f"the {mode} query on {kb!r} took longer than query_timeout_s={limit:g} s and was stopped")
+async def deadline_of(deps: QueryDeps, mode: str) -> QueryDeadline:
+    """A query's deadline in `mode`, from now: the model's call limits asked first (a compatible server's
+    slots, once per client), as the time-out follows them unless it is set."""
+    calls = await deps.call_limits() if deps.call_limits is not None else None
+    return query_deadline(deps.settings, get_mode(mode), calls)
+
+
+def _timeout(deadline: QueryDeadline, mode: str, kb: str) -> QueryTimeoutError:
+    return QueryTimeoutError(
+        f"the {mode} query on {kb!r} took longer than query_timeout_s={deadline.timeout_s:g} s "
+        f"({deadline.source}) and was stopped"
+    )
 
 
 async def _still_there(deps: QueryDeps, kb: str) -> None:
@@ -75,7 +90,7 @@ async def run_query(
 ) -> QueryResult:
     """Answer `question` from `kb` in `mode` (a name of `driftrag.search.modes.MODES`)."""
     options = get_mode(mode).check_options(options or QueryOptions())
-    handler = _start(deps, mode, kb, question, options, stream=False)
+    handler, deadline = await _start(deps, mode, kb, question, options, stream=False)
     try:
         async for event in handler.stream_events():
             if on_progress is not None and isinstance(event, QueryProgressEvent):
@@ -84,7 +99,7 @@ async def run_query(
                     await outcome
         result = await handler
     except WorkflowTimeoutError as exc:
-        raise _timeout(deps, mode, kb) from exc
+        raise _timeout(deadline, mode, kb) from exc
     await _still_there(deps, kb)
     return result
 
@@ -97,7 +112,7 @@ async def stream_query(
     its final answer step writes to the run's stream, and what the deltas lack of the result's answer is
     sent before `QueryFinished`, so the deltas always add up to it. Closing the generator early cancels the query."""
     options = get_mode(mode).check_options(options or QueryOptions())
-    handler = _start(deps, mode, kb, question, options, stream=True)
+    handler, deadline = await _start(deps, mode, kb, question, options, stream=True)
     streamed = ""
     try:
         async for event in handler.stream_events():
@@ -108,7 +123,7 @@ async def stream_query(
                 yield event.event
         result = await handler
     except WorkflowTimeoutError as exc:
-        raise _timeout(deps, mode, kb) from exc
+        raise _timeout(deadline, mode, kb) from exc
     finally:
         if not handler.is_done():
             await handler.cancel_run()

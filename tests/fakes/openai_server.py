@@ -151,11 +151,12 @@ class FakeOpenAIServer:
         stream_delay_s: float = 0.0,
         rejects_json_schema: bool = False,
         context_window: int | None = None,
-        total_slots: int = 1,
+        total_slots: int | None = None,
     ) -> None:
         self.stream_delay_s = stream_delay_s
-        # llama.cpp's `GET /props` (at the root, not under /v1): answered only with a `context_window`, as
-        # its `n_ctx` (the whole server's, shared by `total_slots`); probes are counted, not recorded.
+        # llama.cpp's `GET /props` (at the root, not under /v1): answered only with a `context_window` (its
+        # `n_ctx`, the whole server's, shared by the slots) or `total_slots` (1 unless given); probes are
+        # counted, not recorded.
         self.context_window = context_window
         self.total_slots = total_slots
         self.props_requests = 0
@@ -359,13 +360,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.rstrip("/")
-        if path != "/props" or self.fake.context_window is None:
+        if path != "/props" or (self.fake.context_window is None and self.fake.total_slots is None):
             self._send_json(404, {"error": {"message": f"unknown path {path}", "type": "not_found"}})
             return
         with self.fake._lock:
             self.fake.props_requests += 1
-        n_ctx = self.fake.context_window * self.fake.total_slots
-        self._send_json(200, {"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": self.fake.total_slots})
+        slots = self.fake.total_slots or 1
+        generation = {"n_ctx": self.fake.context_window * slots} if self.fake.context_window is not None else {}
+        self._send_json(200, {"default_generation_settings": generation, "total_slots": slots})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

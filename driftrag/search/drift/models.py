@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from driftrag.models.search import Source
 from driftrag.search.models import QueryResult, ResultExtras
 
-FollowUpStatus = Literal["searched", "duplicate", "over_cap", "over_budget", "failed"]
+FollowUpStatus = Literal["searched", "duplicate", "over_cap", "over_budget", "over_time", "failed"]
 
 
 class _Model(BaseModel):

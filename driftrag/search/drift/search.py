@@ -13,6 +13,7 @@ prompt tokens are held back from the start so the reduce can always run inside t
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
@@ -34,6 +35,7 @@ from driftrag.search.modes import start_run
 from driftrag.search.question_chunks import QuestionChunks, search_question_chunks
 from driftrag.search.ranking import CITED_WEIGHT, FOLLOW_UP_WEIGHT, Ranking, relevance_order
 from driftrag.search.streaming import AnswerStream
+from driftrag.settings import Settings
 
 T = TypeVar("T")
 ProgressSink = Callable[[DriftProgress], Awaitable[None]]
@@ -46,6 +48,19 @@ _REDUCE_PROMPT_OVERHEAD_TOKENS = 1500
 
 async def _ignore(_: DriftProgress) -> None:
     return None
+
+
+def sequential_calls(settings: Settings, concurrency: int) -> int:
+    """Model calls a DRIFT query makes one after another (its time-out follows them,
+    `driftrag.search.deadline`): HyDE, the primer, each round's follow-ups in waves of as many as run at
+    once, the reduce."""
+    return 3 + settings.drift_max_depth * math.ceil(
+        settings.drift_followups_per_round / _at_once(settings, concurrency)
+    )
+
+
+def _at_once(settings: Settings, concurrency: int) -> int:
+    return max(1, min(settings.drift_num_workers, concurrency))
 
 
 class DriftSearch:
@@ -234,7 +249,7 @@ class DriftSearch:
         `finish_round`); the rest are marked over budget."""
         self._round_started = time.monotonic()
         self._round_done = 0
-        return self._within_budget(selected)
+        return self._within_time(self._within_budget(selected))
 
     async def answer_follow_up(self, depth: int, follow_up: FollowUp, total: int) -> IntermediateAnswer | None:
         """One follow-up's local search and answer (None when it failed or the budget refused it); at most
@@ -421,6 +436,31 @@ class DriftSearch:
         room = max(self.budget.remaining_calls, 0) if not self.tasks.extractive else len(selected)
         for follow_up in selected[room:]:
             self._set_status(follow_up, "over_budget")
+        return list(selected[:room])
+
+    def _within_time(self, selected: Sequence[FollowUp]) -> list[FollowUp]:
+        """The follow-ups whose waves and the reduce after them end before the query's deadline at the
+        pace of its slowest call so far; the rest are not started (`time_limit`): the query reduces what
+        it found rather than being stopped at its time-out."""
+        deadline = self.run.deadline
+        if deadline is None or self.tasks.extractive or not selected:
+            return list(selected)
+        waves = deadline.waves_that_fit(self.budget.slowest_call_s)
+        if waves is None:
+            return list(selected)
+        concurrency = deadline.calls.concurrency if deadline.calls is not None else len(selected)
+        room = max(0, waves - 1) * _at_once(self.settings, concurrency)  # one wave is the reduce's
+        if room >= len(selected):
+            return list(selected)
+        for follow_up in selected[room:]:
+            self._set_status(follow_up, "over_time")
+        left = len(selected) - room
+        detail = (
+            f"{left} follow-up(s) not searched: {deadline.left_s():.0f} s left of the query's "
+            f"{deadline.timeout_s:g} s time-out, calls taking up to {self.budget.slowest_call_s:.0f} s"
+        )
+        self.notes.append(detail)
+        self.tasks.degraded.add("follow-up", "time_limit", detail)
         return list(selected[:room])
 
     async def _proposals(self, *answers: IntermediateAnswer) -> list[Proposal]:

@@ -15,6 +15,7 @@ after its retries is skipped (noted), and a lost Neo4j ends the query.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -37,6 +38,7 @@ from driftrag.search.global_search.sources import CHUNKS_PER_REPORT, rank_source
 from driftrag.search.modes import start_run
 from driftrag.search.question_chunks import QuestionChunks, search_question_chunks
 from driftrag.search.streaming import AnswerStream
+from driftrag.settings import Settings
 
 T = TypeVar("T")
 ProgressSink = Callable[[GlobalProgress], Awaitable[None]]
@@ -51,6 +53,14 @@ REDUCE_PROMPT_OVERHEAD_TOKENS = 600
 _REDUCE_TOKEN_SHARE = 4
 NO_REPORTS = "The knowledge base has no community reports to search."
 NOTHING_FOUND = "The community reports hold nothing that answers this question."
+
+
+def sequential_calls(settings: Settings, concurrency: int) -> int:
+    """Model calls a global query makes one after another (its time-out follows them,
+    `driftrag.search.deadline`): the map's batches, at most the call budget less the reduce, in waves of as
+    many as run at once, then the reduce."""
+    at_once = max(1, min(settings.global_num_workers, concurrency))
+    return math.ceil((settings.query_max_llm_calls - 1) / at_once) + 1
 
 
 async def _ignore(_: GlobalProgress) -> None:

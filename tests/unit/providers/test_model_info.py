@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from driftrag.errors import LocalModelError
-from driftrag.providers.model_info import model_info
+from driftrag.providers.model_info import model_info, server_report
 from driftrag.settings import Settings
+from tests.fakes.openai_server import FakeOpenAIServer
 from tests.support.gguf_files import write_gguf
 
 
@@ -54,6 +55,7 @@ def test_a_local_model_is_named_with_its_size_quantisation_and_contexts(tmp_path
     assert (info.local_model.trained_context, info.local_context) == (32768, 8192), "capped at 8192 by default"
     text = info.describe()
     assert "Tiny Qwen" in text and "trained context 32,768" in text and "context used 8,192" in text
+    assert "model calls: 2 at once (the local server's slots), 600 s each (DRIFTRAG_LOCAL_TIMEOUT_S)" in text
     chosen = model_info(_settings(tmp_path, llm_provider="local", local_model=model, local_context=2048))
     assert chosen.local_context == 2048
 
@@ -63,3 +65,18 @@ def test_a_bad_local_model_file_is_one_clear_error(tmp_path: Path) -> None:
     text.write_text("hello")
     with pytest.raises(LocalModelError, match=rf"{text} is not a GGUF file"):
         model_info(_settings(tmp_path, llm_provider="local", local_model=text))
+
+
+async def test_the_concurrency_in_use_says_where_it_came_from(tmp_path: Path) -> None:
+    with FakeOpenAIServer(total_slots=2) as server:
+        settings = _settings(tmp_path, openai_api_key="dummy", openai_base_url=server.base_url, llm_model="smol")
+        text = model_info(settings, server=await server_report(settings)).describe()
+        assert "model calls: 2 at once (the server's 2 slot(s), GET /props), 60 s each (DRIFTRAG_LLM_TIMEOUT_S)" in text
+        assert server.props_requests == 1
+        chosen = settings.model_copy(update={"llm_concurrency": 4})
+        assert await server_report(chosen) is None  # set by the user: the server is not asked
+        assert "model calls: 4 at once (DRIFTRAG_LLM_CONCURRENCY)" in model_info(chosen).describe()
+    openai = _settings(tmp_path, openai_api_key="sk-test")
+    assert await server_report(openai) is None  # OpenAI's own API reports no slots
+    assert "8 at once (the DRIFTRAG_LLM_CONCURRENCY default)" in model_info(openai).describe()
+    assert model_info(_settings(tmp_path)).concurrency is None  # offline: no model calls

@@ -3,11 +3,12 @@ from llama_index.core.llms import MockLLM
 from driftrag.errors import PromptTooLongError
 from driftrag.providers import build_providers
 from driftrag.providers.window import (
+    ServerReport,
     fit_settings,
     llamacpp_window,
     metadata_window,
     ollama_window,
-    probe_server_window,
+    probe_server,
     server_root,
 )
 from driftrag.settings import Settings
@@ -43,10 +44,11 @@ def test_metadata_window_ignores_llama_index_generic_default() -> None:
 
 async def test_props_detection_against_the_server() -> None:
     with FakeOpenAIServer(context_window=2048, total_slots=2) as server:
-        assert await probe_server_window(server.base_url, "smol") == 2048
+        report = await probe_server(server.base_url, "smol")
+        assert (report.window, report.slots) == (2048, 2)
         assert server.props_requests == 1
     with FakeOpenAIServer() as server:  # no /props, no /api/show: unknown
-        assert await probe_server_window(server.base_url, "smol") is None
+        assert await probe_server(server.base_url, "smol") == ServerReport()
         assert server.request_count == 0
 
 

@@ -1,5 +1,16 @@
+import pytest
+
 from driftrag.prompts.examples import EXAMPLE_HIRE, EXAMPLE_ORG, EXAMPLE_PERSON
-from driftrag.search.degenerate import copied_example, degenerate, lone_citation, repeated_phrase, token_run
+from driftrag.providers.structured import describe_keys
+from driftrag.search.degenerate import (
+    copied_example,
+    copied_shape,
+    degenerate,
+    lone_citation,
+    repeated_phrase,
+    token_run,
+)
+from driftrag.search.llm_tasks import AnswerPayload, MapPayload, ReducedAnswer
 
 QUESTION = "Who is the Mad Hatter?"
 CLEAN = (
@@ -38,6 +49,58 @@ def test_a_run_of_one_token_is_degenerate() -> None:
     assert token_run("zzzzzzzzzzzzzzzzzzzzzzzz") is not None
     assert token_run("==================== Table ====================") is None
     assert token_run(CLEAN) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "unit"),
+    [
+        ("The Queen.12.12.12.12.12.12.12.12...", ".12"),  # SmolLM2's answer under the schema
+        ("1.1.1.1.1.", "1."),
+        ("The Hatter [S1]. 12, 12, 12, 12, 12, 12", " 12,"),
+        ("[S1][S1][S1][S1][S1][S1]", "[S1]"),
+        ("Alice- - - -x-x-x-x-x-x-x", "-x"),
+        ("7777777777777777777", "7"),
+    ],
+)
+def test_a_run_of_one_short_unit_between_punctuation_is_degenerate(answer: str, unit: str) -> None:
+    detail = token_run(answer)
+    assert detail is not None and detail.startswith(f"a run of one token: {unit!r}"), detail
+    flags = degenerate(answer, step="answer", question=QUESTION, shown=[CLEAN])
+    assert flags and {flag.reason for flag in flags} == {"degenerate"}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Population: 1000000 — see the table below.\n\n-----\n\n...",
+        "The treasury held $1,000,000,000,000,000 [S1].",
+        "| who | a | b | c | d | e |\n|---|---|---|---|---|---|\n| Alice | 1 | 1 | 1 | 1 | 1 |",
+        "Versions 1.1.1 and 2.2.2 ran on 10.10.10.10 [S1][S2][S3][S4][S5][S6][S7].",
+        "1. Alice [S1]\n2. The Hatter [S2]\n3. The Queen [S3]\n4. The Knave [S4]\n5. The King [S5]",
+        "Zzzzz, said the Dormouse [S2]. He said 'no, no, no!' in 1865, 1866 and 1867 (12:12 on 2024-12-12).",
+        "Call 555-5555 ... ... ... or 0.0.0.0.0.0 [S2].",
+    ],
+)
+def test_lists_citations_numbers_and_typography_are_not_a_run(answer: str) -> None:
+    assert token_run(answer) is None, answer
+    assert degenerate(answer, step="answer", question=QUESTION, shown=[CLEAN]) == [], answer
+
+
+def test_the_prompts_answer_shape_copied_is_degenerate() -> None:
+    for model in (AnswerPayload, ReducedAnswer, MapPayload):
+        shape = describe_keys(model)
+        assert copied_shape(shape) is not None, shape  # the key line verbatim
+        [flag] = degenerate(f"The Hatter [S1]. {shape}", step="answer", question=QUESTION, shown=[CLEAN])
+        assert flag.reason == "degenerate" and "description of the answer" in flag.detail
+    for fragment in ("The Hatter: string ≤8000", 'the "score": integer 0-100 of it', "points [≤20 × item]"):
+        assert copied_shape(fragment) is not None, fragment
+    for prose in (
+        CLEAN,
+        "If x ≤ 5, the string is short; the score is an integer from 0 to 100 [S1].",
+        'The sign read "string": a cord, 8000 of them ≤ the cellar [S2].',
+        '{"answer": "The Hatter", "score": 80}',
+    ):
+        assert copied_shape(prose) is None, prose
 
 
 def test_a_lone_citation_is_degenerate() -> None:
