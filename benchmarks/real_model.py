@@ -9,7 +9,8 @@ prints, per setting:
 - speed: prompt and generated tokens a second, from the server's own timings of one request (llama.cpp
   reports them; another server gets wall-clock figures);
 - ingestion of the sample corpus (`data/sample`): wall time, chat calls, prompt and completion tokens,
-  median completion tokens per extraction call and calls that ran to their output cap, unusable answers
+  median completion tokens per extraction call, calls that ran to their output cap and answers stopped
+  where they looped (the local provider watches its streams), unusable answers
   (re-asks, offline fallbacks, failed chunks, placeholder summaries and reports), entities and how many
   of their names occur in their source chunks, names copied from the prompts' worked examples;
 - for each mode, the first `--questions` questions of the sample set: answers that came back, that are
@@ -176,19 +177,23 @@ async def one_setting(args: argparse.Namespace, structured: str) -> dict[str, An
     async with DriftRAG(settings, providers=dataclasses.replace(providers, model_client=recorder)) as rag:
         await rag.connect()
         await rag.delete_kb(KB)
-        started = time.monotonic()
+        started, before = time.monotonic(), client.usage.snapshot()
         ingested = await rag.ingest(KB, paths=sorted(SAMPLE.iterdir())[: args.files])
         ingest_wall = time.monotonic() - started
+        ingest_loops = (client.usage.snapshot() - before).loops_stopped
         ingest_calls = list(recorder.calls)
         counts = await rag.stats(KB)
         graph = await graph_figures(rag)
+        before = client.usage.snapshot()
         queries = await query_figures(rag, recorder, args.questions)
+        query_loops = (client.usage.snapshot() - before).loops_stopped
         await rag.delete_kb(KB)
     return {
         "structured": structured,
         "speed": speed,
         "ingest_wall": ingest_wall,
         "ingest_calls": ingest_calls,
+        "loops_stopped": (ingest_loops, query_loops),
         "counts": counts,
         "warnings": getattr(ingested, "warnings", []),
         "graph": graph,
@@ -304,7 +309,8 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
         print(
             f"ingestion: {run['ingest_wall']:.0f} s, {s['calls']} chat calls, {s['prompt']:,} prompt and "
             f"{s['completion']:,} completion tokens; median {s['median_extraction_completion']:.0f} completion "
-            f"tokens per extraction call; {s['at_cap']} calls at their cap; {s['repairs']} re-asks; "
+            f"tokens per extraction call; {s['at_cap']} calls at their cap; {run['loops_stopped'][0]} stopped where "
+            f"they looped; {s['repairs']} re-asks; "
             f"offline fallbacks {counts.offline_extracted_chunks}, failed chunks {counts.failed_chunks}, "
             f"placeholder summaries {counts.placeholder_summaries}, reports {counts.placeholder_reports}"
         )
@@ -324,6 +330,7 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
                 f"recall {q['recall']:.0%}; p50 {q['p50_s']:.1f} s; {q['calls']} calls, "
                 f"{q['completion_tokens']} completion tokens"
             )
+        print(f"queries: {run['loops_stopped'][1]} answers stopped where they looped")
         total = {key: sum(q[key] for q in run["queries"].values()) for key in ("questions", "valid", "failed")}
         degraded = sum(q["degraded"] for q in run["queries"].values())
         rows.append(
@@ -336,6 +343,7 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
                 f"{s['completion']:,}",
                 f"{s['median_extraction_completion']:.0f}",
                 s["at_cap"],
+                "{} / {}".format(*run["loops_stopped"]),
                 s["unusable"],
                 counts.offline_extracted_chunks,
                 f"{counts.entities} ({graph['grounded_names']})",
@@ -359,6 +367,7 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
                 "completion tokens",
                 "median completion / extraction",
                 "calls at cap",
+                "loops stopped (ingest / queries)",
                 "unusable answers",
                 "offline fallbacks",
                 "entities (named in source)",

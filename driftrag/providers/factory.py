@@ -169,6 +169,8 @@ def model_client(
         structured=settings.llm_structured,
         context_window=settings.llm_context_window or None,
         disable_thinking=settings.llm_disable_thinking,
+        # The embedded server's small models loop to their cap; its streams are watched and cut there.
+        stop_loops=local,
     )
 
 

@@ -26,7 +26,8 @@ to think where the server accepts it, and their thinking is counted apart (`drif
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -35,6 +36,7 @@ from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetad
 from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW
 from llama_index.core.llms import LLM
 from llama_index.llms.openai import OpenAI
+from llama_index.llms.openai.utils import to_openai_message_dicts
 from pydantic import BaseModel, ConfigDict, Field
 
 from driftrag.errors import ModelError, PromptTooLongError
@@ -42,6 +44,7 @@ from driftrag.providers.cache import CachedResponse, ResponseCache, cache_key
 from driftrag.providers.chat import DeltaSink
 from driftrag.providers.http_clients import openai_http_client
 from driftrag.providers.limits import CallLimits, within_slots
+from driftrag.providers.loops import LoopWatch
 from driftrag.providers.structured import StructuredLevels, format_kwargs, refuses_format, strict_schema
 from driftrag.providers.thinking import ThinkingFilter, is_openai_host, no_thinking_request, split_thinking
 from driftrag.providers.tokens import count_tokens, tokenizer
@@ -49,6 +52,8 @@ from driftrag.providers.unusable import is_unusable_response, retry_unusable
 from driftrag.providers.usage import UsageTracker
 from driftrag.providers.window import MIN_OUTPUT_TOKENS, ServerReport, metadata_window, probe_server, server_tokens
 from driftrag.settings import Settings
+
+log = logging.getLogger(__name__)
 
 # Per-message framing tokens of the chat format, used only when a provider reports no usage.
 _MESSAGE_OVERHEAD_TOKENS = 4
@@ -137,6 +142,7 @@ class ModelClient:
         structured: str = "auto",
         context_window: int | None = None,
         disable_thinking: bool = False,
+        stop_loops: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -166,6 +172,9 @@ class ModelClient:
         self._window_known = context_window is not None
         self._window_lock = asyncio.Lock()
         self._no_thinking = no_thinking_request(base_url, model) if disable_thinking and self.openai_protocol else {}
+        # Every call streamed and stopped when it loops (`LoopWatch`): for a small model that otherwise
+        # writes one phrase to its output cap. Only over the OpenAI protocol, whose stream can be closed.
+        self.stop_loops = stop_loops and self.openai_protocol
 
     async def context_window(self) -> int | None:
         """The model's context window in tokens, or None when nothing tells it: the configured one, the
@@ -368,6 +377,13 @@ class ModelClient:
         strip_thinking: bool,
     ) -> tuple[str, tuple[int, int] | None, int | None]:
         """The answer's text, its reported (prompt, completion) tokens and its reported thinking tokens."""
+        if on_delta is None and self.stop_loops:
+            # Nothing has gone out to a reader, so an unreadable stream may be asked again like a call.
+            return await retry_unusable(
+                lambda: self._stream(messages, request_kwargs, None, strip_thinking=strip_thinking),
+                self.max_retries,
+                on_retry=self.usage.record_retry,
+            )
         if on_delta is None:
             response = await retry_unusable(
                 lambda: self.llm.achat(messages, **request_kwargs),
@@ -388,10 +404,12 @@ class ModelClient:
         self,
         messages: list[ChatMessage],
         request_kwargs: dict[str, Any],
-        on_delta: DeltaSink,
+        on_delta: DeltaSink | None,
         *,
         strip_thinking: bool = True,
     ) -> tuple[str, tuple[int, int] | None, int | None]:
+        """The streamed answer (given piece by piece to `on_delta` when there is one); with `stop_loops`, cut
+        where it starts to loop, its stream closed so the server stops writing."""
         kwargs = dict(request_kwargs)
         if self.openai_protocol:
             # OpenAI-compatible servers report a stream's usage only in a last chunk, when asked.
@@ -402,24 +420,51 @@ class ModelClient:
         last: ChatResponse | None = None
         # A leading think block is kept from the reader; the whole text (with it) is split after the stream.
         shown = ThinkingFilter()
-        async for chunk in await self.llm.astream_chat(messages, **kwargs):
+        if self.stop_loops:
+            chunks = self._watched(messages, kwargs)
+        else:
+            chunks = await self.llm.astream_chat(messages, **kwargs)
+        async for chunk in chunks:
             last = chunk
             if chunk.delta:
                 pieces.append(chunk.delta)
                 visible = shown.feed(chunk.delta) if strip_thinking else chunk.delta
-                if visible:
+                if visible and on_delta is not None:
                     await on_delta(visible)
             reported = _reported_usage(chunk) or reported
             reasoning = _reported_reasoning(chunk) if reasoning is None else reasoning
         streamed = "".join(pieces)
         rest = shown.flush()
-        if rest:
+        if rest and on_delta is not None:
             await on_delta(rest)
         # The last chunk's message holds the whole text for LLMs that send no deltas.
         text = streamed or (last.message.content or "" if last is not None else "")
-        if text and not streamed:
+        if text and not streamed and on_delta is not None:
             await on_delta(split_thinking(text)[0] if strip_thinking else text)
         return text, reported, reasoning
+
+    async def _watched(self, messages: list[ChatMessage], kwargs: dict[str, Any]) -> AsyncIterator[ChatResponse]:
+        """The answer's pieces, from the LLM's openai client with the LLM's own request fields, until it
+        ends or starts to loop (`LoopWatch`). The HTTP response is closed on leaving, so the server stops
+        writing at once: the LLM's stream generator would keep it open until garbage-collected."""
+        watch = LoopWatch()
+        llm: Any = self.llm  # an OpenAI class (`stop_loops` needs it): its client and request fields
+        request = llm._get_model_kwargs(stream=True, **kwargs)
+        async with await llm._get_aclient().chat.completions.create(
+            messages=to_openai_message_dicts(messages, model=llm.model), **request
+        ) as stream:
+            async for event in stream:
+                delta = (event.choices[0].delta.content or "") if event.choices else ""
+                usage = event.usage.model_dump() if event.usage is not None else None
+                yield ChatResponse(
+                    message=ChatMessage(role=MessageRole.ASSISTANT, content=None),
+                    delta=delta,
+                    raw={"usage": usage} if usage is not None else None,
+                )
+                if delta and watch.feed(delta):
+                    log.info("%s: answer stopped where it loops (%s)", self.model, watch.reason)
+                    self.usage.record_loop_stopped()
+                    return
 
     def _cache_key(
         self,

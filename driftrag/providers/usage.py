@@ -26,6 +26,8 @@ class Usage(BaseModel):
     json_object_calls: int = 0
     prompt_only_json_calls: int = 0
     structured_fallbacks: int = 0
+    # Answers stopped where they started to loop (`driftrag.providers.loops`), their text kept up to there.
+    loops_stopped: int = 0
     embedding_requests: int = 0
     embedded_texts: int = 0
     embedding_tokens: int = 0
@@ -83,6 +85,10 @@ class UsageTracker:
     def record_structured_fallback(self) -> None:
         """A server refused a request's answer format; the same call is asked again one level lower."""
         self._add(structured_fallbacks=1)
+
+    def record_loop_stopped(self) -> None:
+        """An answer cut where it began to repeat itself (counted in its call's completion tokens)."""
+        self._add(loops_stopped=1)
 
     def record_cache_hit(self) -> None:
         self._add(cache_hits=1)

