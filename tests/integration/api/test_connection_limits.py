@@ -9,6 +9,7 @@ few seconds for a busy machine, far below what an unguarded server would hold a 
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -201,6 +202,72 @@ def test_content_length_with_chunked_framing_is_refused(guarded: BackgroundServe
     assert status == 400 and body["code"] == "invalid_request"
     assert "Content-Length and Transfer-Encoding" in body["detail"]
     assert received.count(b"HTTP/1.1") == 1, "the request behind it was not served"
+
+
+class _Records(logging.Handler):
+    """Every record of the server's loggers while a test runs (uvicorn's do not reach caplog's root)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def server_log() -> Iterator[_Records]:
+    handler = _Records()
+    loggers = [logging.getLogger(name) for name in ("uvicorn.error", "driftrag.api", "asyncio")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+def _exchange(server: BackgroundServer, raw: bytes) -> bytes:
+    with _connect(server) as sock:
+        sock.sendall(raw)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+@pytest.mark.parametrize("path", ["/api/v1/system", "/no/such/path"])
+def test_both_framings_with_a_body_that_is_not_chunked_are_one_json_400_without_traceback(
+    guarded: BackgroundServer, keys, server_log: _Records, path: str
+) -> None:
+    # h11 reads the body as chunked: "hello world" is no chunk size. It used to answer its own plain-text 400
+    # while the app answered too, which logged two ERROR tracebacks per request.
+    headers = {"Authorization": f"Bearer {keys.reader}", "Content-Length": "11", "Transfer-Encoding": "chunked"}
+    for _ in range(3):
+        received = _exchange(guarded, _head("POST", path, headers) + b"hello world\r\n\r\n")
+        status, body = _answer(received)
+        assert status == 400 and body["code"] == "invalid_request"
+        assert "Content-Length and Transfer-Encoding" in body["detail"]
+    time.sleep(0.3)  # an app task still running would log its failure now
+    assert not [r for r in server_log.records if r.levelno >= logging.ERROR or r.exc_info], [
+        r.getMessage() for r in server_log.records
+    ]
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [b"Transfer-Encoding: gzip\r\n", b"Content-Length: 4\r\nContent-Length: 5\r\n"],
+    ids=["unknown-transfer-encoding", "two-content-lengths"],
+)
+def test_a_request_h11_cannot_parse_is_a_json_400(
+    guarded: BackgroundServer, keys, server_log: _Records, framing: bytes
+) -> None:
+    head = _head("POST", "/api/v1/system", {"Authorization": f"Bearer {keys.reader}"})
+    received = _exchange(guarded, head[:-2] + framing + b"\r\nabcd")
+    status, body = _answer(received)
+    assert status == 400 and body["code"] == "invalid_request"
+    assert not [r for r in server_log.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
 def test_chunked_framing_alone_is_served(guarded: BackgroundServer, corpus_kb: str, keys) -> None:
