@@ -222,6 +222,17 @@ class Settings(BaseSettings):
     max_document_pages: int = Field(default=10_000, ge=1, description="Most pages of a PDF.")
     max_spine_entries: int = Field(default=5_000, ge=1, description="Most chapters (spine entries) of an EPUB.")
     max_table_cells: int = Field(default=1_000_000, ge=1, description="Most table cells of a DOCX.")
+    parse_workers: int = Field(
+        default=2,
+        ge=1,
+        description="Worker processes that read PDF, DOCX, EPUB and HTML files (and OCR), apart from the "
+        "threads that serve queries; more files wait for a free one.",
+    )
+    parse_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Wall time one file's reading may take; its worker is stopped after it and the file refused.",
+    )
     ocr: bool = Field(
         default=True,
         description="Read PDF pages without a text layer by OCR (needs the `ocr` extra and Tesseract; else skipped).",

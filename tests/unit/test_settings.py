@@ -129,6 +129,8 @@ ENVIRONMENT = {
     "DRIFTRAG_MAX_DOCUMENT_PAGES": ("max_document_pages", "30"),
     "DRIFTRAG_MAX_SPINE_ENTRIES": ("max_spine_entries", "40"),
     "DRIFTRAG_MAX_TABLE_CELLS": ("max_table_cells", "500"),
+    "DRIFTRAG_PARSE_WORKERS": ("parse_workers", "3"),
+    "DRIFTRAG_PARSE_TIMEOUT_S": ("parse_timeout_s", "45"),
 }
 
 
