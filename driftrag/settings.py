@@ -217,7 +217,7 @@ class Settings(BaseSettings):
         default=100.0,
         gt=0,
         description="Most characters of text per byte of a PDF, DOCX or EPUB file (a small file that expands "
-        "far is a bomb); every file may give 1 MiB characters whatever its size.",
+        "far is a bomb); every file may give 256 Ki characters whatever its size.",
     )
     max_document_pages: int = Field(default=10_000, ge=1, description="Most pages of a PDF.")
     max_spine_entries: int = Field(default=5_000, ge=1, description="Most chapters (spine entries) of an EPUB.")

@@ -66,8 +66,9 @@ _SPACES = re.compile(r"[^\S\n]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 
 
-# Every file may become this much text whatever its size: a 3 KB file of compressed text is no bomb.
-RATIO_FLOOR_CHARS = 1024 * 1024
+# Every file may become this much text whatever its size (a small file of well-compressed text is no
+# bomb), yet the 2.4 KB EPUB that names one 1 MB chapter is refused even when that chapter is read once.
+RATIO_FLOOR_CHARS = 256 * 1024
 
 
 class FormatError(DriftRAGError):
