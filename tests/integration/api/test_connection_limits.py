@@ -270,6 +270,35 @@ def test_a_request_h11_cannot_parse_is_a_json_400(
     assert not [r for r in server_log.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
+def test_a_header_over_the_limit_still_incomplete_is_a_json_400(
+    guarded: BackgroundServer, guarded_settings: Settings, server_log: _Records
+) -> None:
+    limit = guarded_settings.api_max_header_kb * 1024
+    received = _exchange(guarded, b"GET /api/v1/system HTTP/1.1\r\nX-Padding: " + b"a" * (limit + 1024))
+    status, body = _answer(received)
+    assert status == 400 and body["code"] == "invalid_request"
+    assert not [r for r in server_log.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+def test_a_websocket_upgrade_is_served_as_plain_http(guarded: BackgroundServer, keys) -> None:
+    headers = {
+        "Authorization": f"Bearer {keys.reader}",
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    }
+    with _connect(guarded) as sock:
+        sock.sendall(_head("GET", "/api/v1/system", headers))
+        received = b""
+        while b"\r\n\r\n" not in received or not received.rstrip().endswith(b"}"):
+            chunk = sock.recv(65536)
+            assert chunk, received
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200"), received[:100]
+    assert json.loads(received.partition(b"\r\n\r\n")[2])["version"]
+
+
 def test_chunked_framing_alone_is_served(guarded: BackgroundServer, corpus_kb: str, keys) -> None:
     def chunks() -> Iterator[bytes]:
         yield b'{"query": '
