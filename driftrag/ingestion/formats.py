@@ -24,8 +24,9 @@ DOCX's table cells (`max_table_cells`). A page object a PDF's page tree lists tw
 tree is a tree: each page has one parent); a chapter an EPUB's spine lists twice is read once.
 
 Every reader raises `FormatError` for what it cannot read (a corrupt PDF, a .docx that is no zip, junk
-with a known extension), so one bad file gives one clear error. All are synchronous: `load_document`
-runs them in a thread.
+with a known extension), so one bad file gives one clear error. All are synchronous: ingestion and the
+upload route run them in a worker process (`driftrag.ingestion.parsing`), `load_document` in a thread
+otherwise.
 """
 
 from __future__ import annotations
