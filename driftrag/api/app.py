@@ -50,7 +50,7 @@ from driftrag.api.models import (
     SystemInfo,
 )
 from driftrag.api.sse import event_stream, opened, query_frames
-from driftrag.api.uploads import read_uploads
+from driftrag.api.uploads import ClientGone, read_uploads, until_disconnected
 from driftrag.collector import freeze_startup_objects
 from driftrag.errors import InvalidIdentifierError, KnowledgeBaseDeletingError
 from driftrag.facade import DriftRAG
@@ -325,6 +325,7 @@ async def ingest(kb: ManageKb, body: IngestBody, backend: BackendDep) -> Respons
     },
 )
 async def ingest_files(
+    request: Request,
     kb: ManageKb,
     files: Annotated[
         list[UploadFile],
@@ -339,9 +340,16 @@ async def ingest_files(
     in the job's warnings), DOCX (headings and tables), HTML, EPUB (chapters), text and markdown. A file
     that cannot be read, is over `max_file_mb` or is a zip over the caps is a 422 naming it by its place
     (`files[0]`), and nothing is queued. A file is titled by its base name; the same name again with
-    the same text is left as is, with a changed text it replaces its older version.
+    the same text is left as is, with a changed text it replaces its older version. PDF, DOCX, EPUB and
+    HTML files are read in the server's parse workers, each within `parse_timeout_s`; a client that goes
+    away stops the reading of its files.
     """
-    texts = await read_uploads(files, kb, backend.rag.settings)
+    rag = backend.rag
+    try:
+        texts = await until_disconnected(request, read_uploads(files, kb, rag.settings, rag.parsers))
+    except ClientGone:
+        log.info("an upload to %s was abandoned by its client; its reading was stopped", kb)
+        return Response(status_code=499)  # nobody reads it: the connection is closed
     return await _submit(backend, kb, dict(texts))
 
 

@@ -6,11 +6,13 @@
   moment its delete starts), `document_not_found`, `job_not_found`, `not_found` (no such
   route).
 - 413 `payload_too_large`: a body over the route's limit (`driftrag.api.limits`, before it is read).
-- 400 `invalid_request`: a request with both `Content-Length` and `Transfer-Encoding` (`driftrag.api.limits`).
+- 400 `invalid_request`: a request with both `Content-Length` and `Transfer-Encoding`, or one the HTTP parser
+  refuses (`driftrag.api.protocol`, and `driftrag.api.limits` behind other servers).
 - 408 `request_timeout`: the header or body came too slowly; the connection is closed (`driftrag.api.protocol`).
 - 431 `headers_too_large`: the request line and headers are over `api_max_header_kb` (`driftrag.api.protocol`).
 - 422 `invalid_request`: body or path validation, a body that is not JSON (nested too deeply, not UTF-8),
-  InvalidQueryError, InvalidIdentifierError, InputError, InvalidExtractConfigError. Validation problems name
+  InvalidQueryError, InvalidIdentifierError, InputError, InvalidExtractConfigError; a multipart body the form
+  parser refuses (too many files, a part header over 4 KiB), in the upload route's words. Validation problems name
   the schema's fields only and are capped (`driftrag.api.problems`): nothing the caller sent is echoed.
 - 409 `model_required`: the route needs a language model and the server runs offline (ModelRequiredError).
 - 429 `too_many_jobs`: `api_max_pending_jobs` ingestion jobs are queued or running already (Retry-After).
@@ -27,16 +29,20 @@ OpenAI does; an unknown or forbidden `model` is 404 `model_not_found` there.
 
 from __future__ import annotations
 
+import json
 import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.formparsers import MultiPartException
 
 from driftrag.api.models import ErrorBody, FieldProblem
 from driftrag.api.openai_models import OpenAIError, OpenAIErrorBody
 from driftrag.api.problems import field_problems, schema_names
+from driftrag.api.uploads import MAX_FILES as MAX_UPLOAD_FILES
+from driftrag.api.uploads import MAX_NAME_CHARS as MAX_UPLOAD_NAME_CHARS
 from driftrag.errors import (
     BackendUnavailableError,
     GraphDisabledError,
@@ -139,11 +145,51 @@ def _invalid_request(request: Request, problems: list[FieldProblem], omitted: in
     )
 
 
+def unparsed_body_problem(body: bytes) -> str:
+    """What is wrong with a JSON route's body that FastAPI left unparsed (sent with a Content-Type that is
+    not JSON, as `curl -d` does): the messages a body sent as JSON gets."""
+    try:
+        json.loads(body)
+    except RecursionError:
+        return "JSON nested too deeply"
+    except UnicodeDecodeError:
+        return NOT_UNICODE_JSON
+    except ValueError:
+        return "JSON decode error"
+    return "JSON sent without `Content-Type: application/json`; send that header"
+
+
+NOT_UNICODE_JSON = "not JSON in UTF-8, UTF-16 or UTF-32"
+
+
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
     # The offending input is not echoed back: it can be large (a 20 kB query) or hostile.
+    errors = exc.errors()
+    if isinstance(exc.body, bytes) and any(tuple(error.get("loc", ())) == ("body",) for error in errors):
+        # A body route given bytes FastAPI did not parse: said as for a body sent as JSON.
+        return _invalid_request(request, [FieldProblem(location="body", message=unparsed_body_problem(exc.body))])
+    if any(error.get("type") == "json_invalid" for error in errors):
+        # FastAPI places a syntax error at its character offset (`body.0`); the body is where it is.
+        return _invalid_request(request, [FieldProblem(location="body", message="JSON decode error")])
     names = schema_names(request.app.openapi())  # built once per app, then cached by FastAPI
-    problems, omitted = field_problems(exc.errors(), exc.body, names)
+    problems, omitted = field_problems(errors, exc.body, names)
     return _invalid_request(request, problems, omitted)
+
+
+def _multipart_problem(exc: MultiPartException) -> str:
+    """A form body Starlette's parser refused, in the upload route's own words."""
+    message = str(exc)
+    if message.startswith("Too many files"):
+        return (
+            f"more files in one request than the form parser takes ({message.split('is ')[-1].rstrip('.')}); "
+            f"the limit of the upload route is {MAX_UPLOAD_FILES} files: send fewer at a time"
+        )
+    if message.startswith("Invalid multipart data"):
+        return (
+            "the multipart body could not be parsed: a part's header is over 4 KiB (a file name needs 1 to "
+            f"{MAX_UPLOAD_NAME_CHARS} characters) or its framing is broken"
+        )
+    return f"the multipart body could not be parsed: {message}"
 
 
 async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -156,8 +202,11 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
         return _invalid_request(request, [FieldProblem(location="body", message="JSON nested too deeply")])
     if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
-        problem = FieldProblem(location="body", message="not JSON in UTF-8, UTF-16 or UTF-32")
+        problem = FieldProblem(location="body", message=NOT_UNICODE_JSON)
         return _invalid_request(request, [problem])
+    if exc.status_code == 400 and isinstance(exc.__context__, MultiPartException):
+        # Starlette's form parser caps files and part headers below what the route would name: its own words.
+        return error_response(422, "invalid_request", _multipart_problem(exc.__context__), path=request.url.path)
     code = _STATUS_CODES.get(exc.status_code, "http_error")
     return error_response(
         exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None), path=request.url.path

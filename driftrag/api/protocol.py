@@ -12,6 +12,12 @@ request's reading, from the connection's opening (or the request's first byte) t
 A header larger than `max_header_bytes` is a 431: h11 refuses one only while it is still incomplete
 (a 400), so one that arrives whole in a single read is measured here once parsed.
 
+A request with both `Content-Length` and `Transfer-Encoding` is answered 400 `invalid_request` here, from
+its header, before the app is started: h11 reads such a body as chunked, so a body that is not valid
+chunked framing used to make h11 answer its own plain-text 400 while the app was answering too (two
+tracebacks in the log per request). Any other request h11 cannot parse gets the same JSON 400 (not
+uvicorn's plain text), and an app still running for it is told its client is gone.
+
 When a time-out passes, the client gets a 408 (unless nothing was sent yet, or a response has begun)
 and the connection is closed; the app sees `http.disconnect` if it was waiting for the body. The
 server is handed `functools.partial(GuardedH11Protocol, limits=...)`, which pickles for worker processes.
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,6 +42,10 @@ from driftrag.api.models import ErrorBody
 from driftrag.settings import Settings
 
 log = logging.getLogger("driftrag.api")
+
+AMBIGUOUS_FRAMING = "a request may not have both Content-Length and Transfer-Encoding; send one"
+INVALID_HTTP = "invalid HTTP request (its framing or a header could not be parsed)"
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
 
 
 @dataclass(frozen=True)
@@ -73,14 +84,29 @@ class HeaderCap:
         await self.app(scope, receive, send)
 
 
-def timeout_response(detail: str) -> bytes:
-    """A complete 408 that closes the connection, written straight to the socket (it is closed after)."""
-    body = ErrorBody(code="request_timeout", detail=detail).model_dump_json().encode()
+def closing_response(status: int, reason: str, code: str, detail: str) -> bytes:
+    """A complete JSON error answer that closes the connection, written straight to the socket."""
+    body = ErrorBody(code=code, detail=detail).model_dump_json().encode()
     head = (
-        "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     )
     return head.encode("ascii") + body
+
+
+def timeout_response(detail: str) -> bytes:
+    """A complete 408 that closes the connection, written straight to the socket (it is closed after)."""
+    return closing_response(408, "Request Timeout", "request_timeout", detail)
+
+
+def ambiguous_framing(buffer: bytes) -> bool | None:
+    """Whether the request header at the start of `buffer` has both Content-Length and Transfer-Encoding;
+    None while the header is not complete."""
+    end = _HEADER_END.search(buffer)
+    if end is None:
+        return None
+    names = {line.split(b":", 1)[0].strip().lower() for line in buffer[: end.start()].splitlines()[1:]}
+    return b"content-length" in names and b"transfer-encoding" in names
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -158,6 +184,11 @@ class GuardedH11Protocol(H11Protocol):
         super().data_received(data)
 
     def handle_events(self) -> None:
+        if self.conn.their_state is h11.IDLE and ambiguous_framing(bytes(self.conn.trailing_data[0])):
+            # Refused from the header alone: neither framing is trusted, so nothing behind it is read.
+            log.info("refusing a request from %s: %s", _peer(self.client), AMBIGUOUS_FRAMING)
+            self._refuse(AMBIGUOUS_FRAMING)
+            return
         super().handle_events()
         if self.transport.is_closing() or self.transport.get_protocol() is not self:
             self._stop()
@@ -173,6 +204,22 @@ class GuardedH11Protocol(H11Protocol):
                 self._start("header", self._limits.header_timeout_s)
         else:  # the request is in (DONE), or the connection is ending
             self._stop()
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's own answer to what h11 cannot parse (it has logged a warning): JSON, as every error.
+        self._refuse(INVALID_HTTP)
+
+    def _refuse(self, detail: str) -> None:
+        """Answer 400 `invalid_request` unless an answer has begun, tell a running app its client is gone,
+        and close the connection."""
+        self._stop()
+        begun = self.cycle is not None and self.cycle.response_started
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True  # the app's sends are dropped, its next receive() is a disconnect
+            self.cycle.message_event.set()
+        if not begun and not self.transport.is_closing():
+            self.transport.write(closing_response(400, "Bad Request", "invalid_request", detail))
+        self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop()

@@ -20,6 +20,7 @@ from driftrag.providers.usage import UsageTracker
 from driftrag.settings import Settings
 
 if TYPE_CHECKING:
+    from driftrag.ingestion.parsing import ParseWorkers
     from driftrag.providers.embeddings import Embedder
 
 
@@ -57,6 +58,8 @@ class IngestionDeps:
     # extraction step, since the later stages need the same cores and overlapping them only adds
     # contention (measured: 73 s against 83.5 s for Alice offline on 2 cores).
     embedder_on_local_cpu: bool = False
+    # Where PDF, DOCX, EPUB and HTML files are read (worker processes); None: in a thread of this process.
+    parsers: ParseWorkers | None = None
 
     def chunking(self) -> tuple[int, int]:
         """(chunk size, overlap) in tokens for this run."""

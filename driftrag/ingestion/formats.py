@@ -14,9 +14,19 @@
 
 DOCX and EPUB are zips: their members' declared sizes are added up before anything is expanded, and
 an archive above `ReaderOptions.max_archive_bytes` or `max_archive_members` is refused (zipfile never
-expands a member past its declared size). Every reader raises `FormatError` for what it cannot read (a
-corrupt PDF, a .docx that is no zip, junk with a known extension), so one bad file gives one clear
-error. All are synchronous: `load_document` runs them in a thread.
+expands a member past its declared size).
+
+What a file *becomes* is bounded too, counted as each reader produces it, so a small file that expands
+is refused before memory grows: the characters of text (`max_document_chars`, and `max_text_ratio`
+characters per byte of file, at least `RATIO_FLOOR_CHARS`), a PDF's pages (`max_document_pages`, counted
+by walking its page tree before any page is read), an EPUB's spine entries (`max_spine_entries`), a
+DOCX's table cells (`max_table_cells`). A page object a PDF's page tree lists twice is refused (a page
+tree is a tree: each page has one parent); a chapter an EPUB's spine lists twice is read once.
+
+Every reader raises `FormatError` for what it cannot read (a corrupt PDF, a .docx that is no zip, junk
+with a known extension), so one bad file gives one clear error. All are synchronous: ingestion and the
+upload route run them in a worker process (`driftrag.ingestion.parsing`), `load_document` in a thread
+otherwise.
 """
 
 from __future__ import annotations
@@ -57,18 +67,63 @@ _SPACES = re.compile(r"[^\S\n]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 
 
+# Every file may become this much text whatever its size (a small file of well-compressed text is no
+# bomb), yet the 2.4 KB EPUB that names one 1 MB chapter is refused even when that chapter is read once.
+RATIO_FLOOR_CHARS = 256 * 1024
+
+
 class FormatError(DriftRAGError):
     """Raised by a reader; `load_document` turns it into an `InputError` naming the file."""
 
 
 @dataclass(frozen=True)
 class ReaderOptions:
-    """What the readers may do: OCR in `ocr_language` (None: no OCR), and the caps on a zipped document.
-    The defaults are the settings' (`driftrag.ingestion.loading.reader_options` reads them from settings)."""
+    """What the readers may do: OCR in `ocr_language` (None: no OCR), the caps on a zipped document, and
+    the caps on what a file becomes. The defaults are the settings' (`driftrag.ingestion.loading.
+    reader_options` reads them from settings)."""
 
     ocr_language: str | None = _DEFAULTS["ocr_language"].default
     max_archive_bytes: int = int(_DEFAULTS["max_archive_mb"].default * 1024 * 1024)
     max_archive_members: int = _DEFAULTS["max_archive_members"].default
+    max_document_chars: int = _DEFAULTS["max_document_chars"].default
+    max_text_ratio: float = _DEFAULTS["max_text_ratio"].default
+    max_document_pages: int = _DEFAULTS["max_document_pages"].default
+    max_spine_entries: int = _DEFAULTS["max_spine_entries"].default
+    max_table_cells: int = _DEFAULTS["max_table_cells"].default
+
+    def text_budget(self, file_bytes: int, *, ratio: bool = True) -> TextBudget:
+        """The characters a file of `file_bytes` bytes may become (`ratio`: also bounded by its size)."""
+        limit, reason = (
+            self.max_document_chars,
+            (
+                f"the cap of {self.max_document_chars} characters on a document's text "
+                "(setting `max_document_chars`, DRIFTRAG_MAX_DOCUMENT_CHARS)"
+            ),
+        )
+        by_size = max(int(self.max_text_ratio * file_bytes), RATIO_FLOOR_CHARS)
+        if ratio and by_size < limit:
+            limit, reason = (
+                by_size,
+                (
+                    f"{self.max_text_ratio:g} characters per byte of this {file_bytes}-byte file (setting "
+                    f"`max_text_ratio`, DRIFTRAG_MAX_TEXT_RATIO; at least {RATIO_FLOOR_CHARS}): a decompression bomb?"
+                ),
+            )
+        return TextBudget(limit, reason)
+
+
+class TextBudget:
+    """The characters a reader has produced, refused (`FormatError`) once past the limit."""
+
+    def __init__(self, limit: int, reason: str) -> None:
+        self.limit = limit
+        self.reason = reason
+        self.used = 0
+
+    def spend(self, chars: int) -> None:
+        self.used += chars
+        if self.used > self.limit:
+            raise FormatError(f"its text passes {self.limit} characters, above {self.reason}")
 
 
 @dataclass
@@ -83,14 +138,18 @@ class ExtractedText:
 
 
 class _Joined:
-    """Blocks of text joined by blank lines, recording where each section starts and ends."""
+    """Blocks of text joined by blank lines, recording where each section starts and ends; each block is
+    spent from the file's text budget as it is added."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: TextBudget | None = None) -> None:
         self.parts: list[str] = []
         self.length = 0
+        self.budget = budget
 
     def add(self, text: str) -> tuple[int, int]:
         """Append a block (already clean, not empty); its [start, end) in the joined text."""
+        if self.budget is not None:
+            self.budget.spend(len(text) + (len(PAGE_SEPARATOR) if self.parts else 0))
         if self.parts:
             self.length += len(PAGE_SEPARATOR)
         start = self.length
@@ -119,7 +178,9 @@ def read_document(file: Path, data: bytes, options: ReaderOptions | None = None)
     if suffix in DOCX_SUFFIXES:
         return read_docx(data, options)
     if suffix in HTML_SUFFIXES:
-        return ExtractedText(html_to_text(data))
+        text = html_to_text(data)
+        options.text_budget(len(data), ratio=False).spend(len(text))
+        return ExtractedText(text)
     if suffix in EPUB_SUFFIXES:
         return read_epub(data, options)
     raise FormatError(f"no reader for {suffix!r} files")
@@ -134,22 +195,28 @@ def read_pdf(data: bytes, options: ReaderOptions | None = None) -> ExtractedText
     options = options or ReaderOptions()
     if not data.lstrip().startswith(b"%PDF"):
         raise FormatError("not a PDF file (no %PDF header)")
+    budget = options.text_budget(len(data))
+    cleaned: list[str] = []
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise FormatError("the PDF is encrypted with a password; decrypt it first")
-        texts = [page.extract_text() or "" for page in reader.pages]
+        count = _count_pages(reader, options.max_document_pages)
+        for index in range(count):
+            text = clean_text(reader.pages[index].extract_text() or "")
+            budget.spend(len(text))  # counted as it comes: a page that repeats its text cannot pile it up
+            cleaned.append(text)
     except FormatError:
         raise
     except PyPdfError as exc:
         raise FormatError(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
     except Exception as exc:  # a damaged file fails wherever the parser meets the damage
         raise FormatError(f"not a readable PDF ({type(exc).__name__}: {exc})") from None
-    if not texts:
+    if not cleaned:
         raise FormatError("the PDF has no pages")
-    cleaned = [clean_text(raw) for raw in texts]
+    texts = cleaned
     scanned = [index for index, text in enumerate(cleaned) if not text]
-    read_by_ocr, warnings = _ocr_pages(data, scanned, options) if scanned else ({}, [])
+    read_by_ocr, warnings = _ocr_pages(data, scanned, options, budget) if scanned else ({}, [])
     joined = _Joined()
     pages: list[PageSpan] = []
     for index, text in enumerate(cleaned):
@@ -163,7 +230,45 @@ def read_pdf(data: bytes, options: ReaderOptions | None = None) -> ExtractedText
     return ExtractedText(joined.text, pages, warnings=warnings)
 
 
-def _ocr_pages(data: bytes, indexes: list[int], options: ReaderOptions) -> tuple[dict[int, str], list[str]]:
+def _count_pages(reader: Any, max_pages: int) -> int:
+    """The pages of the PDF, found by walking its page tree, before any page is read: a page object listed
+    twice, or more than `max_pages` pages, is refused (`FormatError`) as soon as the walk meets it."""
+    from pypdf.generic import IndirectObject
+
+    root = reader.trailer["/Root"].get_object()
+    stack: list[Any] = [root["/Pages"]] if "/Pages" in root else []
+    seen: set[tuple[int, int]] = set()
+    pages = 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, IndirectObject):
+            key = (item.idnum, item.generation)
+            if key in seen:
+                raise FormatError(
+                    f"its page tree lists object {item.idnum} {item.generation} R more than once (a page tree is "
+                    "a tree: each page has one parent); a malformed or hostile PDF"
+                )
+            seen.add(key)
+        node = item.get_object()
+        if node is None:
+            continue
+        kids = node.get("/Kids")
+        if node.get("/Type") == "/Pages" or (node.get("/Type") != "/Page" and kids is not None):
+            kids = kids.get_object() if kids is not None else []
+            stack.extend(reversed(list(kids)))
+            continue
+        pages += 1
+        if pages > max_pages:
+            raise FormatError(
+                f"it has more than {max_pages} pages, the cap on a PDF's pages "
+                "(setting `max_document_pages`, DRIFTRAG_MAX_DOCUMENT_PAGES)"
+            )
+    return pages
+
+
+def _ocr_pages(
+    data: bytes, indexes: list[int], options: ReaderOptions, budget: TextBudget | None = None
+) -> tuple[dict[int, str], list[str]]:
     """The OCR text of the pages at `indexes` (0-based) that gave some; a warning for each that did not."""
     if options.ocr_language is None:
         return {}, [f"page {i + 1} {NO_TEXT_LAYER}; skipped: OCR is off (setting `ocr`)" for i in indexes]
@@ -185,6 +290,8 @@ def _ocr_pages(data: bytes, indexes: list[int], options: ReaderOptions) -> tuple
                 warnings.append(f"page {index + 1} {NO_TEXT_LAYER}; skipped: OCR failed ({type(exc).__name__}: {exc})")
                 continue
             if text:
+                if budget is not None:
+                    budget.spend(len(text))
                 found[index] = text
             else:
                 warnings.append(f"page {index + 1} {NO_TEXT_LAYER}; skipped: OCR found no text on it")
@@ -222,16 +329,25 @@ def read_docx(data: bytes, options: ReaderOptions | None = None) -> ExtractedTex
     import docx
     from docx.table import Table
 
-    check_archive(data, "a DOCX", options or ReaderOptions())
-    joined = _Joined()
+    options = options or ReaderOptions()
+    check_archive(data, "a DOCX", options)
+    joined = _Joined(options.text_budget(len(data)))
     sections: list[SectionSpan] = []
+    cells_read = 0
     try:
         document = docx.Document(io.BytesIO(data))
         for item in document.iter_inner_content():
             if isinstance(item, Table):
                 rows = []
                 for row in item.rows:
-                    cells = list(dict.fromkeys(clean_text(cell.text) for cell in row.cells))  # merged cells repeat
+                    row_cells = row.cells  # a merged cell is repeated once per grid column it spans
+                    cells_read += len(row_cells)
+                    if cells_read > options.max_table_cells:
+                        raise FormatError(
+                            f"its tables have more than {options.max_table_cells} cells, the cap on a DOCX's "
+                            "table cells (setting `max_table_cells`, DRIFTRAG_MAX_TABLE_CELLS)"
+                        )
+                    cells = list(dict.fromkeys(clean_text(cell.text) for cell in row_cells))  # merged cells repeat
                     rows.append(" | ".join(cell for cell in cells if cell))
                 block, heading = "\n".join(row for row in rows if row), False
             else:
@@ -244,6 +360,8 @@ def read_docx(data: bytes, options: ReaderOptions | None = None) -> ExtractedTex
                 sections.append(SectionSpan(number=len(sections) + 1, title=block, start_char=start, end_char=end))
             elif sections:
                 sections[-1] = sections[-1].model_copy(update={"end_char": end})
+    except FormatError:
+        raise
     except Exception as exc:  # a damaged archive: zipfile's, lxml's and python-docx's own errors
         raise FormatError(f"not a readable DOCX file ({type(exc).__name__}: {exc})") from None
     return ExtractedText(joined.text, sections=sections, section_kind="heading" if sections else None)
@@ -307,9 +425,11 @@ _OPF_NS = {"opf": "http://www.idpf.org/2007/opf"}
 def read_epub(data: bytes, options: ReaderOptions | None = None) -> ExtractedText:
     """The chapters of the spine in reading order, each as HTML text, each a section numbered by its place
     in the spine and titled by its first heading (else its `<title>`)."""
-    check_archive(data, "an EPUB", options or ReaderOptions())
-    joined = _Joined()
+    options = options or ReaderOptions()
+    check_archive(data, "an EPUB", options)
+    joined = _Joined(options.text_budget(len(data)))
     sections: list[SectionSpan] = []
+    warnings: list[str] = []
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
@@ -325,24 +445,40 @@ def read_epub(data: bytes, options: ReaderOptions | None = None) -> ExtractedTex
             manifest = {
                 item.get("id"): item.get("href", "") for item in package.iterfind(".//opf:manifest/opf:item", _OPF_NS)
             }
-            for number, ref in enumerate(package.iterfind(".//opf:spine/opf:itemref", _OPF_NS), start=1):
+            spine = package.findall(".//opf:spine/opf:itemref", _OPF_NS)
+            if len(spine) > options.max_spine_entries:
+                raise FormatError(
+                    f"its spine lists {len(spine)} chapters, above the cap of {options.max_spine_entries} "
+                    "(setting `max_spine_entries`, DRIFTRAG_MAX_SPINE_ENTRIES)"
+                )
+            read: set[str] = set()
+            repeated = 0
+            for number, ref in enumerate(spine, start=1):
                 href = manifest.get(ref.get("idref"))
                 if not href:
                     continue
                 member = posixpath.normpath(posixpath.join(base, unquote(href)))
                 if member not in names:
                     continue
+                if member in read:  # a chapter listed again is read once: 400 listings of 1 MB are not 400 MB
+                    repeated += 1
+                    continue
+                read.add(member)
                 soup = _soup(archive.read(member))
                 title = _chapter_title(soup)
                 text = _html_text(soup)
                 if text:
                     start, end = joined.add(text)
                     sections.append(SectionSpan(number=number, title=title, start_char=start, end_char=end))
+            if repeated:
+                warnings.append(f"the spine lists {repeated} chapters again; each was read once")
     except FormatError:
         raise
     except (zipfile.BadZipFile, ElementTree.ParseError, KeyError, ValueError, OSError) as exc:
         raise FormatError(f"not a readable EPUB file ({type(exc).__name__}: {exc})") from None
-    return ExtractedText(joined.text, sections=sections, section_kind="chapter" if sections else None)
+    return ExtractedText(
+        joined.text, sections=sections, section_kind="chapter" if sections else None, warnings=warnings
+    )
 
 
 def _chapter_title(soup: Any) -> str:

@@ -39,6 +39,7 @@ from driftrag.ingestion.merge import (
     summarize_all,
     summary_items,
 )
+from driftrag.ingestion.parsing import ParseWorkers
 from driftrag.ingestion.reports import generate_reports
 from driftrag.ingestion.requests import DocumentOutcome, IngestRequest, Progress, ProgressCallback
 from driftrag.ingestion.task_adapters import CheckpointingExtractor, ProgressSummarizer, ReusingReporter
@@ -61,16 +62,26 @@ B = TypeVar("B")
 
 
 async def load_documents(
-    request: IngestRequest, settings: Settings, check: Callable[[SourceDocument], None] | None = None
+    request: IngestRequest,
+    settings: Settings,
+    check: Callable[[SourceDocument], None] | None = None,
+    parsers: ParseWorkers | None = None,
 ) -> list[SourceDocument]:
     """Read and validate every input before anything is written: one bad file stops the run cleanly.
-    `check` (the mode's `IngestionTasks.document_check`) may refuse a document the mode cannot read."""
+    `check` (the mode's `IngestionTasks.document_check`) may refuse a document the mode cannot read.
+    `parsers` reads PDF, DOCX, EPUB and HTML files in its worker processes (else a thread reads them)."""
     kb = validate_kb_id(request.kb)
     max_bytes = int(settings.max_file_mb * 1024 * 1024)
     options = reader_options(settings)
-    documents = [
-        await asyncio.to_thread(load_document, path, kb, max_bytes=max_bytes, options=options) for path in request.paths
-    ]
+    if parsers is not None:
+        documents = [
+            await parsers.load_document(path, kb, max_bytes=max_bytes, options=options) for path in request.paths
+        ]
+    else:
+        documents = [
+            await asyncio.to_thread(load_document, path, kb, max_bytes=max_bytes, options=options)
+            for path in request.paths
+        ]
     documents += [item.document(kb) for item in request.texts]
     for warning in (warning for document in documents for warning in document.warnings):
         log.info("%s", warning)

@@ -46,6 +46,11 @@ def reader_options(settings: Settings) -> ReaderOptions:
         ocr_language=settings.ocr_language if settings.ocr else None,
         max_archive_bytes=int(settings.max_archive_mb * 1024 * 1024),
         max_archive_members=settings.max_archive_members,
+        max_document_chars=settings.max_document_chars,
+        max_text_ratio=settings.max_text_ratio,
+        max_document_pages=settings.max_document_pages,
+        max_spine_entries=settings.max_spine_entries,
+        max_table_cells=settings.max_table_cells,
     )
 
 
@@ -205,7 +210,12 @@ def _from_bytes(file: Path, data: bytes, kb: str, path: str | None, options: Rea
         raise InputError(f"{file}: file is empty")
     if file.suffix.lower() in DOCUMENT_SUFFIXES:
         return _read_formatted(file, data, kb, path, options)
-    return document_from_text(_decode(data, file), kb, file.name, path=path)
+    text = _decode(data, file)
+    try:
+        (options or ReaderOptions()).text_budget(len(data), ratio=False).spend(len(text))
+    except FormatError as exc:
+        raise InputError(f"{file}: {exc}") from None
+    return document_from_text(text, kb, file.name, path=path)
 
 
 def _read_formatted(

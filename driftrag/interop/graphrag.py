@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -79,6 +79,20 @@ EMBEDDING_TABLES: dict[str, tuple[str, ...]] = {
 EmbeddingChoice = Literal["auto", "keep", "compute"]
 _TYPE = re.compile(TYPE_PATTERN)
 
+# What a row may hold, checked before anything is written (`check_index`). A title becomes an entity name
+# (kept to MAX_NAME_CHARS characters), in range and text indexes whose keys Neo4j caps at a few kB: a
+# title over MAX_TITLE_BYTES in UTF-8 is refused, never sent.
+MAX_TITLE_BYTES = 4_000
+MAX_ID_CHARS = 1_000
+MAX_TEXT_CHARS = 50 * 1024 * 1024  # a text field: the JSON texts route's 50 MiB, as DRIFTRAG_MAX_DOCUMENT_CHARS
+MAX_LEVEL = 64  # hierarchical Leiden on any graph GraphRAG indexes stays far below
+MAX_WEIGHT = 1e12
+MAX_RANK = 10.0
+MAX_PROBLEMS_SHOWN = 5
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Id = Annotated[str, Field(max_length=MAX_ID_CHARS)]
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+
 
 class GraphRAGInputError(InputError):
     """A GraphRAG output folder cannot be imported (missing, a table missing or unreadable, bad rows)."""
@@ -112,70 +126,70 @@ class _Row(BaseModel):
 
 
 class GRDocument(_Row):
-    id: str
+    id: Id
     title: str = ""
-    text: str
-    text_unit_ids: list[str] = Field(default_factory=list)
+    text: Text
+    text_unit_ids: list[Id] = Field(default_factory=list)
 
 
 class GRTextUnit(_Row):
-    id: str
+    id: Id
     human_readable_id: int | None = None
-    text: str
-    n_tokens: int | None = None
-    document_id: str | None = None  # 3.x
-    document_ids: list[str] | None = None  # 2.x
+    text: Text
+    n_tokens: int | None = Field(default=None, le=2**31)
+    document_id: Id | None = None  # 3.x
+    document_ids: list[Id] | None = None  # 2.x
 
 
 class GREntity(_Row):
-    id: str
+    id: Id
     title: str = Field(min_length=1)
-    type: str | None = None
-    description: str | None = None
-    text_unit_ids: list[str] = Field(default_factory=list)
+    type: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+    description: Text | None = None
+    text_unit_ids: list[Id] = Field(default_factory=list)
 
 
 class GRRelationship(_Row):
-    id: str
+    id: Id
     source: str
     target: str
-    description: str | None = None
-    weight: float | None = None
-    text_unit_ids: list[str] = Field(default_factory=list)
+    description: Text | None = None
+    weight: Finite | None = Field(default=None, ge=0, le=MAX_WEIGHT)
+    text_unit_ids: list[Id] = Field(default_factory=list)
 
 
 class GRCommunity(_Row):
-    id: str
-    community: int
-    level: int = Field(ge=0)
-    parent: int | None = None
+    id: Id
+    community: int = Field(ge=0, le=2**53)
+    level: int = Field(ge=0, le=MAX_LEVEL)
+    parent: int | None = Field(default=None, ge=-1, le=2**53)
     children: list[int] = Field(default_factory=list)
     title: str | None = None
-    entity_ids: list[str] = Field(default_factory=list)
-    relationship_ids: list[str] | None = None
-    text_unit_ids: list[str] | None = None
+    entity_ids: list[Id] = Field(default_factory=list)
+    relationship_ids: list[Id] | None = None
+    text_unit_ids: list[Id] | None = None
 
 
 class GRFinding(_Row):
-    summary: str = ""
-    explanation: str = ""
+    summary: Text = ""
+    explanation: Text = ""
 
 
 class GRReport(_Row):
-    id: str
-    community: int
-    level: int = Field(ge=0)
+    id: Id
+    community: int = Field(ge=0, le=2**53)
+    level: int = Field(ge=0, le=MAX_LEVEL)
     title: str = ""
-    summary: str = ""
-    full_content: str | None = None
-    rank: float | None = None
-    rating_explanation: str | None = None
+    summary: Text = ""
+    full_content: Text | None = None
+    rank: Finite | None = Field(default=None, ge=0, le=MAX_RANK)
+    rating_explanation: Text | None = None
     findings: list[GRFinding] = Field(default_factory=list)
 
 
 class GRVector(_Row):
-    id: str
-    embedding: list[float] = Field(min_length=1)
+    id: Id
+    embedding: list[Finite] = Field(min_length=1, max_length=65_536)
 
 
 class GraphRAGIndex(BaseModel):
@@ -254,7 +268,9 @@ def read_output_folder(folder: str | Path) -> GraphRAGIndex:
                 break
     if not tables["documents"]:
         raise GraphRAGInputError(f"{root}/documents.parquet has no rows: nothing to import")
-    return GraphRAGIndex(folder=str(root), **tables, vectors=vectors)
+    index = GraphRAGIndex(folder=str(root), **tables, vectors=vectors)
+    check_index(index)
+    return index
 
 
 def _row(model: type[_Row], table: str, number: int, row: dict[str, Any]) -> Any:
@@ -263,7 +279,109 @@ def _row(model: type[_Row], table: str, number: int, row: dict[str, Any]) -> Any
     except ValidationError as exc:
         problem = exc.errors()[0]
         where = ".".join(str(part) for part in problem["loc"])
-        raise GraphRAGInputError(f"{table}.parquet row {number}: {where}: {problem['msg']}") from None
+        message = problem["msg"]
+        if problem["type"] == "string_too_long":  # pydantic quotes no input here, but say which limit
+            message = f"{message} (the store's limit on this field)"
+        raise GraphRAGInputError(f"{table}.parquet row {number}: {where}: {message}; nothing was written") from None
+
+
+def check_index(index: GraphRAGIndex) -> None:
+    """What the row models cannot see alone, across rows and tables, before anything is written: unique
+    ids, titles the store can index, communities whose parents form a tree with consistent levels, and
+    reports of one community each at its level. `GraphRAGInputError` names table, row and field of the
+    first problems found."""
+    problems: list[str] = []
+    for table, key in (
+        ("documents", "id"),
+        ("text_units", "id"),
+        ("entities", "id"),
+        ("relationships", "id"),
+        ("communities", "id"),
+        ("communities", "community"),
+        ("community_reports", "id"),
+        ("community_reports", "community"),
+    ):
+        problems += _duplicates(table, key, [getattr(row, key) for row in getattr(index, table)])
+    for table, rows, fields in (
+        ("entities", index.entities, ("title",)),
+        ("relationships", index.relationships, ("source", "target")),
+        ("communities", index.communities, ("title",)),
+        ("community_reports", index.community_reports, ("title",)),
+        ("documents", index.documents, ("title",)),
+    ):
+        for number, row in enumerate(rows):
+            for name in fields:
+                value = getattr(row, name) or ""
+                if len(value) > MAX_TITLE_BYTES // 4 and len(value.encode("utf-8")) > MAX_TITLE_BYTES:
+                    problems.append(
+                        f"{table}.parquet row {number}: {name}: {len(value.encode('utf-8'))} bytes, above the "
+                        f"{MAX_TITLE_BYTES} bytes a name or title may have (names are indexed in Neo4j, whose "
+                        "index keys are limited)"
+                    )
+    problems += _community_tree(index.communities)
+    level_of = {row.community: row.level for row in index.communities}
+    for number, report in enumerate(index.community_reports):
+        if report.community in level_of and level_of[report.community] != report.level:
+            problems.append(
+                f"community_reports.parquet row {number}: level: {report.level}, but community "
+                f"{report.community} is at level {level_of[report.community]}"
+            )
+    if problems:
+        shown = "; ".join(problems[:MAX_PROBLEMS_SHOWN])
+        more = f"; and {len(problems) - MAX_PROBLEMS_SHOWN} more" if len(problems) > MAX_PROBLEMS_SHOWN else ""
+        raise GraphRAGInputError(f"{index.folder}: {shown}{more}; nothing was written")
+
+
+def _duplicates(table: str, field: str, values: list[Any]) -> list[str]:
+    first: dict[Any, int] = {}
+    problems = []
+    for number, value in enumerate(values):
+        if value in first:
+            shown = value if isinstance(value, int) else "the id"
+            problems.append(f"{table}.parquet row {number}: {field}: {shown} repeats row {first[value]}'s")
+        else:
+            first[value] = number
+    return problems
+
+
+def _community_tree(rows: list[GRCommunity]) -> list[str]:
+    """Every parent a community of the table, one level up; no community its own ancestor; children
+    listed only by their parent; a community without a parent at level 0."""
+    number_of = {row.community: number for number, row in enumerate(rows)}
+    problems = []
+    for number, row in enumerate(rows):
+        where = f"communities.parquet row {number}"
+        parent = row.parent if row.parent is not None and row.parent >= 0 else None
+        if parent is None:
+            if row.level != 0:
+                problems.append(f"{where}: level: {row.level} without a parent (a community without one is level 0)")
+        elif parent == row.community:
+            problems.append(f"{where}: parent: the community is its own parent")
+        elif parent not in number_of:
+            problems.append(f"{where}: parent: {parent} is no community of the table")
+        elif rows[number_of[parent]].level != row.level - 1:
+            problems.append(
+                f"{where}: level: {row.level}, but its parent {parent} is at level {rows[number_of[parent]].level} "
+                "(a child is one level below its parent)"
+            )
+        for child in row.children:
+            if child not in number_of:
+                problems.append(f"{where}: children: {child} is no community of the table")
+            elif rows[number_of[child]].parent != row.community:
+                problems.append(f"{where}: children: {child} names another parent")
+    # A cycle of parents: walk up from each community (at most MAX_LEVEL + 1 steps: a longer walk has
+    # broken the levels, said above); a walk that comes back to where it started never reaches a root.
+    for number, row in enumerate(rows):
+        current = row
+        for _ in range(MAX_LEVEL + 1):
+            parent = current.parent
+            if parent is None or parent < 0 or parent not in number_of or parent == current.community:
+                break
+            if parent == row.community:
+                problems.append(f"communities.parquet row {number}: parent: a cycle of parents through it")
+                break
+            current = rows[number_of[parent]]
+    return problems
 
 
 # --- GraphRAG → driftrag --------------------------------------------------------------------------------

@@ -151,7 +151,9 @@ class IngestionWorkflow(Workflow):
             try:
                 # The schema is no kb's data: it is checked while the inputs are read and validated.
                 documents, _ = await asyncio.gather(
-                    indexing.load_documents(ev.request, self._deps.settings, self._deps.tasks.document_check),
+                    indexing.load_documents(
+                        ev.request, self._deps.settings, self._deps.tasks.document_check, self._deps.parsers
+                    ),
                     self._deps.stores.database.ensure_schema(),
                 )
                 await self._claim_vector_space(kb)

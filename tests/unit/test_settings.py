@@ -124,6 +124,13 @@ ENVIRONMENT = {
     "DRIFTRAG_API_MAX_HEADER_KB": ("api_max_header_kb", "8"),
     "DRIFTRAG_API_SSE_PING_S": ("api_sse_ping_s", "2.5"),
     "DRIFTRAG_API_ALLOW_QUERY_KEY": ("api_allow_query_key", "true"),
+    "DRIFTRAG_MAX_DOCUMENT_CHARS": ("max_document_chars", "1000"),
+    "DRIFTRAG_MAX_TEXT_RATIO": ("max_text_ratio", "12.5"),
+    "DRIFTRAG_MAX_DOCUMENT_PAGES": ("max_document_pages", "30"),
+    "DRIFTRAG_MAX_SPINE_ENTRIES": ("max_spine_entries", "40"),
+    "DRIFTRAG_MAX_TABLE_CELLS": ("max_table_cells", "500"),
+    "DRIFTRAG_PARSE_WORKERS": ("parse_workers", "3"),
+    "DRIFTRAG_PARSE_TIMEOUT_S": ("parse_timeout_s", "45"),
 }
 
 

@@ -9,6 +9,7 @@ few seconds for a busy machine, far below what an unguarded server would hold a 
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -201,6 +202,101 @@ def test_content_length_with_chunked_framing_is_refused(guarded: BackgroundServe
     assert status == 400 and body["code"] == "invalid_request"
     assert "Content-Length and Transfer-Encoding" in body["detail"]
     assert received.count(b"HTTP/1.1") == 1, "the request behind it was not served"
+
+
+class _Records(logging.Handler):
+    """Every record of the server's loggers while a test runs (uvicorn's do not reach caplog's root)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def server_log() -> Iterator[_Records]:
+    handler = _Records()
+    loggers = [logging.getLogger(name) for name in ("uvicorn.error", "driftrag.api", "asyncio")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+def _exchange(server: BackgroundServer, raw: bytes) -> bytes:
+    with _connect(server) as sock:
+        sock.sendall(raw)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+@pytest.mark.parametrize("path", ["/api/v1/system", "/no/such/path"])
+def test_both_framings_with_a_body_that_is_not_chunked_are_one_json_400_without_traceback(
+    guarded: BackgroundServer, keys, server_log: _Records, path: str
+) -> None:
+    # h11 reads the body as chunked: "hello world" is no chunk size. It used to answer its own plain-text 400
+    # while the app answered too, which logged two ERROR tracebacks per request.
+    headers = {"Authorization": f"Bearer {keys.reader}", "Content-Length": "11", "Transfer-Encoding": "chunked"}
+    for _ in range(3):
+        received = _exchange(guarded, _head("POST", path, headers) + b"hello world\r\n\r\n")
+        status, body = _answer(received)
+        assert status == 400 and body["code"] == "invalid_request"
+        assert "Content-Length and Transfer-Encoding" in body["detail"]
+    time.sleep(0.3)  # an app task still running would log its failure now
+    assert not [r for r in server_log.records if r.levelno >= logging.ERROR or r.exc_info], [
+        r.getMessage() for r in server_log.records
+    ]
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [b"Transfer-Encoding: gzip\r\n", b"Content-Length: 4\r\nContent-Length: 5\r\n"],
+    ids=["unknown-transfer-encoding", "two-content-lengths"],
+)
+def test_a_request_h11_cannot_parse_is_a_json_400(
+    guarded: BackgroundServer, keys, server_log: _Records, framing: bytes
+) -> None:
+    head = _head("POST", "/api/v1/system", {"Authorization": f"Bearer {keys.reader}"})
+    received = _exchange(guarded, head[:-2] + framing + b"\r\nabcd")
+    status, body = _answer(received)
+    assert status == 400 and body["code"] == "invalid_request"
+    assert not [r for r in server_log.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+def test_a_header_over_the_limit_still_incomplete_is_a_json_400(
+    guarded: BackgroundServer, guarded_settings: Settings, server_log: _Records
+) -> None:
+    limit = guarded_settings.api_max_header_kb * 1024
+    received = _exchange(guarded, b"GET /api/v1/system HTTP/1.1\r\nX-Padding: " + b"a" * (limit + 1024))
+    status, body = _answer(received)
+    assert status == 400 and body["code"] == "invalid_request"
+    assert not [r for r in server_log.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+def test_a_websocket_upgrade_is_served_as_plain_http(guarded: BackgroundServer, keys) -> None:
+    headers = {
+        "Authorization": f"Bearer {keys.reader}",
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    }
+    with _connect(guarded) as sock:
+        sock.sendall(_head("GET", "/api/v1/system", headers))
+        received = b""
+        while b"\r\n\r\n" not in received or not received.rstrip().endswith(b"}"):
+            chunk = sock.recv(65536)
+            assert chunk, received
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200"), received[:100]
+    assert json.loads(received.partition(b"\r\n\r\n")[2])["version"]
 
 
 def test_chunked_framing_alone_is_served(guarded: BackgroundServer, corpus_kb: str, keys) -> None:

@@ -134,6 +134,59 @@ def test_a_body_that_is_not_utf8_is_the_usual_422(reader: httpx.Client, corpus_k
     assert response.json()["problems"][0]["location"] == "body"
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"not json", "JSON decode error"),
+        (b"[" * 10_000 + b"]" * 10_000, "JSON nested too deeply"),
+        (b'{"query": "Captain"', "JSON decode error"),
+    ],
+    ids=["not-json", "deep", "cut"],
+)
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain", "application/x-www-form-urlencoded"])
+def test_a_body_that_is_not_json_gets_the_documented_message_whatever_its_content_type(
+    reader: httpx.Client, corpus_kb: str, body: bytes, message: str, content_type: str
+) -> None:
+    response = reader.post(
+        f"/knowledge-bases/{corpus_kb}/graph-search", content=body, headers={"Content-Type": content_type}
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["problems"] == [{"location": "body", "message": message}]
+
+
+def test_json_sent_as_text_says_which_header_to_send(reader: httpx.Client, corpus_kb: str) -> None:
+    response = reader.post(
+        f"/knowledge-bases/{corpus_kb}/graph-search",
+        content=b'{"query": "Captain"}',
+        headers={"Content-Type": "text/plain"},
+    )
+    assert response.status_code == 422
+    assert "Content-Type: application/json" in response.json()["problems"][0]["message"]
+
+
+def test_too_many_files_for_the_form_parser_get_the_upload_routes_own_refusal(
+    admin: httpx.Client, corpus_kb: str
+) -> None:
+    files = [("files", (f"{i}.txt", b"x")) for i in range(1001)]
+    response = admin.post(f"/knowledge-bases/{corpus_kb}/documents/files", files=files)
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert error["code"] == "invalid_request" and "limit of the upload route is 100 files" in error["detail"]
+
+
+def test_a_file_name_of_thousands_of_characters_gets_the_upload_routes_own_refusal(
+    admin: httpx.Client, corpus_kb: str
+) -> None:
+    for length in (300, 10_000):
+        response = admin.post(
+            f"/knowledge-bases/{corpus_kb}/documents/files", files=[("files", ("a" * length + ".txt", b"x"))]
+        )
+        assert response.status_code == 422, response.text
+        error = response.json()
+        assert error["code"] == "invalid_request" and "1 to 255 characters" in error["detail"]
+        assert "aaaaaaaaaa" not in response.text
+
+
 # --- the HTTP examples of docs/http-api.md ---------------------------------------------------------------------
 
 
