@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import os
 import statistics
 import sys
 import time
@@ -55,7 +56,8 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 QUESTIONS = REPO / "data" / "questions" / "sample.jsonl"
 MODES = ("basic", "local", "entity", "drift", "global")
-KB = "bench-real-model"
+# One kb per run (process): two runs on one Neo4j, e.g. two models at once, must not delete each other's.
+KB = f"bench-real-model-{os.getpid()}"
 BUDGET = 4000
 FALLBACKS = {"fallback", "dropped"}
 # docs/benchmarks.md keeps one table per model driftrag fetches, and one for the last other model run.
