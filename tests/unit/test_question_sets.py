@@ -22,13 +22,16 @@ SAMPLE_DIR = ROOT / "data" / "sample"
 FIELDS = set(QuestionItem.model_fields)
 # Minimum number of questions per type, and allowed evidence length in words, for each set.
 MIN_COUNTS = {
-    "sample": {"local": 10, "multi-hop": 8, "global": 5},
-    "alice": {"local": 15, "multi-hop": 15, "global": 12},
-    "verne": {"local": 12, "multi-hop": 12, "global": 8},
+    "sample": {"local": 20, "multi-hop": 15, "global": 8},
+    "alice": {"local": 60, "multi-hop": 45, "global": 30},
+    "verne": {"local": 45, "multi-hop": 35, "global": 25},
 }
 EVIDENCE_WORDS = {"sample": (5, 25), "alice": (4, 25), "verne": (4, 25)}
+# The language of each set's questions, answers and corpus (data/README.md).
+LANGUAGES = {"sample": "en", "alice": "en", "verne": "fr"}
 SETS = sorted(MIN_COUNTS)
-MIN_TOTAL = 120  # over all the sets
+MIN_TOTAL = 300  # over all the sets
+MIN_LANGUAGES = 2
 
 
 def load_set(name: str) -> list[QuestionItem]:
@@ -64,6 +67,7 @@ def test_enough_questions_over_all_sets_and_unique_ids_across_them() -> None:
     ids = [q.id for name in SETS for q in load_set(name)]
     assert len(ids) >= MIN_TOTAL
     assert len(set(ids)) == len(ids), "an id is used in two sets"
+    assert sorted(LANGUAGES) == SETS and len(set(LANGUAGES.values())) >= MIN_LANGUAGES
 
 
 @pytest.mark.parametrize("name", SETS)
