@@ -298,13 +298,13 @@ def eval_import(
     summary = _run(ctx, lambda: import_benchmark(format_name, path, out))
     types = ", ".join(f"{count} {kind}" for kind, count in summary.by_type.items())
     lines = [
-        f"wrote {plural(summary.questions, 'question')} ({types}) to {summary.questions_file} and "
-        f"{plural(summary.documents, 'document')} to {summary.corpus}",
+        f"wrote {plural(summary.questions, 'question')} ({types}) to {out / summary.questions_file} and "
+        f"{plural(summary.documents, 'document')} to {out / summary.corpus}",
         f"evidence found verbatim in the corpus: {summary.evidence_verbatim} of {summary.evidence}",
     ]
     lines += [f"left out: {plural(count, 'question')} of type {kind}" for kind, count in summary.skipped.items()]
     lines += [
-        f"note: {source.path} is not the release the importer was built on (SHA-256 {source.sha256})"
+        f"note: {path / source.path} is not the release the importer was built on (SHA-256 {source.sha256})"
         for source in summary.sources
         if source.is_pinned_release is False
     ]

@@ -36,6 +36,10 @@ from driftrag.eval.questions import (
     normalise,
 )
 
+CORPUS_DIR = "corpus"
+QUESTIONS_FILE = "questions.jsonl"
+MANIFEST_FILE = "import.json"
+
 
 class BenchmarkFormatError(QuestionSetError):
     """A benchmark's source file is missing, unreadable, or not in the format it is imported as."""
@@ -53,7 +57,7 @@ class SourceDocument(BaseModel):
 class SourceFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    path: str
+    path: str = Field(description="Relative to the PATH given to the importer.")
     sha256: str
     pinned_sha256: str | None = Field(default=None, description="The release the importer was built on.")
 
@@ -75,13 +79,13 @@ class ImportedSet(BaseModel):
 
 
 class ImportSummary(BaseModel):
-    """What `write_import` wrote (also saved as `import.json`)."""
+    """What `write_import` wrote (also saved as `import.json`; its paths are relative to the output folder)."""
 
     model_config = ConfigDict(extra="forbid")
 
     format: str
-    corpus: str
-    questions_file: str
+    corpus: str = CORPUS_DIR
+    questions_file: str = QUESTIONS_FILE
     documents: int
     questions: int
     by_type: dict[str, int]
@@ -91,6 +95,11 @@ class ImportSummary(BaseModel):
     evidence: int
     evidence_verbatim: int = Field(description="Evidence strings found in the written corpus (normalised).")
     sources: list[SourceFile]
+
+
+def source_file(path: Path, root: Path, pinned_sha256: str | None = None) -> SourceFile:
+    """A source file's record: its path relative to `root` (the PATH given) and its SHA-256."""
+    return SourceFile(path=path.relative_to(root).as_posix(), sha256=file_sha256(path), pinned_sha256=pinned_sha256)
 
 
 def file_sha256(path: Path) -> str:
@@ -129,7 +138,7 @@ def with_splits(items: list[QuestionItem]) -> list[QuestionItem]:
 
 def write_import(format_name: str, imported: ImportedSet, out: Path) -> ImportSummary:
     """Write `corpus/`, `questions.jsonl` and `import.json` under `out`; refuses a non-empty `corpus/`."""
-    corpus = out / "corpus"
+    corpus = out / CORPUS_DIR
     if corpus.is_dir() and any(corpus.iterdir()):
         raise BenchmarkFormatError(f"{corpus} is not empty: import into a new folder")
     if not imported.questions:
@@ -138,14 +147,11 @@ def write_import(format_name: str, imported: ImportedSet, out: Path) -> ImportSu
     for document in imported.documents:
         (corpus / f"{document.name}.md").write_text(document.text, encoding="utf-8")
     items = with_splits(imported.questions)
-    questions_file = out / "questions.jsonl"
-    questions_file.write_text(dump_questions(items), encoding="utf-8")
+    (out / QUESTIONS_FILE).write_text(dump_questions(items), encoding="utf-8")
     text = normalise("\n".join(document.text for document in imported.documents))
     evidence = [normalise(e) for item in items for e in item.evidence]
     summary = ImportSummary(
         format=format_name,
-        corpus=str(corpus),
-        questions_file=str(questions_file),
         documents=len(imported.documents),
         questions=len(items),
         by_type={kind: n for kind in QUESTION_TYPES if (n := sum(item.type == kind for item in items))},
@@ -156,7 +162,7 @@ def write_import(format_name: str, imported: ImportedSet, out: Path) -> ImportSu
         evidence_verbatim=sum(e in text for e in evidence),
         sources=imported.sources,
     )
-    (out / "import.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    (out / MANIFEST_FILE).write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return summary
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from driftrag.eval.importers import BenchmarkFormatError, ImportedSet, SourceDocument, SourceFile, file_sha256
+from driftrag.eval.importers import BenchmarkFormatError, ImportedSet, SourceDocument, source_file
 from driftrag.eval.questions import QuestionItem
 
 TYPE_MAPPING = {"local": "local", "summary": "multi-hop"}
@@ -119,7 +119,7 @@ def read_fairytaleqa(path: Path) -> ImportedSet:
         prefix = "--".join(folder.parts)
         documents.append(SourceDocument(name=f"{prefix}--{name}" if prefix else name, text=_story(name, sections)))
         questions.extend(_questions(question_file, name, sections))
-        sources += [SourceFile(path=str(p), sha256=file_sha256(p)) for p in (story_file, question_file)]
+        sources += [source_file(p, path) for p in (story_file, question_file)]
     ids = [item.id for item in questions]
     if len(set(ids)) != len(ids):
         repeated = sorted({i for i in ids if ids.count(i) > 1})[:3]

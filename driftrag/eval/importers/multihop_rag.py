@@ -27,9 +27,8 @@ from driftrag.eval.importers import (
     BenchmarkFormatError,
     ImportedSet,
     SourceDocument,
-    SourceFile,
-    file_sha256,
     read_json,
+    source_file,
 )
 from driftrag.eval.questions import QuestionItem
 
@@ -117,10 +116,7 @@ def read_multihop_rag(path: Path) -> ImportedSet:
                 evidence=evidence,
             )
         )
-    sources = [
-        SourceFile(path=str(p), sha256=file_sha256(p), pinned_sha256=PINNED_SHA256[p.name])
-        for p in (corpus_path, queries_path)
-    ]
+    sources = [source_file(p, path, PINNED_SHA256[p.name]) for p in (corpus_path, queries_path)]
     return ImportedSet(
         documents=documents,
         questions=questions,

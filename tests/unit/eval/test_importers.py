@@ -38,12 +38,14 @@ def test_multihop_rag_keeps_ids_and_types_and_leaves_out_null_queries(tmp_path: 
     assert missing_evidence(items, read_corpus([tmp_path / "out" / "corpus"])) == []
     # The fixture is not the published release: its checksums are recorded, and differ from the pinned ones.
     assert [source.is_pinned_release for source in summary.sources] == [False, False]
+    assert [source.path for source in summary.sources] == ["corpus.json", "MultiHopRAG.json"]
     assert json.loads((tmp_path / "out" / "import.json").read_text(encoding="utf-8"))["questions"] == 3
 
 
 def test_multihop_rag_is_found_under_the_repository_root(tmp_path: Path) -> None:
     shutil.copytree(MULTIHOP, tmp_path / "MultiHop-RAG" / "dataset")
-    assert import_benchmark("multihop-rag", tmp_path / "MultiHop-RAG", tmp_path / "out").questions == 3
+    summary = import_benchmark("multihop-rag", tmp_path / "MultiHop-RAG", tmp_path / "out")
+    assert summary.questions == 3 and summary.sources[1].path == "dataset/MultiHopRAG.json"
 
 
 def test_fairytaleqa_maps_local_and_summary_and_quotes_the_sections(tmp_path: Path) -> None:
