@@ -1,5 +1,5 @@
 """The bundled question sets (data/questions/*.jsonl): well-formed, enough of each type, evidence verbatim,
-and a fixed tuning/reporting split, balanced per type.
+and a fixed tuning/reporting split, balanced per type; and the imported sets shipped in data/imported/.
 
 Loading, validation and the evidence normalisation rule live in `driftrag.eval.questions`; this file
 holds the extra requirements of the shipped sets.
@@ -7,6 +7,7 @@ holds the extra requirements of the shipped sets.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from driftrag.eval.questions import QUESTION_TYPES, QuestionItem, load_questions
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = ROOT / "data" / "questions"
 SAMPLE_DIR = ROOT / "data" / "sample"
+IMPORTED = sorted(path for path in (ROOT / "data" / "imported").iterdir() if path.is_dir())
 
 FIELDS = set(QuestionItem.model_fields)
 # Minimum number of questions per type, and allowed evidence length in words, for each set.
@@ -99,6 +101,21 @@ def test_sample_evidence_is_verbatim() -> None:
 
 def test_alice_evidence_is_verbatim(alice_book: Path) -> None:
     assert missing_evidence(load_set("alice"), read_corpus([alice_book])) == []
+
+
+@pytest.mark.parametrize("folder", IMPORTED, ids=lambda path: path.name)
+def test_imported_sets_are_well_formed_split_and_verbatim(folder: Path) -> None:
+    # `driftrag eval import` output (data/README.md): corpus/, questions.jsonl, import.json.
+    items = load_questions(folder / "questions.jsonl")
+    manifest = json.loads((folder / "import.json").read_text(encoding="utf-8"))
+    assert manifest["questions"] == len(items) and manifest["evidence_verbatim"] == manifest["evidence"]
+    assert manifest["documents"] == len(list((folder / "corpus").glob("*.md")))
+    for kind in QUESTION_TYPES:
+        splits = [q.split for q in items if q.type == kind]
+        assert splits == [("tune", "report")[i % 2] for i in range(len(splits))], f"{folder.name}: {kind} split"
+    assert missing_evidence(items, read_corpus([folder / "corpus"])) == []
+    own = {q.id for name in SETS for q in load_set(name)}
+    assert not own & {q.id for q in items}, "an imported id is also used in an own set"
 
 
 def test_verne_evidence_is_verbatim_in_the_shipped_text() -> None:
