@@ -11,10 +11,11 @@ folder holding `questions/` and `section-stories/` (such as `data-by-origin/` or
   question, ex-or-im1, answer1, answer2, answer3, ex-or-im2, answer4, answer5, answer6`, of which
   `question_id`, `local-or-sum`, `cor_section`, `question` and `answer1` are read.
 
-Each story becomes `corpus/<sub-folder>--NAME.md`: a heading made from NAME, then its sections in order,
-each verbatim. A question's id keeps the story and the source's id, `ftqa-NAME-7`; its reference answer
-is `answer1` (the first annotator's first answer); its evidence is the text of each section named in
-`cor_section` ("5,6"), so it is verbatim in the corpus. Types: `local` (answered within one section)
+Each story becomes `corpus/<sub-folder>--NAME.md`: a heading made from NAME, then its sections in order
+of their numbers, each verbatim (a number that repeats keeps both texts, in file order). A question's
+id keeps the story and the source's id, `ftqa-NAME-7`; its reference answer is `answer1` (the first
+annotator's first answer); its evidence is the text of each section named in `cor_section` ("5,6"), so
+it is verbatim in the corpus. Types: `local` (answered within one section)
 maps to `local`, `summary` (needs several sections) to `multi-hop`.
 """
 
@@ -62,24 +63,27 @@ def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str
         raise BenchmarkFormatError(f"{path}: not valid CSV ({exc})") from None
 
 
-def _sections(path: Path) -> dict[int, str]:
-    sections: dict[int, str] = {}
+def _sections(path: Path) -> dict[int, list[str]]:
+    """Section number -> its texts, in file order. A number may repeat (the published story of "The
+    Remarkable Rocket" has two sections 5): both texts are kept, in the story and in the evidence."""
+    sections: dict[int, list[str]] = {}
     for line, row in _rows(path, STORY_COLUMNS):
         number = row["section"].strip()
         if not number.isdigit():
             raise BenchmarkFormatError(f"{path}:{line}: section {number!r} is not a number")
-        sections[int(number)] = row["text"].strip()
+        sections.setdefault(int(number), []).append(row["text"].strip())
     if not sections:
         raise BenchmarkFormatError(f"{path}: no section")
     return sections
 
 
-def _story(name: str, sections: dict[int, str]) -> str:
+def _story(name: str, sections: dict[int, list[str]]) -> str:
     title = name.replace("-", " ").strip().capitalize()
-    return f"# {title}\n\n" + "\n\n".join(sections[number] for number in sorted(sections)) + "\n"
+    texts = [text for number in sorted(sections) for text in sections[number]]
+    return f"# {title}\n\n" + "\n\n".join(texts) + "\n"
 
 
-def _questions(path: Path, name: str, sections: dict[int, str]) -> list[QuestionItem]:
+def _questions(path: Path, name: str, sections: dict[int, list[str]]) -> list[QuestionItem]:
     items = []
     for line, row in _rows(path, QUESTION_COLUMNS):
         where = f"{path}:{line}"
@@ -97,7 +101,7 @@ def _questions(path: Path, name: str, sections: dict[int, str]) -> list[Question
                 type=TYPE_MAPPING[kind],  # type: ignore[arg-type]
                 question=row["question"].strip(),
                 reference_answer=row["answer1"].strip(),
-                evidence=[sections[int(part)] for part in dict.fromkeys(cited)],
+                evidence=[text for part in dict.fromkeys(cited) for text in sections[int(part)]],
             )
         )
     return items

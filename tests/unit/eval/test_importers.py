@@ -65,6 +65,18 @@ def test_fairytaleqa_maps_local_and_summary_and_quotes_the_sections(tmp_path: Pa
     assert summary.evidence == summary.evidence_verbatim == 7 and summary.by_type == {"local": 2, "multi-hop": 2}
 
 
+def test_fairytaleqa_keeps_both_texts_of_a_repeated_section_number(tmp_path: Path) -> None:
+    # The published story of "The Remarkable Rocket" numbers two sections 5.
+    story = 'section,text\n1,"The kettle was copper."\n2,"An old woman came."\n2,"She tapped it thrice."\n'
+    questions = HEADER + '1,summary,"1,2",action,,What happened?,explicit,she tapped it\n'
+    root = _broken_fairytale(tmp_path, story, questions)
+    import_benchmark("fairytaleqa", root, tmp_path / "out")
+    (item,) = load_questions(tmp_path / "out" / "questions.jsonl")
+    assert item.evidence == ["The kettle was copper.", "An old woman came.", "She tapped it thrice."]
+    text = (tmp_path / "out" / "corpus" / "sample-fairybook--the-copper-kettle.md").read_text(encoding="utf-8")
+    assert text.endswith("An old woman came.\n\nShe tapped it thrice.\n")
+
+
 def test_the_command_writes_the_set_and_says_what_it_did(tmp_path: Path) -> None:
     result = invoke("multihop-rag", str(MULTIHOP), "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output
