@@ -259,3 +259,53 @@ def eval_generate(
     text = f"wrote {plural(len(generated.items), 'draft question')} to {out} (personas and tasks in {origins})"
     failed = f"; {plural(len(generated.failures), 'failed call')}" if generated.failures else ""
     _emit(generated, as_json, text + failed)
+
+
+def _format_argument(text: str) -> str:
+    from driftrag.eval.importers import IMPORT_FORMATS
+
+    if text not in IMPORT_FORMATS:
+        raise typer.BadParameter(f"one of {', '.join(IMPORT_FORMATS)}")
+    return text
+
+
+@eval_app.command(
+    "import",
+    examples=[
+        "driftrag eval import multihop-rag MultiHop-RAG/dataset --out sets/multihop-rag",
+        "driftrag eval import fairytaleqa FairytaleQAData --out sets/fairytaleqa",
+    ],
+)
+def eval_import(
+    ctx: typer.Context,
+    format_name: Annotated[
+        str,
+        typer.Argument(
+            metavar="FORMAT", help="multihop-rag or fairytaleqa (data/README.md).", callback=_format_argument
+        ),
+    ],
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="The benchmark's folder (its files as published).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write corpus/, questions.jsonl, import.json.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Import a public benchmark: its corpus as Markdown files, its questions in the harness's format (no model needed).
+
+    The source's ids and question types are kept in the ids; its types are mapped to local, multi-hop or
+    global, and the questions get the tuning/reporting split. A file not in the format is refused, named.
+    """
+    from driftrag.eval.importers import import_benchmark
+
+    summary = _run(ctx, lambda: import_benchmark(format_name, path, out))
+    types = ", ".join(f"{count} {kind}" for kind, count in summary.by_type.items())
+    lines = [
+        f"wrote {plural(summary.questions, 'question')} ({types}) to {out / summary.questions_file} and "
+        f"{plural(summary.documents, 'document')} to {out / summary.corpus}",
+        f"evidence found verbatim in the corpus: {summary.evidence_verbatim} of {summary.evidence}",
+    ]
+    lines += [f"left out: {plural(count, 'question')} of type {kind}" for kind, count in summary.skipped.items()]
+    lines += [
+        f"note: {path / source.path} is not the release the importer was built on (SHA-256 {source.sha256})"
+        for source in summary.sources
+        if source.is_pinned_release is False
+    ]
+    _emit(summary, as_json, "\n".join(lines))
