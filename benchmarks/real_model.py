@@ -60,8 +60,15 @@ MODES = ("basic", "local", "entity", "drift", "global")
 KB = f"bench-real-model-{os.getpid()}"
 BUDGET = 4000
 FALLBACKS = {"fallback", "dropped"}
-# docs/benchmarks.md keeps one table per model driftrag fetches, and one for the last other model run.
-RECORDED_TABLES = {"smollm2-135m": "real-model-smollm2", "qwen2.5-coder-0.5b": "real-model-qwen"}
+# docs/benchmarks.md keeps a table per model driftrag fetches and structured-output setting, each recorded
+# as soon as its run ends (a CPU model's two runs take an hour), and one for the last other model's runs.
+RECORDED_TABLES = {
+    ("smollm2-135m", "json_schema"): "real-model-smollm2-json-schema",
+    ("smollm2-135m", "off"): "real-model-smollm2-off",
+    ("qwen2.5-coder-0.5b", "json_schema"): "real-model-qwen-json-schema",
+    ("qwen2.5-coder-0.5b", "off"): "real-model-qwen-off",
+}
+OTHER_TABLE = "real-model-other"
 
 
 @dataclasses.dataclass
@@ -358,43 +365,58 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
         )
     if args.record:
         record(
-            RECORDED_TABLES.get(args.model or "", "real-model-other"),
-            f"A real model: {label}",
-            [
-                "model",
-                "structured",
-                "prompt / gen tok/s",
-                "ingest s",
-                "chat calls",
-                "completion tokens",
-                "median completion / extraction",
-                "calls at cap",
-                "loops stopped (ingest / queries)",
-                "unusable answers",
-                "offline fallbacks",
-                "entities (named in source)",
-                "relationships",
-                "example names copied",
-                "valid answers",
-                "degraded answers",
-                "failed queries",
-            ],
+            table_name(args, runs),
+            f"A real model: {label}, structured outputs " + ", ".join(run["structured"] for run in runs),
+            COLUMNS,
             rows,
             note=(
                 f"Sample corpus ({args.files} of its 4 files), {args.questions} reporting-half questions of "
                 "`data/questions/sample.jsonl` in each of the 5 modes; bundled offline embedder; llama.cpp server on "
-                "127.0.0.1 (2 threads, 2 slots)."
+                "127.0.0.1 (2 threads, 2 slots); loops stopped: answers the local provider cut where they began "
+                "to repeat themselves."
             ),
         )
 
 
+COLUMNS = [
+    "model",
+    "structured",
+    "prompt / gen tok/s",
+    "ingest s",
+    "chat calls",
+    "completion tokens",
+    "median completion / extraction",
+    "calls at cap",
+    "loops stopped (ingest / queries)",
+    "unusable answers",
+    "offline fallbacks",
+    "entities (named in source)",
+    "relationships",
+    "example names copied",
+    "valid answers",
+    "degraded answers",
+    "failed queries",
+]
+
+
+def table_name(args: argparse.Namespace, runs: list[dict[str, Any]]) -> str:
+    """A fetched model's run of one setting has its own table; anything else shares the other table."""
+    if len(runs) == 1:
+        return RECORDED_TABLES.get((args.model or "", runs[0]["structured"]), OTHER_TABLE)
+    return OTHER_TABLE
+
+
 async def main(args: argparse.Namespace) -> None:
     runs = []
-    for structured in args.structured.split(","):
+    settings = args.structured.split(",")
+    own_tables = all((args.model, structured) in RECORDED_TABLES for structured in settings)
+    for structured in settings:
         print(f"-- structured outputs: {structured}", flush=True)
         runs.append(await one_setting(args, structured))
-        report(argparse.Namespace(**{**vars(args), "record": False}), runs[-1:])  # each setting's figures at once
-    report(args, runs)
+        # Each setting's figures at once, recorded at once in its own table when it has one.
+        report(argparse.Namespace(**{**vars(args), "record": args.record and own_tables}), runs[-1:])
+    if not own_tables:
+        report(argparse.Namespace(**{**vars(args), "record": args.record}), runs)
 
 
 def parse_args() -> argparse.Namespace:
