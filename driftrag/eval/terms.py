@@ -1,11 +1,12 @@
 """Content words for the answer-based metrics: a set's language, its stopwords, and word sets of texts.
 
-The words and stopwords are the offline mode's (`driftrag.offline.nlp`: NLTK's lists as llama-index-core
-ships them, read from disk). A question set's language is guessed once from all its questions and
-reference answers together, the way the offline mode guesses a document's. Words are compared
-case-folded and split at apostrophes and hyphens (`Alice's` → alice, `emmène-t-il` → emmène, il), on
-the answer's side as on the context's; one-letter parts (`l'`, `s`) and stopwords are not content
-words.
+The stopwords and the language guess are the offline mode's (NLTK's lists as llama-index-core ships
+them, read from disk), handed over by the composition root (`driftrag.composition.language_guesser`).
+A question set's language is guessed once from all its questions and reference answers together, the
+way the offline mode guesses a document's. Words are compared
+case-folded as runs of letters, so split at apostrophes and hyphens (`Alice's` → alice,
+`emmène-t-il` → emmène, il), on the answer's side as on the context's; one-letter parts (`l'`, `s`),
+digits and stopwords are not content words.
 """
 
 from __future__ import annotations
@@ -13,11 +14,20 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from driftrag.eval.questions import QuestionItem
-from driftrag.offline.nlp import Language, LanguageResources, words
 
-_JOINS = re.compile(r"['’\-]")
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+class Language(Protocol):
+    name: str
+    stopwords: frozenset[str]
+
+
+class LanguageGuesser(Protocol):
+    def detect(self, text: str) -> Language: ...
 
 
 @dataclass(frozen=True)
@@ -28,15 +38,19 @@ class QuestionTerms:
     evidence: tuple[frozenset[str], ...]  # each evidence string's content words
 
 
-def set_language(questions: Sequence[QuestionItem], resources: LanguageResources | None = None) -> Language:
+def set_language(questions: Sequence[QuestionItem], guesser: LanguageGuesser | None = None) -> Language:
     """The language of a question set, guessed from its questions and reference answers."""
+    if guesser is None:
+        from driftrag.composition import language_guesser
+
+        guesser = language_guesser()
     text = "\n".join(f"{q.question}\n{q.reference_answer}" for q in questions)
-    return (resources or LanguageResources()).detect(text)
+    return guesser.detect(text)
 
 
 def word_parts(text: str) -> list[str]:
-    """Case-folded words split at apostrophes and hyphens, parts of two letters or more."""
-    return [part for word in words(text) for part in _JOINS.split(word.casefold()) if len(part) > 1]
+    """Case-folded runs of letters, of two letters or more."""
+    return [part for part in _LETTERS.findall(text.casefold()) if len(part) > 1]
 
 
 def content_terms(text: str, language: Language) -> frozenset[str]:
