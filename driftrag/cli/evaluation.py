@@ -45,8 +45,9 @@ BudgetOption = Annotated[
     str | None,
     typer.Option(
         "--budget",
-        help="Context budgets in cl100k tokens, comma-separated (2000,4000,8000): every method's ranked sources "
-        "are cut to each (default: DRIFTRAG_LOCAL_CONTEXT_TOKENS).",
+        help="Context budgets in cl100k tokens, comma-separated (2000,4000,8000): run runs every method at the "
+        "largest, the report cuts every method's ranked sources to each (default: the run's budgets, else "
+        "DRIFTRAG_LOCAL_CONTEXT_TOKENS).",
         callback=_budgets_option,
     ),
 ]

@@ -1,8 +1,10 @@
 """`driftrag eval report`: the Markdown report of a results folder, with its metrics and plots.
 
-Reads `run.json`, `questions.jsonl`, `runs.jsonl` and, when the answers were judged, `judge.json`;
-writes `report.md`, `metrics.json` and `plots/*.png` into the same folder. Everything but the judge
-section is computed here, offline, from the recorded rows.
+Reads `run.json`, `questions.jsonl`, `runs.jsonl`, `corpus.jsonl` and, when the answers were judged,
+`judge.json`; writes `report.md`, `metrics.json` and `plots/*.png` into the same folder. Everything but
+the judge section is computed here, offline, from the recorded rows: at each context budget, every
+method's metrics beside the floor and the ceiling (`driftrag.eval.bounds`), how full each method's
+context was, and each method's paired differences with basic (`driftrag.eval.compare`).
 """
 
 from __future__ import annotations
