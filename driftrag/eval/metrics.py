@@ -124,6 +124,19 @@ def fuzzy_contains(text_words: Sequence[str], evidence_words: Sequence[str], ove
     return False
 
 
+def any_fuzzy(
+    evidence_words: Sequence[str], texts: Sequence[Sequence[str]], text_sets: Sequence[frozenset[str]]
+) -> bool:
+    """`fuzzy_contains` over several texts, skipping those that lack too many of the evidence's words to
+    hold it anywhere (a set test: the whole corpus, the ceiling, is scanned only where it could match)."""
+    wanted = Counter(evidence_words)
+    need = math.ceil(FUZZY_OVERLAP * len(evidence_words) - 1e-9)
+    return any(
+        sum(count for word, count in wanted.items() if word in present) >= need and fuzzy_contains(text, evidence_words)
+        for text, present in zip(texts, text_sets, strict=True)
+    )
+
+
 class RowMetrics(BaseModel):
     """The metrics of one (question, method, repeat) row."""
 
@@ -170,9 +183,9 @@ def row_metrics(
     evidence = [normalise(item) for item in question.evidence]
     exact = [any(item in text for text in kept) for item in evidence]
     kept_words = [words(text) for text in kept]
+    kept_sets = [frozenset(w) for w in kept_words]
     fuzzy = [
-        found or any(fuzzy_contains(w, words(item)) for w in kept_words)
-        for item, found in zip(evidence, exact, strict=True)
+        found or any_fuzzy(words(item), kept_words, kept_sets) for item, found in zip(evidence, exact, strict=True)
     ]
     first = next((rank for rank, text in enumerate(kept, start=1) if any(item in text for item in evidence)), None)
     answer_recall = evidence_words = None
