@@ -150,7 +150,8 @@ async def run(args: argparse.Namespace) -> None:
     budgets = parse_budgets(args.budget)
     sets = sets_of(args)
     described: dict[str, str] = {}
-    async with DriftRAG(Settings()) as rag:
+    # The methods run at the largest budget, so that each fills every one.
+    async with DriftRAG(Settings().model_copy(update={"local_context_tokens": budgets[-1]})) as rag:
         for item in sets:
             described[item.name] = await run_set(rag, item, args, budgets)
         mode = f"{rag.mode} mode"
@@ -166,11 +167,12 @@ async def run(args: argparse.Namespace) -> None:
         "| set | budget | metric | each method minus basic, all questions: mean [95 % interval], points |",
         "|---|---|---|---|",
     ]
-    summaries = []
+    summaries, ran_at = [], set()
     for item in sets:
         started = time.monotonic()
         build_report(args.out / item.name, budgets[-1], budgets)
         data = load_report(args.out / item.name)
+        ran_at.add(data.run_budget)
         rows += recall_rows(item.name, data)
         differences += difference_lines(item.name, data)
         seconds = {m: c.seconds_median for m, c in data.summary.cost.items()}
@@ -183,8 +185,8 @@ async def run(args: argparse.Namespace) -> None:
     note = "\n".join(
         [
             f"Every method's ranked sources cut to each budget (cl100k tokens, sources charged as rendered); "
-            f"the methods ran at {budgets[-1]}; {mode}. Floor: the kb's chunks in a random order (seeded); "
-            "ceiling: every chunk, uncut. " + " ".join(s + "." for s in summaries),
+            f"the methods ran at {', '.join(map(str, sorted(ran_at)))}; {mode}. Floor: the kb's chunks in a "
+            "random order (seeded); ceiling: every chunk, uncut. " + " ".join(s + "." for s in summaries),
             "",
             "Paired differences with basic per question (bootstrap 95 % interval over questions, seeded); "
             "a method is said above or below basic only where the interval excludes 0:",

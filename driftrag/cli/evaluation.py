@@ -126,8 +126,13 @@ def eval_run(
     from driftrag.eval.runner import ensure_kb_has_chunks, parse_budgets, run_eval, summary_lines
     from driftrag.facade import DriftRAG
 
+    budgets = parse_budgets(budget) if budget else None
+    settings = load_settings()
+    if budgets:  # the methods run at the largest budget, so that each fills every one
+        settings = settings.model_copy(update={"local_context_tokens": budgets[-1]})
+
     async def action():
-        async with DriftRAG(load_settings()) as rag:
+        async with DriftRAG(settings) as rag:
             await ensure_kb_has_chunks(rag.stores.kbs, kb)
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 return await run_eval(
@@ -139,7 +144,7 @@ def eval_run(
                     repeats=repeats,
                     mode=rag.mode,
                     mode_description=rag.describe(),
-                    budgets=parse_budgets(budget) if budget else None,
+                    budgets=budgets,
                     retry_errors=retry_errors,
                     split=split,  # type: ignore[arg-type]
                     progress=_row_bar(bar, "questions x methods"),

@@ -87,6 +87,11 @@ class RunManifest(BaseModel):
         "largest. Empty in runs recorded before budgets were kept: they ran at DRIFTRAG_LOCAL_CONTEXT_TOKENS.",
     )
 
+    run_budget: int | None = Field(
+        default=None,
+        description="The context budget (local_context_tokens, fitted to the model's window) the methods ran at.",
+    )
+
     def report_budgets(self, default: int) -> list[int]:
         return list(self.budgets) or [default]
 

@@ -9,7 +9,6 @@ may add methods or repeats.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -68,6 +67,7 @@ def _prepare(
     mode_description: str,
     split: SplitChoice = "all",
     budgets: Sequence[int] = (),
+    run_budget: int | None = None,
 ) -> RunManifest:
     """Create the results folder, or check that the existing run is the same experiment."""
     digest = questions_digest(questions)
@@ -80,6 +80,7 @@ def _prepare(
             ("split", old.split, split),
             ("mode", old.mode, mode),
             ("context budgets", old.budgets, list(budgets)),
+            ("run budget", old.run_budget, run_budget),
         )
         clashes = [f"{name} {there!r} there, {here!r} here" for name, there, here in checks if there != here]
         if clashes:
@@ -99,6 +100,7 @@ def _prepare(
             repeats=repeats,
             started_at=now(),
             budgets=list(budgets),
+            run_budget=run_budget,
         )
         (out_dir / QUESTIONS).write_text(dump_questions(questions), encoding="utf-8")
     write_json(manifest_path, manifest)
@@ -151,8 +153,10 @@ async def run_eval(
     """Run what is missing from `out_dir`, one row at a time, then write and return the summary.
 
     `budgets` are the context budgets the report compares the methods at (default
-    `local_context_tokens`): every method runs with its context budget set to the largest, so that it
-    fills each of them, and the report cuts its ranked sources to each. `split` runs one fixed half of
+    `local_context_tokens`); the methods run at the deps' `local_context_tokens`, which should be the
+    largest so that each method fills every budget (the CLI builds its engine so, and the engine fits
+    it to the model's window: a budget above what the methods ran at is flagged by the report, not
+    hidden), and the report cuts their ranked sources to each. `split` runs one fixed half of
     the question set (`tune` or `report`) or all of it; the results folder keeps only the questions that
     were run, and the manifest and summary say which half. `corpus` reads the kb's chunks, kept once in
     the folder for the report's floor and ceiling.
@@ -161,14 +165,23 @@ async def run_eval(
     the method adapter (tests use it to simulate a kill)."""
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
-    budgets = sorted(set(budgets or [deps.settings.local_context_tokens]))
-    if budgets[-1] != deps.settings.local_context_tokens:
-        settings = deps.settings.model_copy(update={"local_context_tokens": budgets[-1]})
-        deps = dataclasses.replace(deps, settings=settings)
+    run_budget = deps.settings.local_context_tokens
+    budgets = sorted(set(budgets or [run_budget]))
     # File work runs in worker threads: nothing blocks the event loop the queries run on.
     questions = select_split(await asyncio.to_thread(load_questions, questions_file), split)
     manifest = await asyncio.to_thread(
-        _prepare, out_dir, kb, questions_file, questions, methods, repeats, mode, mode_description, split, budgets
+        _prepare,
+        out_dir,
+        kb,
+        questions_file,
+        questions,
+        methods,
+        repeats,
+        mode,
+        mode_description,
+        split,
+        budgets,
+        run_budget,
     )
     if corpus is not None and not (out_dir / CORPUS).is_file():
         await asyncio.to_thread(write_corpus, out_dir / CORPUS, await corpus())
