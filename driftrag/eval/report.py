@@ -52,7 +52,7 @@ def build_report(results: Path, default_budget: int, budgets: Sequence[int] | No
     """Write the report of `results` at `budgets` (default: those of the run, else `default_budget`)."""
     manifest, questions, rows = load_run(results)
     budgets = sorted(set(budgets or manifest.report_budgets(default_budget)))
-    run_budget = manifest.run_budget or default_budget
+    run_budget = manifest.run_budget or (max(manifest.budgets) if manifest.budgets else default_budget)
     summary = summarize(manifest, questions, rows, budgets[-1])
     language = set_language(questions)
     terms = {q.id: question_terms(q, language) for q in questions}
