@@ -27,8 +27,8 @@ test: install
 demo: install
 	$(BIN)/driftrag demo
 
-# The evaluation table of docs/benchmarks.md: ingest CORPUS (Alice's text; default: the pinned download),
-# run the five methods on the reporting half of the question set, rewrite that table.
+# The evaluation table of docs/benchmarks.md: ingest Alice (CORPUS, default: the pinned download) and Verne,
+# run the five methods at equal context on the reporting half of each set, rewrite that table.
 eval-table: install
 	$(BIN)/python benchmarks/eval_table.py --record $(if $(CORPUS),--corpus $(CORPUS))
 

@@ -34,12 +34,22 @@ if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms import LLM
 
+    from driftrag.eval.terms import LanguageGuesser
     from driftrag.ingestion.config_draft import LLMConfigDrafter
     from driftrag.ingestion.parsing import ParseWorkers
     from driftrag.providers.chat import ChatModel
     from driftrag.providers.factory import Providers
     from driftrag.search.budget import QueryBudget
     from driftrag.search.tasks import QueryTasks
+
+
+def language_guesser() -> LanguageGuesser:
+    """The offline mode's language data (NLTK's stopwords as llama-index-core ships them, read from
+    disk): the evaluation's answer metrics guess a question set's language with it and leave out its
+    stopwords, with a model as offline."""
+    from driftrag.offline.nlp import LanguageResources
+
+    return LanguageResources()
 
 
 def neo4j_stores(settings: Settings) -> Stores:

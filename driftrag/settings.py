@@ -263,7 +263,12 @@ class Settings(BaseSettings):
         description="A kb with at most this many chunks (entities, communities) is searched exactly, not on "
         "the vector index it shares with every kb of its embedder (0: always the index).",
     )
-    basic_top_k: int = Field(default=10, ge=1, description="Chunks retrieved by basic vector search.")
+    basic_top_k: int = Field(
+        default=10,
+        ge=1,
+        description="Chunks basic search reads first (twice as many while they all fit its context budget); "
+        "the question's own chunk search of the graph modes reads a multiple of it.",
+    )
     local_top_k_entities: int = Field(default=5, ge=1, description="Entities that seed a local search.")
     local_context_tokens: int = Field(default=4000, ge=200, description="Context budget of one local answer.")
     # Source text holds most of the evidence (at least basic search's share of the budget, so the question's

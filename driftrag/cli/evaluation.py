@@ -28,10 +28,27 @@ eval_app = DriftTyper(help="Research evaluation: run methods on a question set, 
 app.add_typer(eval_app, name="eval")
 
 ResultsOption = Annotated[Path, typer.Option("--results", help="Results folder of `driftrag eval run`.")]
+
+
+def _budgets_option(text: str | None) -> str | None:
+    from driftrag.eval.runner import parse_budgets
+
+    if text is None:
+        return None
+    try:
+        return ",".join(map(str, parse_budgets(text)))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 BudgetOption = Annotated[
-    int | None,
+    str | None,
     typer.Option(
-        "--budget", min=1, help="Context tokens every method is cut to (default: DRIFTRAG_LOCAL_CONTEXT_TOKENS)."
+        "--budget",
+        help="Context budgets in cl100k tokens, comma-separated (2000,4000,8000): run runs every method at the "
+        "largest, the report cuts every method's ranked sources to each (default: the run's budgets, else "
+        "DRIFTRAG_LOCAL_CONTEXT_TOKENS).",
+        callback=_budgets_option,
     ),
 ]
 
@@ -104,12 +121,18 @@ def eval_run(
     """Run each method on each question (one JSONL row each, resumable) and write a summary."""
     from rich.progress import Progress as Bar
 
+    from driftrag.eval.bounds import kb_chunks
     from driftrag.eval.methods import parse_methods
-    from driftrag.eval.runner import ensure_kb_has_chunks, run_eval, summary_lines
+    from driftrag.eval.runner import ensure_kb_has_chunks, parse_budgets, run_eval, summary_lines
     from driftrag.facade import DriftRAG
 
+    budgets = parse_budgets(budget) if budget else None
+    settings = load_settings()
+    if budgets:  # the methods run at the largest budget, so that each fills every one
+        settings = settings.model_copy(update={"local_context_tokens": budgets[-1]})
+
     async def action():
-        async with DriftRAG(load_settings()) as rag:
+        async with DriftRAG(settings) as rag:
             await ensure_kb_has_chunks(rag.stores.kbs, kb)
             with Bar(console=err_console, transient=True, disable=as_json) as bar:
                 return await run_eval(
@@ -121,10 +144,11 @@ def eval_run(
                     repeats=repeats,
                     mode=rag.mode,
                     mode_description=rag.describe(),
-                    budget_tokens=budget,
+                    budgets=budgets,
                     retry_errors=retry_errors,
                     split=split,  # type: ignore[arg-type]
                     progress=_row_bar(bar, "questions x methods"),
+                    corpus=lambda: kb_chunks(rag.stores.listing, kb),
                 )
 
     summary = _arun(ctx, action)
@@ -137,8 +161,10 @@ def eval_report(
 ) -> None:
     """Write report.md (tables), metrics.json and plots/ into the results folder (no model needed)."""
     from driftrag.eval.report import build_report
+    from driftrag.eval.runner import parse_budgets
 
-    outcome = _run(ctx, lambda: build_report(results, budget or load_settings().local_context_tokens))
+    budgets = parse_budgets(budget) if budget else None
+    outcome = _run(ctx, lambda: build_report(results, load_settings().local_context_tokens, budgets))
     text = f"wrote {outcome.report}, {outcome.metrics} and {plural(len(outcome.plots), 'plot')}"
     _emit(outcome, as_json, text + (f" ({outcome.plots_note})" if outcome.plots_note else ""))
 

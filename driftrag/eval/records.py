@@ -1,8 +1,9 @@
 """The files of a results folder and their row models.
 
 A results folder holds `run.json` (what was run: kb, question-set hash, model mode, methods,
-repeats), `questions.jsonl` (the question set, so reports need nothing else), `runs.jsonl` (one row
-per question, method and repeat), `summary.json`, and after judging `judgments.jsonl` and
+repeats, context budgets), `questions.jsonl` (the question set, so reports need nothing else),
+`corpus.jsonl` (the kb's chunks, for the floor and ceiling), `runs.jsonl` (one row per question, method
+and repeat), `summary.json`, and after judging `judgments.jsonl` and
 `judge.json`; `driftrag eval report` adds `report.md`, `metrics.json` and `plots/`.
 """
 
@@ -24,6 +25,7 @@ MANIFEST = "run.json"
 QUESTIONS = "questions.jsonl"
 ROWS = "runs.jsonl"
 SUMMARY = "summary.json"
+CORPUS = "corpus.jsonl"
 JUDGMENTS = "judgments.jsonl"
 JUDGE_SUMMARY = "judge.json"
 REPORT = "report.md"
@@ -79,6 +81,19 @@ class RunManifest(BaseModel):
     methods: list[Method]
     repeats: int
     started_at: str
+    budgets: list[int] = Field(
+        default_factory=list,
+        description="Context budgets (cl100k tokens) the report cuts every method to; the methods ran at the "
+        "largest. Empty in runs recorded before budgets were kept: they ran at DRIFTRAG_LOCAL_CONTEXT_TOKENS.",
+    )
+
+    run_budget: int | None = Field(
+        default=None,
+        description="The context budget (local_context_tokens, fitted to the model's window) the methods ran at.",
+    )
+
+    def report_budgets(self, default: int) -> list[int]:
+        return list(self.budgets) or [default]
 
 
 def latest_rows(rows: Sequence[RunRow]) -> list[RunRow]:

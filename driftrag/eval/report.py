@@ -1,8 +1,10 @@
 """`driftrag eval report`: the Markdown report of a results folder, with its metrics and plots.
 
-Reads `run.json`, `questions.jsonl`, `runs.jsonl` and, when the answers were judged, `judge.json`;
-writes `report.md`, `metrics.json` and `plots/*.png` into the same folder. Everything but the judge
-section is computed here, offline, from the recorded rows.
+Reads `run.json`, `questions.jsonl`, `runs.jsonl`, `corpus.jsonl` and, when the answers were judged,
+`judge.json`; writes `report.md`, `metrics.json` and `plots/*.png` into the same folder. Everything but
+the judge section is computed here, offline, from the recorded rows: at each context budget, every
+method's metrics beside the floor and the ceiling (`driftrag.eval.bounds`), how full each method's
+context was, and each method's paired differences with basic (`driftrag.eval.compare`).
 """
 
 from __future__ import annotations
@@ -13,22 +15,27 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from driftrag.eval.bounds import CEILING, FLOOR, UNCUT, floor_sources, read_corpus
+from driftrag.eval.compare import Comparison, compare
 from driftrag.eval.judge_stats import CriterionResult, JudgeSummary, PairResult
-from driftrag.eval.metrics import Aggregate, MetricsTable, Tokens, metrics_table
+from driftrag.eval.metrics import Aggregate, MetricsTable, RowMetrics, Tokens, metrics_table, row_metrics
 from driftrag.eval.plots import PlotsUnavailable, make_plots
-from driftrag.eval.questions import QUESTION_TYPES
-from driftrag.eval.records import JUDGE_SUMMARY, METRICS, PLOTS, REPORT, load_run
+from driftrag.eval.questions import QUESTION_TYPES, QuestionItem
+from driftrag.eval.records import CORPUS, JUDGE_SUMMARY, METRICS, PLOTS, REPORT, load_run
+from driftrag.eval.report_sections import budget_section, differences_section, fill_section
 from driftrag.eval.summary import RunSummary, all_row_metrics, summarize
-
-# Budgets of the recall sweep, as multiples of the report's budget.
-SWEEP = (0.25, 0.5, 1.0, 2.0)
+from driftrag.eval.terms import QuestionTerms, WordSets, question_terms, set_language
+from driftrag.models.search import Source
 
 
 class ReportData(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     summary: RunSummary
-    sweep: list[MetricsTable]
+    language: str
+    run_budget: int
+    tables: list[MetricsTable]
+    comparisons: list[Comparison]
     judge: JudgeSummary | None
 
 
@@ -41,17 +48,34 @@ class ReportOutcome(BaseModel):
     plots_note: str | None
 
 
-def build_report(results: Path, budget: int) -> ReportOutcome:
+def build_report(results: Path, default_budget: int, budgets: Sequence[int] | None = None) -> ReportOutcome:
+    """Write the report of `results` at `budgets` (default: those of the run, else `default_budget`)."""
     manifest, questions, rows = load_run(results)
-    summary = summarize(manifest, questions, rows, budget)
-    tokens = Tokens()
-    sweep = [
-        metrics_table(all_row_metrics(questions, rows, b, tokens), manifest.methods, b)
-        for b in sorted({max(1, round(budget * factor)) for factor in SWEEP})
-    ]
+    budgets = sorted(set(budgets or manifest.report_budgets(default_budget)))
+    run_budget = manifest.run_budget or (max(manifest.budgets) if manifest.budgets else default_budget)
+    summary = summarize(manifest, questions, rows, budgets[-1])
+    language = set_language(questions)
+    terms = {q.id: question_terms(q, language) for q in questions}
+    tokens, word_sets = Tokens(), WordSets()
+    corpus = read_corpus(results / CORPUS)
+    ceiling = None if corpus is None else bound_rows(questions, CEILING, corpus, UNCUT, tokens, terms, word_sets)
+    tables, comparisons = [], []
+    for budget in budgets:
+        method_rows = all_row_metrics(questions, rows, budget, tokens, terms, word_sets)
+        bounds = [] if corpus is None else bound_rows(questions, FLOOR, corpus, budget, tokens, terms, word_sets)
+        methods = [*manifest.methods, *([FLOOR, CEILING] if corpus is not None else [])]
+        tables.append(metrics_table([*method_rows, *bounds, *(ceiling or [])], methods, budget))
+        comparisons.append(compare(method_rows, manifest.methods, budget))
     judge_path = results / JUDGE_SUMMARY
     judge = JudgeSummary.model_validate_json(judge_path.read_text(encoding="utf-8")) if judge_path.is_file() else None
-    data = ReportData(summary=summary, sweep=sweep, judge=judge)
+    data = ReportData(
+        summary=summary,
+        language=language.name,
+        run_budget=run_budget,
+        tables=tables,
+        comparisons=comparisons,
+        judge=judge,
+    )
     metrics_path = results / METRICS
     metrics_path.write_text(data.model_dump_json(indent=2) + "\n", encoding="utf-8")
     try:
@@ -61,8 +85,34 @@ def build_report(results: Path, budget: int) -> ReportOutcome:
         plots, note = [], str(exc)
     type_counts = Counter(q.type for q in questions)
     report_path = results / REPORT
-    report_path.write_text(render(data, type_counts, [p.relative_to(results) for p in plots], note), encoding="utf-8")
+    text = render(data, type_counts, [p.relative_to(results) for p in plots], note, has_corpus=corpus is not None)
+    report_path.write_text(text, encoding="utf-8")
     return ReportOutcome(report=report_path, metrics=metrics_path, plots=plots, plots_note=note)
+
+
+def bound_rows(
+    questions: Sequence[QuestionItem],
+    bound: str,
+    corpus: Sequence[Source],
+    budget: int,
+    tokens: Tokens,
+    terms: dict[str, QuestionTerms],
+    word_sets: WordSets,
+) -> list[RowMetrics]:
+    """The floor's or the ceiling's metrics for every question (`driftrag.eval.bounds`)."""
+    return [
+        row_metrics(
+            q,
+            bound,
+            0,
+            floor_sources(corpus, q.id) if bound == FLOOR else corpus,
+            budget,
+            tokens,
+            terms=terms[q.id],
+            word_sets=word_sets,
+        )
+        for q in questions
+    ]
 
 
 def _pct(value: float | None) -> str:
@@ -101,10 +151,19 @@ def recall_cells(metrics: MetricsTable, field: str = "recall") -> tuple[list[str
     return ["method", *QUESTION_TYPES, "all"], rows
 
 
-def render(data: ReportData, type_counts: Counter[str], plots: Sequence[Path], plots_note: str | None) -> str:
+def render(
+    data: ReportData,
+    type_counts: Counter[str],
+    plots: Sequence[Path],
+    plots_note: str | None,
+    *,
+    has_corpus: bool = True,
+) -> str:
     summary, metrics = data.summary, data.summary.metrics
     budget = metrics.budget_tokens
     types = ", ".join(f"{type_counts.get(t, 0)} {t}" for t in QUESTION_TYPES)
+    budgets = ", ".join(str(t.budget_tokens) for t in data.tables)
+    above = [t.budget_tokens for t in data.tables if t.budget_tokens > data.run_budget]
     lines = [
         f"# Evaluation of kb `{summary.kb}`",
         "",
@@ -112,9 +171,19 @@ def render(data: ReportData, type_counts: Counter[str], plots: Sequence[Path], p
         f"- Questions: {summary.questions} ({types}) of split {summary.split}; methods: {', '.join(summary.methods)}; "
         f"repeats: {summary.repeats}",
         f"- Rows: {summary.rows} of {summary.expected_rows} expected; errors: {summary.errors}",
-        f"- Context budget of the retrieval metrics: {budget} cl100k tokens for every method",
+        f"- Context budgets: {budgets} cl100k tokens, every method's ranked sources cut to each; the methods ran "
+        f"with a context budget of {data.run_budget}"
+        + (f" (below {', '.join(map(str, above))}: those budgets cannot be filled)" if above else ""),
+        f"- Language of the question set (stopwords of the answer-based metrics): {data.language}",
+        *([] if has_corpus else [f"- No `{CORPUS}` in the folder (a run before it was kept): no floor or ceiling"]),
         "",
-        f"## Evidence recall at {budget} context tokens",
+        *fill_section(data.tables),
+        "",
+        *budget_section(data.tables, data.language),
+        "",
+        *differences_section(data.comparisons),
+        "",
+        f"## Evidence recall by question type at {budget} context tokens",
         "",
         "Each method's ranked sources are cut to the same token budget; an evidence string counts when it",
         "appears (normalised) inside one source of the cut context. Mean over questions with evidence",
@@ -125,13 +194,6 @@ def render(data: ReportData, type_counts: Counter[str], plots: Sequence[Path], p
         "Fuzzy variant (an evidence string counts when a window of a source shares ≥ 90 % of its word tokens):",
         "",
         *recall_table(metrics, "fuzzy_recall"),
-        "",
-        "Exact recall (all types) as the budget changes:",
-        "",
-        *_table(
-            ["method", *(f"{table.budget_tokens} tokens" for table in data.sweep)],
-            [[m, *(_pct(table.by_method[m].recall) for table in data.sweep)] for m in metrics.by_method],
-        ),
         "",
         "## First hit and context size",
         "",

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from driftrag.errors import KnowledgeBaseNotFoundError
+from driftrag.eval.bounds import write_corpus
 from driftrag.eval.jsonl import JsonlLog, ResultsFileError, read_rows
 from driftrag.eval.methods import Method, MethodOutput, run_method
 from driftrag.eval.questions import (
@@ -24,6 +25,7 @@ from driftrag.eval.questions import (
     select_split,
 )
 from driftrag.eval.records import (
+    CORPUS,
     MANIFEST,
     QUESTIONS,
     ROWS,
@@ -35,10 +37,23 @@ from driftrag.eval.records import (
     write_json,
 )
 from driftrag.eval.summary import RunSummary, summarize
+from driftrag.models.search import Source
 from driftrag.models.storage import KbStorage
 from driftrag.search.deps import QueryDeps
 
 MethodRunner = Callable[[QueryDeps, str, Method, str], Awaitable[MethodOutput]]
+CorpusReader = Callable[[], Awaitable[list[Source]]]
+
+
+def parse_budgets(text: str) -> list[int]:
+    """`2000,4000,8000` → [2000, 4000, 8000]: positive, distinct, sorted."""
+    try:
+        budgets = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise ValueError(f"budgets must be whole numbers of tokens, such as 2000,4000: {text!r}") from None
+    if not budgets or budgets[0] < 1:
+        raise ValueError(f"budgets must be at least 1 token: {text!r}")
+    return budgets
 
 
 def _prepare(
@@ -51,6 +66,8 @@ def _prepare(
     mode: str,
     mode_description: str,
     split: SplitChoice = "all",
+    budgets: Sequence[int] = (),
+    run_budget: int | None = None,
 ) -> RunManifest:
     """Create the results folder, or check that the existing run is the same experiment."""
     digest = questions_digest(questions)
@@ -62,6 +79,8 @@ def _prepare(
             ("question set", old.questions_sha256, digest),
             ("split", old.split, split),
             ("mode", old.mode, mode),
+            ("context budgets", old.budgets, list(budgets)),
+            ("run budget", old.run_budget, run_budget),
         )
         clashes = [f"{name} {there!r} there, {here!r} here" for name, there, here in checks if there != here]
         if clashes:
@@ -80,6 +99,8 @@ def _prepare(
             methods=list(methods),
             repeats=repeats,
             started_at=now(),
+            budgets=list(budgets),
+            run_budget=run_budget,
         )
         (out_dir / QUESTIONS).write_text(dump_questions(questions), encoding="utf-8")
     write_json(manifest_path, manifest)
@@ -122,26 +143,48 @@ async def run_eval(
     repeats: int = 1,
     mode: str,
     mode_description: str = "",
-    budget_tokens: int | None = None,
+    budgets: Sequence[int] | None = None,
     retry_errors: bool = True,
     split: SplitChoice = "all",
     run: MethodRunner = run_method,
     progress: ProgressSink | None = None,
+    corpus: CorpusReader | None = None,
 ) -> RunSummary:
     """Run what is missing from `out_dir`, one row at a time, then write and return the summary.
 
-    `split` runs one fixed half of the question set (`tune` or `report`) or all of it; the results
-    folder keeps only the questions that were run, and the manifest and summary say which half.
+    `budgets` are the context budgets the report compares the methods at (default
+    `local_context_tokens`); the methods run at the deps' `local_context_tokens`, which should be the
+    largest so that each method fills every budget (the CLI builds its engine so, and the engine fits
+    it to the model's window: a budget above what the methods ran at is flagged by the report, not
+    hidden), and the report cuts their ranked sources to each. `split` runs one fixed half of
+    the question set (`tune` or `report`) or all of it; the results folder keeps only the questions that
+    were run, and the manifest and summary say which half. `corpus` reads the kb's chunks, kept once in
+    the folder for the report's floor and ceiling.
 
     Questions run one after another so wall times are not inflated by each other. `run` replaces
     the method adapter (tests use it to simulate a kill)."""
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
+    run_budget = deps.settings.local_context_tokens
+    budgets = sorted(set(budgets or [run_budget]))
     # File work runs in worker threads: nothing blocks the event loop the queries run on.
     questions = select_split(await asyncio.to_thread(load_questions, questions_file), split)
     manifest = await asyncio.to_thread(
-        _prepare, out_dir, kb, questions_file, questions, methods, repeats, mode, mode_description, split
+        _prepare,
+        out_dir,
+        kb,
+        questions_file,
+        questions,
+        methods,
+        repeats,
+        mode,
+        mode_description,
+        split,
+        budgets,
+        run_budget,
     )
+    if corpus is not None and not (out_dir / CORPUS).is_file():
+        await asyncio.to_thread(write_corpus, out_dir / CORPUS, await corpus())
     log = JsonlLog(out_dir / ROWS, RunRow)
     with log:
         existing = await asyncio.to_thread(log.open)
@@ -159,8 +202,7 @@ async def run_eval(
             await asyncio.to_thread(log.append, row)
             if progress is not None:
                 progress(row, n, len(todo))
-    budget = budget_tokens or deps.settings.local_context_tokens
-    return await asyncio.to_thread(_write_summary, out_dir, manifest, questions, budget)
+    return await asyncio.to_thread(_write_summary, out_dir, manifest, questions, budgets[-1])
 
 
 def _write_summary(out_dir: Path, manifest: RunManifest, questions: Sequence[QuestionItem], budget: int) -> RunSummary:

@@ -1,8 +1,10 @@
-"""The statistics of the judge, hand-written (a few lines each) so they need no scientific stack.
+"""The statistics of the judge and of the paired comparisons, a few lines each (no scientific stack
+beyond numpy, which the offline embedder already needs).
 
 - Wilson score interval of a proportion (Wilson 1927; Newcombe 1998 compares it with the others).
 - Exact two-sided sign test: the binomial test of k successes in n trials against p = 1/2.
 - Holm's step-down correction of p-values for multiple comparisons (Holm 1979).
+- Percentile bootstrap interval of a mean of paired differences (Efron & Tibshirani 1993), with numpy.
 """
 
 from __future__ import annotations
@@ -50,3 +52,20 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - position) * p_values[index]))
         adjusted[index] = running
     return adjusted
+
+
+def bootstrap_interval(
+    differences: Sequence[float], *, confidence: float = 0.95, resamples: int = 5000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of paired `differences` (questions resampled with
+    replacement, `seed` fixed so a report is reproducible); (0, 0) for no questions."""
+    import numpy as np
+
+    if not differences:
+        return (0.0, 0.0)
+    values = np.asarray(differences, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(values), size=(resamples, len(values)))
+    means = values[picks].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return (float(low), float(high))

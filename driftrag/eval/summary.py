@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from driftrag.eval.metrics import MetricsTable, RowMetrics, Tokens, metrics_table, row_metrics
 from driftrag.eval.questions import QuestionItem
 from driftrag.eval.records import RunManifest, RunRow, now
+from driftrag.eval.terms import QuestionTerms, WordSets, question_terms, set_language
 
 
 class MethodCost(BaseModel):
@@ -72,15 +73,36 @@ def method_cost(rows: Sequence[RunRow]) -> MethodCost:
     )
 
 
+def terms_of(questions: Sequence[QuestionItem]) -> dict[str, QuestionTerms]:
+    """Each question's content words, in the language of the whole set."""
+    language = set_language(questions)
+    return {question.id: question_terms(question, language) for question in questions}
+
+
 def all_row_metrics(
-    questions: Sequence[QuestionItem], rows: Sequence[RunRow], budget: int, tokens: Tokens | None = None
+    questions: Sequence[QuestionItem],
+    rows: Sequence[RunRow],
+    budget: int,
+    tokens: Tokens | None = None,
+    terms: dict[str, QuestionTerms] | None = None,
+    word_sets: WordSets | None = None,
 ) -> list[RowMetrics]:
     """Metrics of every row whose question is in the set (rows of removed questions are ignored)."""
     tokens = tokens or Tokens()
+    terms = terms if terms is not None else terms_of(questions)
+    word_sets = word_sets or WordSets()
     by_id = {question.id: question for question in questions}
     return [
         row_metrics(
-            by_id[row.question_id], row.method, row.repeat, row.sources, budget, tokens, failed=row.error is not None
+            by_id[row.question_id],
+            row.method,
+            row.repeat,
+            row.sources,
+            budget,
+            tokens,
+            failed=row.error is not None,
+            terms=terms.get(row.question_id),
+            word_sets=word_sets,
         )
         for row in rows
         if row.question_id in by_id

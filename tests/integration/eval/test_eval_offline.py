@@ -10,11 +10,12 @@ import json
 from pathlib import Path
 
 from driftrag.composition import ingestion_deps, query_deps
+from driftrag.eval.bounds import kb_chunks, read_corpus
 from driftrag.eval.generate import kb_description
 from driftrag.eval.jsonl import read_rows
 from driftrag.eval.methods import METHODS
 from driftrag.eval.questions import dump_questions, load_questions
-from driftrag.eval.records import MANIFEST, QUESTIONS, REPORT, ROWS, SUMMARY, RunRow, load_run
+from driftrag.eval.records import CORPUS, MANIFEST, QUESTIONS, REPORT, ROWS, SUMMARY, RunRow, load_run
 from driftrag.eval.report import build_report
 from driftrag.eval.runner import ensure_kb_has_chunks, run_eval
 from driftrag.ingestion.requests import IngestRequest
@@ -63,11 +64,16 @@ async def test_offline_eval_of_all_methods_on_the_sample(
         deps = query_deps(settings, stores, providers)
         questions = write_subset(tmp_path / "subset.jsonl")
         out = tmp_path / "results"
-        summary = await run_eval(deps, kb, questions, list(METHODS), out, mode=providers.mode)
+        summary = await run_eval(
+            deps, kb, questions, list(METHODS), out, mode=providers.mode, corpus=lambda: kb_chunks(stores.listing, kb)
+        )
 
         assert summary.rows == summary.expected_rows == 3 * len(METHODS)
         assert summary.errors == 0, summary.cost
-        assert {p.name for p in out.iterdir()} >= {MANIFEST, QUESTIONS, ROWS, SUMMARY}
+        assert {p.name for p in out.iterdir()} >= {MANIFEST, QUESTIONS, ROWS, SUMMARY, CORPUS}
+        # The kb's chunks, kept for the floor and the ceiling, in reading order.
+        kept = read_corpus(out / CORPUS)
+        assert kept and {c.id for c in kept} == {c["id"] for c in await stores.listing.chunks(kb)}
         _, _, rows = load_run(out)
         for row in rows:
             assert row.extractive and row.llm_calls == 0 and row.answer.strip()
@@ -94,7 +100,9 @@ async def test_offline_eval_of_all_methods_on_the_sample(
         assert outcome.report == out / REPORT
         for method in METHODS:
             assert f"| {method} |" in text
-        assert "## Evidence recall at" in text and "## Cost per question" in text and "Not judged" in text
+        assert "## Evidence recall by question type at" in text and "## Cost per question" in text
+        assert "Not judged" in text and "## Context filled" in text and "## Differences with basic" in text
+        assert "| ceiling (whole corpus) |" in text and "| floor (random chunks) |" in text
         assert len(outcome.plots) == 2 and all(p.is_file() for p in outcome.plots)
 
         # The question generator's corpus description comes from the kb's community reports.

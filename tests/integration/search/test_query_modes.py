@@ -9,8 +9,10 @@ import uuid
 import pytest
 
 from driftrag.errors import InvalidIdentifierError, InvalidQueryError, ModelError
+from driftrag.providers.tokens import count_tokens
 from driftrag.search import question_chunks
 from driftrag.search.budget import BudgetExhausted, QueryBudget
+from driftrag.search.context import render_item
 from driftrag.search.deps import QueryDeps
 from driftrag.search.local import build_local_context
 from driftrag.search.models import SearchResult
@@ -65,12 +67,31 @@ async def test_basic_search_answers_from_chunks_and_cites_them(
     assert result.mode == "basic" and result.kb == graph_kb and not result.extractive
     assert_grounded(result, graph_ids)
     assert {s.kind for s in result.context.sources} == {"chunk"}
-    assert 0 < len(result.context.sources) <= search_settings.basic_top_k
+    assert 0 < len(result.context.sources) <= len(graph_ids["chunk"])
     assert result.source_ids and set(result.source_ids) <= graph_ids["chunk"]
     assert all(s.origin == "vector" and s.score is not None for s in result.context.sources)
     assert "wind" in result.answer
     assert chat.calls == {"answer": 1}
     assert result.usage.embedding_requests == 1 and result.seconds > 0
+
+
+@pytest.mark.parametrize("budget", [300, 700])
+async def test_basic_search_takes_chunks_in_rank_order_until_the_budget_is_full(
+    search_settings, module_store, search_providers, graph_kb, graph_ids, budget
+) -> None:
+    # One chunk read first: basic search must read further until its budget is full, not stop at top-k.
+    deps, _ = make_deps(search_settings, module_store, search_providers, basic_top_k=1, local_context_tokens=budget)
+    question = "What did Jonas Pell write in the log about the wind?"
+    result = await run_mode(deps, "basic", graph_kb, question)
+    vector = await deps.embedder.aget_query_embedding(question)
+    ranking = await deps.stores.search.search_chunks(graph_kb, vector, len(graph_ids["chunk"]))
+    taken = [s.id for s in result.context.sources]
+    assert len(taken) > 1 and result.context.n_tokens <= budget
+    assert taken == [s.id for s in ranking if s.id in taken]  # in similarity order
+    room = budget - result.context.n_tokens
+    # Every chunk left out is one that does not fit what is left of the budget.
+    for left_out in (s for s in ranking if s.id not in taken):
+        assert count_tokens(render_item(left_out)) + 1 > room
 
 
 async def test_local_search_uses_entities_chunks_relationships_and_communities(

@@ -69,18 +69,30 @@ def test_the_pictures_of_ingestion_and_drift_name_every_step_of_their_workflows(
 
 
 def test_the_readme_headline_recall_is_the_recorded_evaluation_table() -> None:
-    """The front page quotes the evaluation table of docs/benchmarks.md; re-recording it must update both."""
+    """The front page quotes the evaluation table of docs/benchmarks.md at one budget; re-recording it
+    must update both."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     table = page.split("<!-- bench:eval-table:start -->", 1)[1].split("<!-- bench:eval-table:end -->", 1)[0]
-    recorded = {}
-    for line in table.splitlines():
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
-        if len(cells) == 5 and cells[0] in {"drift", "global", "local", "entity", "basic"}:
-            recorded[cells[0]] = {"multi-hop": cells[2].split("%")[0], "all": cells[4].split("%")[0]}
-    header = next(line for line in readme.splitlines() if line.startswith("| | drift |"))
-    methods = [cell.strip() for cell in header.strip("|").split("|")][1:]
-    for label, column in (("evidence recall, all", "all"), ("evidence recall, multi-hop", "multi-hop")):
-        row = next(line for line in readme.splitlines() if line.startswith(f"| {label}"))
-        quoted = [cell.strip().rstrip(" %") for cell in row.strip("|").split("|")][1:]
-        assert quoted == [recorded[method][column] for method in methods], (label, quoted, recorded)
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table.splitlines()]
+    header = next(row for row in rows if row[:2] == ["set", "method"])
+    recorded = {
+        (row[0], row[1].split(" (")[0]): dict(zip(header, row, strict=True))
+        for row in rows
+        if len(row) == len(header) and row[:2] != header[:2] and not row[0].startswith("---")
+    }
+    quoted_header = next(line for line in readme.splitlines() if line.startswith("| at ") and "| drift |" in line)
+    cells = [cell.strip() for cell in quoted_header.strip("|").split("|")]
+    budget = cells[0].removeprefix("at ").removesuffix(" tokens").replace(",", "")
+    methods = cells[1:]
+    quoted_rows = [
+        line for line in readme.splitlines() if re.match(r"\| \w+, (exact evidence|answer-token) recall \|", line)
+    ]
+    assert len(quoted_rows) >= 2
+    for line in quoted_rows:
+        label, *values = [cell.strip() for cell in line.strip("|").split("|")]
+        name, metric = label.split(", ", 1)
+        column = f"{'exact recall' if metric.startswith('exact') else 'answer-token recall'}, {budget}"
+        for method, value in zip(methods, values, strict=True):
+            expected = recorded[(name.lower(), method)][column]
+            assert float(value.rstrip(" %")) == float(expected.rstrip("%")), (label, method, value, expected)

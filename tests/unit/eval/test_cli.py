@@ -37,6 +37,15 @@ def test_report_of_a_results_folder(results: Path) -> None:
     assert "500 context tokens" in (results / "report.md").read_text(encoding="utf-8")
 
 
+def test_report_at_several_budgets_has_a_column_per_budget(results: Path) -> None:
+    result = invoke("report", "--results", str(results), "--budget", "4000,2000")
+    assert result.exit_code == 0, result.output
+    text = (results / "report.md").read_text(encoding="utf-8")
+    assert "- Context budgets: 2000, 4000 cl100k tokens" in text and "| method | 2000 tokens | 4000 tokens |" in text
+    refused = invoke("report", "--results", str(results), "--budget", "4k")
+    assert refused.exit_code == 2 and "whole numbers of tokens" in " ".join(refused.output.split())
+
+
 def test_report_of_a_folder_without_a_run_fails_cleanly(tmp_path: Path) -> None:
     result = invoke("report", "--results", str(tmp_path))
     assert result.exit_code == 1 and "run.json missing" in " ".join(result.output.split())

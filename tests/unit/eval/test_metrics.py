@@ -8,6 +8,7 @@ import pytest
 from driftrag.eval.metrics import (
     Tokens,
     aggregate,
+    cut,
     fuzzy_contains,
     metrics_table,
     row_metrics,
@@ -32,9 +33,10 @@ def chunk(i: int, text: str) -> Source:
     return Source(id=f"chunk-{i}", kind="chunk", text=text)
 
 
-A = chunk(1, "the lamp went dark at midnight")  # 6 tokens
-B = chunk(2, "a heron button lay on the stairs")  # 7 tokens
-C = chunk(3, "the ledger records every boat after dark")  # 7 tokens
+# Each source is charged as rendered: its heading `[chunk-i]` (1 token here), its text, a blank line (1).
+A = chunk(1, "the lamp went dark at midnight")  # 6 tokens of text, 8 charged
+B = chunk(2, "a heron button lay on the stairs")  # 7 tokens of text, 9 charged
+C = chunk(3, "the ledger records every boat after dark")  # 7 tokens of text, 9 charged
 SOURCES = [A, B, C]
 TOKENS = WordTokens()
 
@@ -45,19 +47,23 @@ def question(*evidence: str, qid: str = "q1", kind: str = "local") -> QuestionIt
 
 def test_truncate_keeps_whole_sources_then_cuts_the_last() -> None:
     assert truncate(SOURCES, 100, TOKENS) == [A.text, B.text, C.text]
-    assert truncate(SOURCES, 13, TOKENS) == [A.text, B.text]
-    assert truncate(SOURCES, 16, TOKENS) == [A.text, B.text, "the ledger records"]
-    assert truncate(SOURCES, 4, TOKENS) == ["the lamp went dark"]
+    assert truncate(SOURCES, 17, TOKENS) == [A.text, B.text]
+    assert truncate(SOURCES, 22, TOKENS) == [A.text, B.text, "the ledger records"]
+    assert truncate(SOURCES, 6, TOKENS) == ["the lamp went dark"]
     assert truncate(SOURCES, 0, TOKENS) == []
+    # What the cut charged: all of a budget it filled, the rendered sources when they all fit.
+    assert cut(SOURCES, 22, TOKENS).tokens == 22 and cut(SOURCES, 100, TOKENS).tokens == 26
 
 
 def test_truncate_with_cl100k_never_exceeds_the_budget() -> None:
     tokens = Tokens()
     long = [chunk(i, "Alice was beginning to get very tired of sitting by her sister. " * 20) for i in range(5)]
-    for budget in (1, 17, 250, 1000):
+    assert truncate(long, 1, tokens) == []  # not even a source's heading fits
+    for budget in (17, 250, 1000):
         kept = truncate(long, budget, tokens)
         assert sum(len(tokens.encode(text)) for text in kept) <= budget + 1  # a cut may re-tokenise by one
         assert kept[0].startswith("Alice")
+        assert cut(long, budget, tokens).tokens == budget  # long enough to fill every budget
 
 
 def test_recall_and_first_hit_rank_at_a_budget() -> None:
@@ -65,11 +71,12 @@ def test_recall_and_first_hit_rank_at_a_budget() -> None:
     full = row_metrics(q, "basic", 0, SOURCES, 100, TOKENS)
     assert (full.evidence, full.exact_hits, full.first_hit_rank) == (3, 3, 1)
     assert full.recall == 1.0 and full.context_tokens == 20
-    # 16 tokens: C is cut to "the ledger records", so its evidence is lost.
-    cut = row_metrics(q, "basic", 0, SOURCES, 16, TOKENS)
-    assert (cut.exact_hits, cut.first_hit_rank) == (2, 1)
-    assert cut.recall == pytest.approx(2 / 3)
-    assert cut.context_tokens == 20  # the whole context, before the cut
+    # 22 tokens: C is cut to "the ledger records", so its evidence is lost.
+    short = row_metrics(q, "basic", 0, SOURCES, 22, TOKENS)
+    assert (short.exact_hits, short.first_hit_rank) == (2, 1)
+    assert short.recall == pytest.approx(2 / 3)
+    assert short.context_tokens == 20  # the whole context, before the cut
+    assert (full.kept_tokens, short.kept_tokens) == (26, 22)
 
 
 def test_first_hit_rank_is_the_first_source_with_any_evidence() -> None:
@@ -100,8 +107,9 @@ def test_fuzzy_window_overlap() -> None:
 def test_fuzzy_recall_forgives_evidence_cut_at_the_budget_edge() -> None:
     long = chunk(4, " ".join(f"w{i}" for i in range(30)))
     q = question(" ".join(f"w{i}" for i in range(10, 30)))  # the last 20 words
-    # Budget 29: the last word is cut off; exact misses, fuzzy (19/20 = 95 %) finds it.
-    metrics = row_metrics(q, "basic", 0, [long], 29, TOKENS)
+    # Budget 31 (29 words once the heading and blank line are paid): the last word is cut off; exact
+    # misses, fuzzy (19/20 = 95 %) finds it.
+    metrics = row_metrics(q, "basic", 0, [long], 31, TOKENS)
     assert (metrics.exact_hits, metrics.fuzzy_hits) == (0, 1)
     assert metrics.first_hit_rank is None
 

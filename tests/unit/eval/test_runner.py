@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from driftrag.eval.bounds import read_corpus
 from driftrag.eval.jsonl import ResultsFileError, read_rows
 from driftrag.eval.questions import QuestionItem, dump_questions
-from driftrag.eval.records import MANIFEST, QUESTIONS, ROWS, SUMMARY, RunRow, load_run
-from driftrag.eval.runner import run_eval
+from driftrag.eval.records import CORPUS, MANIFEST, QUESTIONS, ROWS, SUMMARY, RunRow, load_run
+from driftrag.eval.runner import parse_budgets, run_eval
+from driftrag.models.search import Source
+from driftrag.settings import Settings
 from tests.fakes.eval_results import FakeMethods, Killed, SettingsOnlyDeps, source
 
 METHODS = ["drift", "local", "basic", "entity"]
@@ -126,6 +129,49 @@ async def test_a_results_folder_of_another_run_is_refused(tmp_path: Path, questi
     changed = reworded(questions_file, tmp_path / "changed.jsonl")
     with pytest.raises(ResultsFileError, match="question set"):
         await run_eval(SettingsOnlyDeps(), "kb1", changed, ["basic"], out, mode="offline", run=fake_methods())
+
+
+async def test_the_budgets_and_the_budget_the_methods_ran_at_are_kept_with_the_corpus_once(
+    tmp_path: Path, questions_file: Path
+) -> None:
+    seen_budgets: list[int] = []
+    reads: list[int] = []
+
+    async def spy(deps, kb, method, question):
+        seen_budgets.append(deps.settings.local_context_tokens)
+        return await fake_methods()(deps, kb, method, question)
+
+    async def corpus() -> list[Source]:
+        reads.append(1)
+        return [source("chunk-1", "Pip rang the bell for hours.")]
+
+    out = tmp_path / "results"
+    deps = SettingsOnlyDeps(Settings(_env_file=None, local_context_tokens=8000))
+
+    async def go(methods: list[str], budgets: list[int]):
+        return await run_eval(
+            deps, "kb1", questions_file, methods, out, mode="offline", run=spy, budgets=budgets, corpus=corpus
+        )
+
+    await go(["basic"], [8000, 2000, 4000])
+    assert set(seen_budgets) == {8000}
+    manifest, _, _ = load_run(out)
+    assert manifest.budgets == [2000, 4000, 8000] and manifest.run_budget == 8000
+    assert read_corpus(out / CORPUS) == [source("chunk-1", "Pip rang the bell for hours.")]
+    await go(["basic", "local"], [2000, 4000, 8000])
+    assert reads == [1]  # kept by the first run, not read again
+    with pytest.raises(ResultsFileError, match="context budgets"):
+        await go(["basic"], [4000])
+    # The same budgets from methods that ran at another budget are another experiment.
+    with pytest.raises(ResultsFileError, match="run budget 8000 there, 4000 here"):
+        await run(out, questions_file, spy, methods=["basic"], budgets=[2000, 4000, 8000])
+
+
+def test_budgets_are_parsed_sorted_and_checked() -> None:
+    assert parse_budgets("8000, 2000,4000,2000") == [2000, 4000, 8000]
+    for bad in ("", "0,4000", "4k"):
+        with pytest.raises(ValueError, match="budgets"):
+            parse_budgets(bad)
 
 
 async def test_a_corrupt_row_in_the_middle_is_an_error_not_skipped(tmp_path: Path, questions_file: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from driftrag.eval.stats import holm, sign_test, wilson_interval
+from driftrag.eval.stats import bootstrap_interval, holm, sign_test, wilson_interval
 
 
 @pytest.mark.parametrize(
@@ -51,3 +51,18 @@ def test_holm_on_a_known_example() -> None:
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped at 1
     assert holm([]) == []
+
+
+def test_the_bootstrap_interval_of_identical_methods_spans_zero() -> None:
+    assert bootstrap_interval([0.0] * 40) == (0.0, 0.0)
+    low, high = bootstrap_interval([])
+    assert low <= 0 <= high
+
+
+def test_the_bootstrap_interval_is_seeded_and_excludes_zero_only_for_a_clear_difference() -> None:
+    mixed = [0.1, -0.1, 0.2, -0.2, 0.0, 0.05, -0.05] * 5
+    low, high = bootstrap_interval(mixed)
+    assert low < 0 < high and bootstrap_interval(mixed) == (low, high)
+    clear = [0.3, 0.2, 0.25, 0.1, 0.4, 0.0, 0.35] * 5
+    low, high = bootstrap_interval(clear)
+    assert 0 < low < sum(clear) / len(clear) < high
