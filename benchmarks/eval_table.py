@@ -9,12 +9,13 @@ of each method with basic, overall, with its bootstrap 95 % interval. With `--re
 evaluation table of docs/benchmarks.md (`benchmarks/record.py`). The model mode is the active one
 (offline without OPENAI_API_KEY). Neo4j is `NEO4J_URI` or the local one on `DRIFTRAG_NEO4J_PORT`.
 
-    .venv/bin/python benchmarks/eval_table.py [--sets alice,verne] [--set NAME QUESTIONS CORPUS]...
+    .venv/bin/python benchmarks/eval_table.py [--sets alice,verne,fairytaleqa] [--set NAME QUESTIONS CORPUS]...
         [--corpus alice_in_wonderland.txt] [--split report] [--budget 2000,4000,8000]
         [--out results/eval-table] [--record]
 
-`--sets` names the project's own sets (alice: `data/questions/alice.jsonl` on `driftrag data fetch alice`;
-verne: `data/questions/verne.jsonl` on the shipped French text). `--set NAME QUESTIONS CORPUS` adds any
+`--sets` names the shipped sets (alice: `data/questions/alice.jsonl` on `driftrag data fetch alice`;
+verne: `data/questions/verne.jsonl` on the shipped French text; fairytaleqa: the imported FairytaleQA
+questions on their stories, `data/imported/fairytaleqa/`, written by others). `--set NAME QUESTIONS CORPUS` adds any
 other set in the harness's format (data/README.md) with its corpus file or folder, such as one written
 by an importer; its kb is `eval-NAME`. `--split` runs one fixed half of each set (`report`, the default for
 the published table: never tuned on; `tune`; or `all`).
@@ -51,7 +52,16 @@ from benchmarks.record import add_record_option, record
 REPO = Path(__file__).resolve().parents[1]
 NAME, TITLE = "eval-table", "Evaluation at equal context"
 METHODS = "drift,global,local,basic,entity"
-OWN_SETS = {"alice": REPO / "data" / "questions" / "alice.jsonl", "verne": REPO / "data" / "questions" / "verne.jsonl"}
+# The shipped sets: the project's own (their corpus fetched by name), and imported ones written by others
+# (`driftrag eval import`, data/README.md) with their corpus folder.
+OWN_SETS: dict[str, tuple[Path, Path | None]] = {
+    "alice": (REPO / "data" / "questions" / "alice.jsonl", None),
+    "verne": (REPO / "data" / "questions" / "verne.jsonl", None),
+    "fairytaleqa": (
+        REPO / "data" / "imported" / "fairytaleqa" / "questions.jsonl",
+        REPO / "data" / "imported" / "fairytaleqa" / "corpus",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -70,7 +80,7 @@ def sets_of(args: argparse.Namespace) -> list[QuestionSet]:
     unknown = [name for name in chosen if name not in OWN_SETS]
     if unknown:
         raise SystemExit(f"--sets {','.join(unknown)}: unknown; the project's sets are {', '.join(OWN_SETS)}")
-    sets = [QuestionSet(n, OWN_SETS[n], args.corpus if n == "alice" else None) for n in chosen]
+    sets = [QuestionSet(n, OWN_SETS[n][0], args.corpus if n == "alice" else OWN_SETS[n][1]) for n in chosen]
     for name, questions, corpus in args.set or []:
         if not Path(questions).is_file() or not Path(corpus).exists():
             raise SystemExit(f"--set {name}: {questions} or {corpus} does not exist")
@@ -205,7 +215,7 @@ async def run(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="alice,verne", help="The project's own sets to run (comma-separated).")
+    parser.add_argument("--sets", default="alice,verne,fairytaleqa", help="The shipped sets to run (comma-separated).")
     parser.add_argument(
         "--set",
         nargs=3,
