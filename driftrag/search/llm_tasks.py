@@ -52,6 +52,7 @@ from driftrag.search.models import (
     DegradedReason,
     ReducedAnswer,
     SearchContext,
+    cited_answer_payload,
 )
 from driftrag.search.streaming import AnswerStream
 from driftrag.search.tasks import (
@@ -379,7 +380,7 @@ async def _answer_over(
     return await asker.ask(
         label,
         prompt,
-        AnswerPayload,
+        cited_answer_payload(tuple(handles.ids)),
         lambda raw: parse_answer(raw, handles, max_follow_ups),
         preview,
         prose=lambda raw: prose_answer(raw, handles),

@@ -6,10 +6,11 @@ Every source is identified by the id it carries in the graph (`chunk-…`, `enti
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from driftrag.models.bounds import Cap
@@ -121,6 +122,24 @@ class AnswerPayload(_Model):
     unknown_citations: SkipJsonSchema[int | None] = None
     # Set by the parser: what it had to tolerate (`DegradedReason` values).
     tolerated: SkipJsonSchema[list[DegradedReason] | None] = None
+
+
+@functools.cache
+def cited_answer_payload(handles: tuple[str, ...]) -> type[AnswerPayload]:
+    """`AnswerPayload` whose schema lets the citations be only the handles the context showed (`S1`…):
+    a model constrained to it cannot cite a source it did not see (a 0.5B model listed 20 invented ones).
+    The prompt still describes them as strings; parsing is the same."""
+    if not handles:
+        return AnswerPayload
+    cited = Annotated[str, Field(json_schema_extra={"enum": list(handles)})]
+    return create_model(
+        AnswerPayload.__name__,
+        __base__=AnswerPayload,
+        citations=(
+            Annotated[list[cited], Cap(min(MAX_CITATIONS, len(handles)))],
+            Field(description="Ids of the context sources used."),
+        ),
+    )
 
 
 class ReducedAnswer(_Model):

@@ -27,11 +27,12 @@ from driftrag.models.graph import (
 )
 from driftrag.prompts.registry import PromptRegistry
 from driftrag.providers import ModelClient, UsageTracker, build_providers
+from driftrag.providers.handles import Handles
 from driftrag.providers.structured import response_format, strict_schema
 from driftrag.search.drift.models import IntermediateAnswer
 from driftrag.search.global_search.models import GlobalPoint, MapPayload, ReportBatch
 from driftrag.search.llm_tasks import EntityNames, llm_query_tasks
-from driftrag.search.models import AnswerPayload, ReducedAnswer
+from driftrag.search.models import ReducedAnswer, cited_answer_payload
 from driftrag.settings import Settings
 from tests.fakes.custom_llm import ScriptedCustomLLM
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -124,14 +125,17 @@ async def test_the_query_tasks_send_their_answer_schema(
     names, local, primer, drift_reduce, global_map, global_reduce, hyde = _formats(openai_server)
     for sent, model in (
         (names, EntityNames),
-        (local, AnswerPayload),
-        (primer, AnswerPayload),
+        (local, cited_answer_payload(tuple(Handles(s.id for s in SOURCES).ids))),
+        (primer, cited_answer_payload(tuple(Handles(s.id for s in SOURCES[2:]).ids))),
         (drift_reduce, ReducedAnswer),
         (global_map, MapPayload),
         (global_reduce, ReducedAnswer),
     ):
         _assert_schema_of(sent, model)
     assert hyde is None  # plain text: no format asked
+    # An answer can cite only the handles its context showed.
+    cited = local["json_schema"]["schema"]["properties"]["citations"]
+    assert cited["items"]["enum"] == [f"S{n}" for n in range(1, len(SOURCES) + 1)]
 
 
 async def test_the_evaluation_and_config_tasks_send_their_answer_schema(
