@@ -449,6 +449,9 @@ class ModelClient:
         writing at once: the LLM's stream generator would keep it open until garbage-collected."""
         watch = LoopWatch()
         llm: Any = self.llm  # an OpenAI class (`stop_loops` needs it): its client and request fields
+        ready = getattr(llm, "ready", None)
+        if ready is not None:  # an LLM that starts its server on first use (the local provider's)
+            await ready()
         request = llm._get_model_kwargs(stream=True, **kwargs)
         async with await llm._get_aclient().chat.completions.create(
             messages=to_openai_message_dicts(messages, model=llm.model), **request
